@@ -1,0 +1,142 @@
+// The plain C++ interface through which the data plane (trainer/, LibTorch) talks to the
+// coordinator. The control plane implements it over gRPC (client/coordinator_client.h); the data
+// plane never sees a protobuf or gRPC header (DESIGN.md, "Layers"). Tests implement it in memory.
+//
+// Thread safety: implementations must be safe to call from several threads at once (the c10d
+// store is used by NCCL's watchdog thread while the training thread heartbeats).
+#ifndef SLURM_DDP_COMMON_COORDINATOR_API_H_
+#define SLURM_DDP_COMMON_COORDINATOR_API_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ddp {
+
+// Who a worker is before it has a rank: its place in the launch layout.
+struct WorkerIdentity {
+  std::string host;           // hostname, for status views and error messages
+  int node_rank = 0;          // index of this worker's node in the job (SLURM_NODEID or 0)
+  int local_rank = 0;         // index of this worker on its node (GPU index)
+  int local_world_size = 1;   // workers on this node
+  int pid = 0;
+  std::string nonce;          // generation nonce read from the dist_file (verified by the server)
+};
+
+// What registration returns once the whole world has joined.
+struct RankAssignment {
+  int rank = 0;               // global rank: ordered by node, then local rank
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  int num_nodes = 1;
+  int64_t generation = 0;     // Slurm restart count of this job
+};
+
+// What a worker asks for at the start of each epoch. Every rank must send the same dataset_size,
+// seed, shuffle and drop_last; the coordinator refuses a rank that disagrees.
+struct ShardRequest {
+  int64_t epoch = 0;
+  int64_t dataset_size = 0;
+  int64_t seed = 0;
+  bool shuffle = true;
+  bool drop_last = false;
+};
+
+// The parameters from which a worker computes its sample order for one epoch (common/
+// sampler_plan.h). Identical to PyTorch's DistributedSampler(shuffle, seed, drop_last) when
+// consumed == 0 and the world size did not change.
+struct ShardAssignment {
+  int64_t epoch = 0;
+  int64_t dataset_size = 0;
+  int64_t seed = 0;
+  bool shuffle = true;
+  bool drop_last = false;
+  int world_size = 1;
+  int rank = 0;
+  // Global positions of the epoch's padded permutation already consumed at the last committed
+  // checkpoint (0 for a fresh epoch). See sampler_plan.h for the resume/re-split rule.
+  int64_t consumed = 0;
+  // World size of the generation that consumed `consumed` positions (== world_size if unchanged).
+  int consumed_world_size = 1;
+};
+
+enum class WorkerPhase { kStarting, kTraining, kEvaluating, kCheckpointing, kFinished };
+
+// Progress a worker reports with each heartbeat (about once a second).
+struct ProgressReport {
+  WorkerPhase phase = WorkerPhase::kStarting;
+  int64_t epoch = 0;
+  int64_t epochs = 0;
+  int64_t step = 0;             // global step count since the start of training
+  int64_t steps_per_epoch = 0;
+  double loss = 0.0;            // recent training loss (rank-local)
+  double samples_per_second = 0.0;  // rank-local throughput
+  double data_wait_share = 0.0;     // fraction of step time spent waiting for data
+  double forward_ms = 0.0;
+  double backward_ms = 0.0;
+  double comm_wait_ms = 0.0;
+  double optimizer_ms = 0.0;
+  double overlap_share = 0.0;   // fraction of allreduce time hidden behind backward
+};
+
+// What the coordinator tells a worker in a heartbeat reply.
+enum class Command { kContinue, kCheckpointAndStop, kAbort };
+
+struct HeartbeatReply {
+  Command command = Command::kContinue;
+  std::string reason;           // why (for kAbort: names the failed rank)
+};
+
+// A checkpoint that rank 0 has durably written.
+struct CommittedCheckpoint {
+  int64_t epoch = 0;
+  int64_t step = 0;
+  int64_t consumed = 0;         // global positions of `epoch` consumed (sampler_plan.h)
+  std::string path;
+};
+
+class CoordinatorApi {
+ public:
+  virtual ~CoordinatorApi() = default;
+
+  // Blocks until every worker of the job has registered (or `timeout`), then returns this
+  // worker's rank. Calling again after a lost reply returns the same assignment.
+  virtual absl::StatusOr<RankAssignment> Register(const WorkerIdentity& who,
+                                                  absl::Duration timeout) = 0;
+
+  // --- c10d key-value store (semantics of c10d::Store) --------------------------------------
+  virtual absl::Status StoreSet(const std::string& key, const std::vector<uint8_t>& value) = 0;
+  // Blocks until `key` exists; DEADLINE_EXCEEDED after `timeout`.
+  virtual absl::StatusOr<std::vector<uint8_t>> StoreGet(const std::string& key,
+                                                        absl::Duration timeout) = 0;
+  // Atomically adds `delta` to the integer stored at `key` (created as 0) and returns the sum.
+  virtual absl::StatusOr<int64_t> StoreAdd(const std::string& key, int64_t delta) = 0;
+  // Sets `key` to `desired` if its value is `expected` (or if absent and `expected` is empty);
+  // returns the value now stored.
+  virtual absl::StatusOr<std::vector<uint8_t>> StoreCompareSet(
+      const std::string& key, const std::vector<uint8_t>& expected,
+      const std::vector<uint8_t>& desired) = 0;
+  virtual absl::StatusOr<bool> StoreDelete(const std::string& key) = 0;
+  virtual absl::StatusOr<bool> StoreCheck(const std::vector<std::string>& keys) = 0;
+  virtual absl::StatusOr<int64_t> StoreNumKeys() = 0;
+  // Blocks until all `keys` exist; DEADLINE_EXCEEDED after `timeout`.
+  virtual absl::Status StoreWait(const std::vector<std::string>& keys, absl::Duration timeout) = 0;
+
+  // --- training -------------------------------------------------------------------------------
+  virtual absl::StatusOr<ShardAssignment> GetShard(const ShardRequest& request) = 0;
+  virtual absl::StatusOr<HeartbeatReply> Heartbeat(const ProgressReport& progress) = 0;
+  virtual absl::Status CommitCheckpoint(const CommittedCheckpoint& checkpoint) = 0;
+  // The worker's outcome: OK when it finished training, else why it failed.
+  virtual absl::Status ReportDone(const absl::Status& outcome) = 0;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COMMON_COORDINATOR_API_H_

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs what slurm-ddp needs to build, test and run, and nothing that is already there.
+#
+#   scripts/setup-deps.sh            # Debian packages + the pinned PyTorch wheel in a cached venv
+#   scripts/setup-deps.sh --print-venv
+#
+# Safe to run any number of times: each step checks first and does nothing when satisfied.
+# The venv lives outside the clone (SLURM_DDP_CACHE, default ~/.cache/slurm-ddp) so that a fresh
+# clone, or `git clean`, does not download PyTorch again.
+set -euo pipefail
+
+TORCH_VERSION="2.11.0"
+CACHE_DIR="${SLURM_DDP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-ddp}"
+VENV="${SLURM_DDP_VENV:-$CACHE_DIR/venv-torch-$TORCH_VERSION}"
+
+if [[ "${1:-}" == "--print-venv" ]]; then
+  echo "$VENV"
+  exit 0
+fi
+
+# Build and test dependencies, all from Debian.
+DEB_PACKAGES=(
+  build-essential cmake pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libgtest-dev libgmock-dev libcli11-dev libcpp-httplib-dev
+  libjpeg62-turbo-dev zlib1g-dev
+  libgloo-dev
+  dataset-fashion-mnist
+  slurm-wlm munge
+  prometheus chromium
+  procps psmisc curl
+)
+
+log() { echo "[setup] $*" >&2; }
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    log "need root to run: $*"; return 1
+  fi
+}
+
+install_debian_packages() {
+  local missing=()
+  for p in "${DEB_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "Debian packages: all ${#DEB_PACKAGES[@]} present"
+    return
+  fi
+  log "Debian packages: installing ${missing[*]}"
+  as_root apt-get update -q
+  # Services from these packages (munge, slurm, prometheus) are started by the tests that need
+  # them, under their own temporary folders; keep the package scripts from starting them.
+  as_root env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+install_torch_venv() {
+  local py="$VENV/bin/python"
+  # The stamp is written last, so an interrupted install is never mistaken for a good one.
+  if [[ -f "$VENV/.slurm-ddp-complete" && -x "$py" ]]; then
+    log "PyTorch $TORCH_VERSION: present in $VENV"
+    return
+  fi
+  log "PyTorch $TORCH_VERSION: installing into $VENV (a few GB, downloaded once)"
+  mkdir -p "$CACHE_DIR"
+  [[ -x "$py" ]] || python3 -m venv "$VENV"
+  PIP_CACHE_DIR="$CACHE_DIR/pip" "$VENV/bin/pip" install -q --disable-pip-version-check \
+    "torch==$TORCH_VERSION" numpy
+  "$py" -c "import torch; print('[setup] torch', torch.__version__, 'cuda', torch.version.cuda)" >&2
+  touch "$VENV/.slurm-ddp-complete"
+}
+
+install_debian_packages
+install_torch_venv
