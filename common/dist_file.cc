@@ -1,0 +1,290 @@
+#include "common/dist_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace ddp {
+namespace {
+
+// Owns a file descriptor; closes it on destruction.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+  // Closes now and reports the error (close after write can report a deferred I/O error).
+  int Close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+absl::Status Errno(absl::string_view what, const std::string& path) {
+  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("write", path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+bool IsHex(absl::string_view s) {
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RandomHex(int bytes) {
+  ScopedFd fd(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Errno("open", "/dev/urandom");
+  std::string raw(static_cast<size_t>(bytes), '\0');
+  size_t got = 0;
+  while (got < raw.size()) {
+    ssize_t n = ::read(fd.get(), raw.data() + got, raw.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Errno("read", "/dev/urandom");
+    got += static_cast<size_t>(n);
+  }
+  return absl::BytesToHexString(raw);
+}
+
+absl::StatusOr<DistFileContents> NewDistFileContents(const std::string& job_id, int64_t generation,
+                                                     const std::string& grpc_address,
+                                                     int http_port) {
+  DistFileContents c;
+  c.job_id = job_id;
+  c.generation = generation;
+  c.grpc_address = grpc_address;
+  c.http_port = http_port;
+  ASSIGN_OR_RETURN(c.nonce, RandomHex(16));
+  ASSIGN_OR_RETURN(c.token, RandomHex(32));
+  return c;
+}
+
+std::string SerializeDistFile(const DistFileContents& c) {
+  return absl::StrCat(kDistFileHeader, "\njob_id=", c.job_id, "\ngeneration=", c.generation,
+                      "\nnonce=", c.nonce, "\ntoken=", c.token, "\ngrpc_address=", c.grpc_address,
+                      "\nhttp_port=", c.http_port, "\nend=1\n");
+}
+
+absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
+  if (text.empty()) return absl::InvalidArgumentError("dist_file is empty");
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  absl::string_view header = lines[0];
+  if (header != kDistFileHeader) {
+    if (absl::StartsWith(header, "slurm-ddp-dist-file ")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dist_file has unsupported version '", header.substr(20), "' (want v1)"));
+    }
+    return absl::InvalidArgumentError("not a slurm-ddp dist_file (bad first line)");
+  }
+  std::map<std::string, std::string, std::less<>> kv;
+  bool ended = false;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    absl::string_view line = lines[i];
+    if (line.empty()) continue;
+    if (ended) return absl::InvalidArgumentError("dist_file has data after its end line");
+    size_t eq = line.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dist_file line ", i + 1, " is not key=value"));
+    }
+    std::string key(line.substr(0, eq));
+    if (!kv.emplace(key, std::string(line.substr(eq + 1))).second) {
+      return absl::InvalidArgumentError(absl::StrCat("dist_file repeats key '", key, "'"));
+    }
+    if (key == "end") ended = true;
+  }
+  if (!ended || text.back() != '\n') {
+    return absl::InvalidArgumentError("dist_file is truncated (no end line)");
+  }
+  for (const char* key : {"job_id", "generation", "nonce", "token", "grpc_address", "http_port"}) {
+    if (kv.find(key) == kv.end() || kv.find(key)->second.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("dist_file lacks key '", key, "'"));
+    }
+  }
+  DistFileContents c;
+  c.job_id = kv["job_id"];
+  c.nonce = kv["nonce"];
+  c.token = kv["token"];
+  c.grpc_address = kv["grpc_address"];
+  if (!absl::SimpleAtoi(kv["generation"], &c.generation) || c.generation < 0) {
+    return absl::InvalidArgumentError("dist_file has a bad generation");
+  }
+  if (!absl::SimpleAtoi(kv["http_port"], &c.http_port) || c.http_port < 0 || c.http_port > 65535) {
+    return absl::InvalidArgumentError("dist_file has a bad http_port");
+  }
+  if (c.nonce.size() != 32 || !IsHex(c.nonce)) {
+    return absl::InvalidArgumentError("dist_file has a malformed nonce");
+  }
+  if (c.token.size() != 64 || !IsHex(c.token)) {
+    return absl::InvalidArgumentError("dist_file has a malformed token");
+  }
+  size_t colon = c.grpc_address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(c.grpc_address.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dist_file has a bad grpc_address '", c.grpc_address, "'"));
+  }
+  return c;
+}
+
+absl::Status PublishDistFile(const std::string& path, const DistFileContents& contents) {
+  ASSIGN_OR_RETURN(std::string suffix, RandomHex(6));
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", suffix);
+  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (fd.get() < 0) return Errno("create", tmp);
+  absl::Status st = WriteAll(fd.get(), SerializeDistFile(contents), tmp);
+  if (st.ok() && ::fchmod(fd.get(), 0600) != 0) st = Errno("chmod", tmp);
+  if (st.ok() && ::fsync(fd.get()) != 0) st = Errno("fsync", tmp);
+  if (fd.Close() != 0 && st.ok()) st = Errno("close", tmp);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = Errno("rename to " + path, tmp);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  std::string dir = DirName(path);
+  ScopedFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.get() < 0) return Errno("open folder", dir);
+  if (::fsync(dfd.get()) != 0) return Errno("fsync folder", dir);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
+                                              const DistFileExpectation& expect) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat("dist_file ", path, " does not exist"));
+    return Errno("stat", path);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("dist_file ", path, " is a symlink; refusing it"));
+  }
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat("dist_file ", path, " does not exist"));
+    if (errno == ELOOP)
+      return absl::PermissionDeniedError(
+          absl::StrCat("dist_file ", path, " is a symlink; refusing it"));
+    return Errno("open", path);
+  }
+  if (::fstat(fd.get(), &st) != 0) return Errno("fstat", path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::PermissionDeniedError(absl::StrCat("dist_file ", path, " is not a regular file"));
+  }
+  if (st.st_uid != ::geteuid()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("dist_file ", path, " is owned by uid ", st.st_uid, ", not by this user"));
+  }
+  if ((st.st_mode & 077) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("dist_file ", path, " has mode ", absl::StrFormat("%04o", st.st_mode & 0777),
+                     " (group/others may read the token); it must be 0600"));
+  }
+  if (st.st_size > kMaxDistFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dist_file ", path, " is too large (", st.st_size, " bytes > 64 KiB)"));
+  }
+  std::string text(static_cast<size_t>(kMaxDistFileBytes) + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("read", path);
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > static_cast<size_t>(kMaxDistFileBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("dist_file ", path, " is too large (> 64 KiB)"));
+  }
+  text.resize(got);
+  auto parsed = ParseDistFile(text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", parsed.status().message()));
+  }
+  if (!expect.job_id.empty() && parsed->job_id != expect.job_id) {
+    return absl::FailedPreconditionError(absl::StrCat("dist_file ", path, " belongs to job ",
+                                                      parsed->job_id, ", not to job ",
+                                                      expect.job_id, " (foreign job)"));
+  }
+  if (parsed->generation < expect.min_generation) {
+    return absl::FailedPreconditionError(absl::StrCat("dist_file ", path, " is stale: generation ",
+                                                      parsed->generation, " < expected ",
+                                                      expect.min_generation));
+  }
+  return parsed;
+}
+
+absl::StatusOr<DistFileContents> WaitForDistFile(const std::string& path,
+                                                 const DistFileExpectation& expect,
+                                                 absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::mt19937_64 rng(std::random_device{}());
+  absl::Duration backoff = absl::Milliseconds(10);
+  while (true) {
+    auto result = ReadDistFile(path, expect);
+    if (result.ok() || absl::IsPermissionDenied(result.status())) return result;
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::Status(result.status().code(),
+                          absl::StrCat(result.status().message(), ": gave up after ",
+                                       absl::FormatDuration(timeout)));
+    }
+    std::uniform_real_distribution<double> jitter(0.5, 1.5);
+    absl::Duration sleep = std::min(backoff * jitter(rng), deadline - now);
+    std::this_thread::sleep_for(absl::ToChronoNanoseconds(sleep));
+    backoff = std::min(backoff * 2, absl::Milliseconds(500));
+  }
+}
+
+std::string DefaultDistFilePath(const std::string& job_id) { return "dist_file." + job_id; }
+
+std::string LocalJobId() { return absl::StrCat("local-", ::getpid()); }
+
+}  // namespace ddp

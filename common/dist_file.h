@@ -1,0 +1,85 @@
+// The dist_file: how workers and operators find a job's coordinator. A small, versioned,
+// human-readable file (mode 0600) that the coordinator publishes atomically and readers verify:
+//
+//   slurm-ddp-dist-file v1
+//   job_id=<id>
+//   generation=<Slurm restart count>
+//   nonce=<32 hex digits, fresh per coordinator start>
+//   token=<64 hex digits, the bearer token of every RPC>
+//   grpc_address=<host:port>
+//   http_port=<port, 0 = none>
+//   end=1
+//
+// Publishing writes a temp file in the same folder (O_EXCL, 0600), fsyncs it, renames it over the
+// target and fsyncs the folder, so a reader sees the old file, no file, or the whole new file.
+// Readers poll (no inotify: it does not work on NFS) with a deadline and jittered backoff, and
+// return only a fully parsed file of the expected job and generation. The caller then confirms
+// the nonce with the coordinator (client/), which proves the file is not a stale leftover.
+//
+// Thread safety: free functions without shared state; safe from any thread.
+#ifndef SLURM_DDP_COMMON_DIST_FILE_H_
+#define SLURM_DDP_COMMON_DIST_FILE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace ddp {
+
+inline constexpr char kDistFileHeader[] = "slurm-ddp-dist-file v1";
+inline constexpr int64_t kMaxDistFileBytes = 64 * 1024;
+
+struct DistFileContents {
+  std::string job_id;
+  int64_t generation = 0;
+  std::string nonce;
+  std::string token;
+  std::string grpc_address;  // host:port
+  int http_port = 0;
+};
+
+// What a reader insists on. An empty job_id accepts any job (operator tools given a path).
+struct DistFileExpectation {
+  std::string job_id;
+  int64_t min_generation = 0;  // files of an older generation are stale
+};
+
+// `bytes` random bytes from /dev/urandom as lowercase hex.
+absl::StatusOr<std::string> RandomHex(int bytes);
+
+// Fresh contents for a coordinator start: random nonce (16 bytes) and token (32 bytes).
+absl::StatusOr<DistFileContents> NewDistFileContents(const std::string& job_id, int64_t generation,
+                                                     const std::string& grpc_address,
+                                                     int http_port);
+
+std::string SerializeDistFile(const DistFileContents& contents);
+// Parses the text of a dist_file; errors name what is wrong (version, missing key, garbage).
+absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text);
+
+// Atomically publishes `contents` at `path` (temp + fsync + rename + fsync dir), mode 0600.
+absl::Status PublishDistFile(const std::string& path, const DistFileContents& contents);
+
+// One verified read. NOT_FOUND when missing; PERMISSION_DENIED for a symlink, non-regular file,
+// foreign owner or group/other-readable mode; FAILED_PRECONDITION for a foreign job or a stale
+// generation; INVALID_ARGUMENT for an empty, truncated, oversized or garbage file.
+absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
+                                              const DistFileExpectation& expect);
+
+// Polls ReadDistFile until it succeeds or `timeout` passes. Permission problems fail at once (a
+// new publish cannot fix them); anything else is retried with jittered backoff, and the last
+// error is returned at the deadline ("...: gave up after 30s").
+absl::StatusOr<DistFileContents> WaitForDistFile(const std::string& path,
+                                                 const DistFileExpectation& expect,
+                                                 absl::Duration timeout);
+
+// "dist_file.<job_id>" (relative: in the current folder).
+std::string DefaultDistFilePath(const std::string& job_id);
+// Job id used without Slurm: "local-<pid>".
+std::string LocalJobId();
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COMMON_DIST_FILE_H_

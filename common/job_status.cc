@@ -1,0 +1,165 @@
+#include "common/job_status.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ddp {
+namespace {
+
+// JSON has no NaN/Inf: those become null.
+std::string Number(double v) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.6g", v);
+}
+
+class ObjectWriter {
+ public:
+  explicit ObjectWriter(std::string* out) : out_(out) { out_->push_back('{'); }
+  ~ObjectWriter() { out_->push_back('}'); }
+  ObjectWriter(const ObjectWriter&) = delete;
+  ObjectWriter& operator=(const ObjectWriter&) = delete;
+
+  void Raw(absl::string_view key, absl::string_view json) {
+    if (!first_) out_->push_back(',');
+    first_ = false;
+    absl::StrAppend(out_, JsonQuote(key), ":", json);
+  }
+  void Str(absl::string_view key, absl::string_view v) { Raw(key, JsonQuote(v)); }
+  void Int(absl::string_view key, int64_t v) { Raw(key, absl::StrCat(v)); }
+  void Dbl(absl::string_view key, double v) { Raw(key, Number(v)); }
+  void Bool(absl::string_view key, bool v) { Raw(key, v ? "true" : "false"); }
+
+ private:
+  std::string* out_;
+  bool first_ = true;
+};
+
+std::string RankJson(const RankStatus& r) {
+  std::string out;
+  {
+    ObjectWriter w(&out);
+    w.Int("rank", r.rank);
+    w.Str("host", r.host);
+    w.Int("node_rank", r.node_rank);
+    w.Int("local_rank", r.local_rank);
+    w.Int("pid", r.pid);
+    w.Str("state", r.state);
+    w.Int("epoch", r.epoch);
+    w.Int("step", r.step);
+    w.Dbl("loss", r.loss);
+    w.Dbl("samples_per_second", r.samples_per_second);
+    w.Dbl("last_seen_seconds", r.last_seen_seconds);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kRegistering:
+      return "REGISTERING";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kStopping:
+      return "STOPPING";
+    case JobState::kSucceeded:
+      return "SUCCEEDED";
+    case JobState::kFailed:
+      return "FAILED";
+  }
+  return "UNKNOWN";
+}
+
+bool IsTerminal(JobState state, bool finished) {
+  return state == JobState::kSucceeded || state == JobState::kFailed || finished;
+}
+
+std::string JsonQuote(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string ToJson(const JobStatus& s) {
+  std::string out;
+  {
+    ObjectWriter w(&out);
+    w.Str("job_id", s.job_id);
+    w.Str("state", JobStateName(s.state));
+    w.Bool("finished", s.finished);
+    w.Int("generation", s.generation);
+    w.Int("world_size", s.world_size);
+    w.Int("registered", s.registered);
+    w.Int("num_nodes", s.num_nodes);
+    w.Int("epoch", s.epoch);
+    w.Int("epochs", s.epochs);
+    w.Int("step", s.step);
+    w.Int("steps_per_epoch", s.steps_per_epoch);
+    w.Dbl("loss", s.loss);
+    w.Dbl("samples_per_second", s.samples_per_second);
+    w.Raw("eta_seconds", s.eta_seconds < 0 ? "null" : Number(s.eta_seconds));
+    w.Dbl("uptime_seconds", s.uptime_seconds);
+    w.Raw("failed_rank", s.failed_rank < 0 ? "null" : absl::StrCat(s.failed_rank));
+    w.Str("failure_reason", s.failure_reason);
+    std::string ckpt = "null";
+    if (s.checkpoint_epoch >= 0) {
+      ckpt.clear();
+      ObjectWriter c(&ckpt);
+      c.Int("epoch", s.checkpoint_epoch);
+      c.Int("step", s.checkpoint_step);
+      c.Str("path", s.checkpoint_path);
+    }
+    w.Raw("checkpoint", ckpt);
+    std::string ranks = "[";
+    for (size_t i = 0; i < s.ranks.size(); ++i) {
+      if (i > 0) ranks.push_back(',');
+      ranks += RankJson(s.ranks[i]);
+    }
+    ranks.push_back(']');
+    w.Raw("ranks", ranks);
+    std::string events = "[";
+    for (size_t i = 0; i < s.events.size(); ++i) {
+      if (i > 0) events.push_back(',');
+      events += JsonQuote(s.events[i]);
+    }
+    events.push_back(']');
+    w.Raw("events", events);
+  }
+  return out;
+}
+
+}  // namespace ddp

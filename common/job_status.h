@@ -1,0 +1,73 @@
+// Status types shared by the coordinator, its HTTP endpoint and ddpctl, and their JSON form
+// (the `ddpctl status --json` contract in DESIGN.md: one object with job_id, state, world_size,
+// registered, epoch, epochs, step, steps_per_epoch, loss, samples_per_second and a `ranks` list of
+// {rank, host, local_rank, state, step, last_seen_seconds}; extended, never renamed).
+//
+// Thread safety: plain values and pure functions; safe from any thread.
+#ifndef SLURM_DDP_COMMON_JOB_STATUS_H_
+#define SLURM_DDP_COMMON_JOB_STATUS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace ddp {
+
+// A graceful stop ends in STOPPING with `finished` set (the job exits "stopped for requeue").
+enum class JobState { kRegistering, kRunning, kStopping, kSucceeded, kFailed };
+
+// "REGISTERING", "RUNNING", ...
+const char* JobStateName(JobState state);
+bool IsTerminal(JobState state, bool finished);
+
+struct RankStatus {
+  int rank = 0;
+  std::string host;
+  int node_rank = 0;
+  int local_rank = 0;
+  int pid = 0;
+  std::string state;  // "starting", "training", ..., "done", "failed", "lost"
+  int64_t epoch = 0;
+  int64_t step = 0;
+  double loss = 0.0;
+  double samples_per_second = 0.0;
+  double last_seen_seconds = 0.0;  // since the last heartbeat (or registration)
+};
+
+struct JobStatus {
+  std::string job_id;
+  JobState state = JobState::kRegistering;
+  bool finished = false;  // terminal: SUCCEEDED, FAILED, or STOPPING after every rank stopped
+  int64_t generation = 0;
+  int world_size = 0;
+  int registered = 0;
+  int num_nodes = 0;
+  int64_t epoch = 0;
+  int64_t epochs = 0;
+  int64_t step = 0;  // the slowest live rank's global step
+  int64_t steps_per_epoch = 0;
+  double loss = 0.0;                // mean over ranks' recent loss
+  double samples_per_second = 0.0;  // summed over ranks
+  double eta_seconds = -1.0;        // -1 when unknown
+  double uptime_seconds = 0.0;
+  int failed_rank = -1;  // -1 when none
+  std::string failure_reason;
+  int64_t checkpoint_epoch = -1;  // last committed checkpoint (-1 when none)
+  int64_t checkpoint_step = 0;
+  std::string checkpoint_path;
+  std::vector<RankStatus> ranks;
+  std::vector<std::string> events;  // recent state changes, oldest first
+};
+
+// JSON string literal (with quotes) for `s`: escapes quotes, backslashes and control characters;
+// bytes >= 0x80 pass through (UTF-8 input stays UTF-8).
+std::string JsonQuote(absl::string_view s);
+
+// One JSON object, on one line.
+std::string ToJson(const JobStatus& status);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COMMON_JOB_STATUS_H_

@@ -1,0 +1,80 @@
+#include "common/job_status.h"
+
+#include <cmath>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(JobStatusTest, StateNames) {
+  EXPECT_STREQ(JobStateName(JobState::kRegistering), "REGISTERING");
+  EXPECT_STREQ(JobStateName(JobState::kRunning), "RUNNING");
+  EXPECT_STREQ(JobStateName(JobState::kStopping), "STOPPING");
+  EXPECT_STREQ(JobStateName(JobState::kSucceeded), "SUCCEEDED");
+  EXPECT_STREQ(JobStateName(JobState::kFailed), "FAILED");
+  EXPECT_TRUE(IsTerminal(JobState::kFailed, false));
+  EXPECT_FALSE(IsTerminal(JobState::kStopping, false));
+  EXPECT_TRUE(IsTerminal(JobState::kStopping, true));
+}
+
+TEST(JobStatusTest, JsonQuoteEscapes) {
+  EXPECT_EQ(JsonQuote("plain"), "\"plain\"");
+  EXPECT_EQ(JsonQuote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(JsonQuote("x\ny\tz\r"), "\"x\\ny\\tz\\r\"");
+  EXPECT_EQ(JsonQuote(std::string("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
+  EXPECT_EQ(JsonQuote("h\xc3\xa9"), "\"h\xc3\xa9\"");
+}
+
+TEST(JobStatusTest, ToJsonHasTheContractFields) {
+  JobStatus s;
+  s.job_id = "job\"1";
+  s.state = JobState::kRunning;
+  s.world_size = 2;
+  s.registered = 2;
+  s.epoch = 1;
+  s.epochs = 3;
+  s.step = 10;
+  s.steps_per_epoch = 5;
+  s.loss = 0.5;
+  s.samples_per_second = 100;
+  RankStatus r;
+  r.rank = 1;
+  r.host = "node\n1";
+  r.local_rank = 1;
+  r.state = "training";
+  r.step = 10;
+  r.last_seen_seconds = 0.25;
+  s.ranks.push_back(r);
+  std::string json = ToJson(s);
+  EXPECT_EQ(json.find('\n'), std::string::npos);
+  for (const char* want :
+       {"\"job_id\":\"job\\\"1\"", "\"state\":\"RUNNING\"", "\"world_size\":2", "\"registered\":2",
+        "\"epoch\":1", "\"epochs\":3", "\"step\":10", "\"steps_per_epoch\":5", "\"loss\":0.5",
+        "\"samples_per_second\":100", "\"ranks\":[{\"rank\":1,\"host\":\"node\\n1\"",
+        "\"local_rank\":1", "\"state\":\"training\"", "\"last_seen_seconds\":0.25",
+        "\"failed_rank\":null", "\"eta_seconds\":null", "\"checkpoint\":null"}) {
+    EXPECT_THAT(json, HasSubstr(want));
+  }
+  EXPECT_EQ(json.front(), '{');
+  EXPECT_EQ(json.back(), '}');
+}
+
+TEST(JobStatusTest, FailedJobNamesTheRank) {
+  JobStatus s;
+  s.state = JobState::kFailed;
+  s.failed_rank = 3;
+  s.failure_reason = "rank 3 lost";
+  s.loss = std::nan("");
+  std::string json = ToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"failed_rank\":3"));
+  EXPECT_THAT(json, HasSubstr("\"failure_reason\":\"rank 3 lost\""));
+  EXPECT_THAT(json, HasSubstr("\"loss\":null"));
+}
+
+}  // namespace
+}  // namespace ddp
