@@ -1,0 +1,200 @@
+#include "trainer/data/image_files.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ddp::data {
+namespace {
+
+constexpr uint32_t kIdxImagesMagic = 0x00000803;
+constexpr uint32_t kIdxLabelsMagic = 0x00000801;
+constexpr int64_t kCifarSide = 32;
+constexpr int64_t kCifarChannels = 3;
+constexpr int64_t kCifarRecord = 1 + kCifarChannels * kCifarSide * kCifarSide;
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, expected a file"));
+  }
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (file == nullptr) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open: ", std::strerror(err)));
+  }
+  std::string data;
+  char chunk[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), file.get())) > 0) data.append(chunk, n);
+  if (std::ferror(file.get())) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return data;
+}
+
+namespace {
+
+absl::StatusOr<std::string> Gunzip(const std::string& path, const std::string& compressed) {
+  std::string out;
+  z_stream zs;
+  std::memset(&zs, 0, sizeof(zs));
+  // 16 + MAX_WBITS: expect a gzip header and trailer.
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+    return absl::InternalError(absl::StrCat(path, ": zlib init failed"));
+  }
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  zs.avail_in = static_cast<uInt>(compressed.size());
+  char chunk[1 << 16];
+  int rc = Z_OK;
+  while (true) {
+    zs.next_out = reinterpret_cast<Bytef*>(chunk);
+    zs.avail_out = sizeof(chunk);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(chunk, sizeof(chunk) - zs.avail_out);
+    if (rc == Z_STREAM_END) {
+      // Concatenated gzip members are legal: continue with the next one, if any.
+      if (zs.avail_in == 0) break;
+      if (inflateReset(&zs) != Z_OK) break;
+      continue;
+    }
+    if (rc != Z_OK) break;
+    if (zs.avail_in == 0 && zs.avail_out != 0) {
+      rc = Z_BUF_ERROR;  // input ended inside the stream
+      break;
+    }
+  }
+  std::string msg = zs.msg != nullptr ? zs.msg : "";
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END) {
+    if (rc == Z_BUF_ERROR) {
+      return absl::DataLossError(absl::StrCat(path, ": truncated gzip stream"));
+    }
+    return absl::DataLossError(
+        absl::StrCat(path, ": bad gzip stream", msg.empty() ? "" : ": ", msg));
+  }
+  return out;
+}
+
+uint32_t ReadBigEndian32(const std::string& data, size_t offset) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data() + offset);
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// Validates an IDX header with `dims` dimensions; returns the dimensions.
+absl::StatusOr<std::vector<int64_t>> ParseIdxHeader(const std::string& path,
+                                                    const std::string& data, uint32_t magic,
+                                                    int dims) {
+  const size_t header = 4 + 4 * static_cast<size_t>(dims);
+  if (data.size() < header) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": truncated IDX header (", data.size(), " bytes)"));
+  }
+  const uint32_t got = ReadBigEndian32(data, 0);
+  if (got != magic) {
+    return absl::DataLossError(absl::StrCat(path, ": bad IDX magic 0x",
+                                            absl::Hex(got, absl::kZeroPad8), ", expected 0x",
+                                            absl::Hex(magic, absl::kZeroPad8)));
+  }
+  std::vector<int64_t> shape;
+  int64_t expected = 1;
+  for (int d = 0; d < dims; ++d) {
+    shape.push_back(ReadBigEndian32(data, 4 + 4 * static_cast<size_t>(d)));
+    expected *= shape.back();
+  }
+  const int64_t payload = static_cast<int64_t>(data.size() - header);
+  if (payload < expected) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated: header promises ", expected,
+                                            " bytes of data, file has ", payload));
+  }
+  if (payload > expected) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": ", payload - expected, " unexpected bytes after the data"));
+  }
+  return shape;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path) {
+  absl::StatusOr<std::string> data = ReadFile(path);
+  if (!data.ok()) return data;
+  const std::string& bytes = *data;
+  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes.front()) == 0x1f &&
+      static_cast<unsigned char>(bytes[1]) == 0x8b) {
+    return Gunzip(path, bytes);
+  }
+  return data;
+}
+
+absl::StatusOr<RawImageSet> ReadIdxPair(const std::string& images_path,
+                                        const std::string& labels_path, int num_classes) {
+  ASSIGN_OR_RETURN(std::string images, ReadFileMaybeGzip(images_path));
+  ASSIGN_OR_RETURN(std::vector<int64_t> image_shape,
+                   ParseIdxHeader(images_path, images, kIdxImagesMagic, 3));
+  ASSIGN_OR_RETURN(std::string labels, ReadFileMaybeGzip(labels_path));
+  ASSIGN_OR_RETURN(std::vector<int64_t> label_shape,
+                   ParseIdxHeader(labels_path, labels, kIdxLabelsMagic, 1));
+  if (image_shape[0] != label_shape[0]) {
+    return absl::DataLossError(absl::StrCat(images_path, ": has ", image_shape[0], " images but ",
+                                            labels_path, " has ", label_shape[0], " labels"));
+  }
+  RawImageSet set;
+  set.count = image_shape[0];
+  set.channels = 1;
+  set.height = image_shape[1];
+  set.width = image_shape[2];
+  set.pixels.assign(images.begin() + 16, images.end());
+  set.labels.reserve(static_cast<size_t>(set.count));
+  for (size_t i = 8; i < labels.size(); ++i) {
+    const int64_t label = static_cast<unsigned char>(labels[i]);
+    if (label >= num_classes) {
+      return absl::DataLossError(absl::StrCat(labels_path, ": label ", label, " at index ", i - 8,
+                                              " is not below ", num_classes));
+    }
+    set.labels.push_back(label);
+  }
+  return set;
+}
+
+absl::StatusOr<RawImageSet> ReadCifar10Batches(const std::vector<std::string>& paths) {
+  RawImageSet set;
+  set.channels = kCifarChannels;
+  set.height = kCifarSide;
+  set.width = kCifarSide;
+  constexpr int64_t kPixels = kCifarRecord - 1;
+  for (const std::string& path : paths) {
+    ASSIGN_OR_RETURN(std::string data, ReadFile(path));
+    if (data.empty() || data.size() % kCifarRecord != 0) {
+      return absl::DataLossError(absl::StrCat(path, ": size ", data.size(),
+                                              " is not a positive multiple of the CIFAR-10 record "
+                                              "size ",
+                                              kCifarRecord));
+    }
+    const int64_t records = static_cast<int64_t>(data.size()) / kCifarRecord;
+    set.pixels.reserve(set.pixels.size() + static_cast<size_t>(records * kPixels));
+    for (int64_t r = 0; r < records; ++r) {
+      const char* record = data.data() + r * kCifarRecord;
+      const int64_t label = static_cast<unsigned char>(record[0]);
+      if (label >= 10) {
+        return absl::DataLossError(
+            absl::StrCat(path, ": label ", label, " in record ", r, " is not below 10"));
+      }
+      set.labels.push_back(label);
+      set.pixels.insert(set.pixels.end(), record + 1, record + kCifarRecord);
+    }
+    set.count += records;
+  }
+  return set;
+}
+
+}  // namespace ddp::data

@@ -1,0 +1,48 @@
+// Readers for the on-disk formats of the in-memory datasets: IDX (MNIST, Fashion-MNIST; raw or
+// gzip-compressed) and the CIFAR-10 binary batches. Torch-free; the results are plain uint8 arrays
+// that InMemoryDataset wraps into tensors.
+//
+// Every error is a one-line absl::Status naming the file: NotFound for a missing file, DataLoss
+// for a corrupt one (bad magic, bad gzip stream, truncated data, trailing bytes, mismatched
+// counts).
+//
+// Thread safety: free functions without shared state.
+#ifndef SLURM_DDP_TRAINER_DATA_IMAGE_FILES_H_
+#define SLURM_DDP_TRAINER_DATA_IMAGE_FILES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ddp::data {
+
+// A set of equally sized uint8 images with their labels.
+struct RawImageSet {
+  int64_t count = 0;
+  int64_t channels = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  std::vector<uint8_t> pixels;  // count x channels x height x width, row-major (NCHW)
+  std::vector<int64_t> labels;  // count entries
+};
+
+// The whole file as bytes.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// The whole file; gunzipped when it starts with the gzip magic (whatever its name).
+absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path);
+
+// An IDX image file (magic 0x00000803: count, rows, cols) and label file (magic 0x00000801)
+// into one set with channels == 1. Counts must agree; labels must be < `num_classes`.
+absl::StatusOr<RawImageSet> ReadIdxPair(const std::string& images_path,
+                                        const std::string& labels_path, int num_classes);
+
+// CIFAR-10 binary batches (each record: 1 label byte + 3x32x32 pixel bytes), concatenated in the
+// order given.
+absl::StatusOr<RawImageSet> ReadCifar10Batches(const std::vector<std::string>& paths);
+
+}  // namespace ddp::data
+
+#endif  // SLURM_DDP_TRAINER_DATA_IMAGE_FILES_H_

@@ -1,0 +1,128 @@
+#include "trainer/data/jpeg_codec.h"
+
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
+
+#include <csetjmp>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ddp::data {
+namespace {
+
+// libjpeg reports fatal errors through error_exit, which must not return: we longjmp back to the
+// decode/encode call. Only libjpeg's C frames lie between setjmp and longjmp, and the functions
+// that call setjmp declare every object with a destructor before it.
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+  bool truncated;
+};
+
+void OnError(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+void OnMessage(j_common_ptr cinfo, int msg_level) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  // msg_level -1 is a warning; only "premature end of data" makes the image unusable.
+  if (msg_level == -1 && cinfo->err->msg_code == JWRN_JPEG_EOF) err->truncated = true;
+}
+
+void InstallErrorManager(ErrorManager* err) {
+  jpeg_std_error(&err->pub);
+  err->pub.error_exit = OnError;
+  err->pub.emit_message = OnMessage;
+  err->message[0] = '\0';
+  err->truncated = false;
+}
+
+struct DestinationBuffer {
+  unsigned char* data = nullptr;
+  unsigned long size = 0;  // NOLINT(runtime/int): libjpeg's type
+};
+
+}  // namespace
+
+absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name) {
+  RgbImage image;
+  ErrorManager err;
+  jpeg_decompress_struct cinfo;
+  std::memset(&cinfo, 0, sizeof(cinfo));
+  cinfo.err = &err.pub;
+  InstallErrorManager(&err);
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return absl::DataLossError(absl::StrCat(name, ": cannot decode JPEG: ", err.message));
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()),
+               static_cast<unsigned long>(bytes.size()));  // NOLINT(runtime/int)
+  jpeg_read_header(&cinfo, TRUE);
+  cinfo.out_color_space = JCS_RGB;
+  jpeg_start_decompress(&cinfo);
+  image.width = static_cast<int>(cinfo.output_width);
+  image.height = static_cast<int>(cinfo.output_height);
+  const size_t stride = static_cast<size_t>(image.width) * 3;
+  image.pixels.resize(stride * static_cast<size_t>(image.height));
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = image.pixels.data() + stride * cinfo.output_scanline;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+    if (err.truncated) break;
+  }
+  if (!err.truncated) jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  if (err.truncated) {
+    return absl::DataLossError(absl::StrCat(name, ": cannot decode JPEG: file is truncated"));
+  }
+  return image;
+}
+
+absl::StatusOr<std::string> EncodeJpeg(const RgbImage& image, int quality) {
+  if (image.width <= 0 || image.height <= 0 ||
+      image.pixels.size() != static_cast<size_t>(image.width) * image.height * 3) {
+    return absl::InvalidArgumentError("EncodeJpeg: pixel buffer does not match width x height x 3");
+  }
+  DestinationBuffer out;
+  ErrorManager err;
+  jpeg_compress_struct cinfo;
+  std::memset(&cinfo, 0, sizeof(cinfo));
+  cinfo.err = &err.pub;
+  InstallErrorManager(&err);
+  if (setjmp(err.jump)) {
+    jpeg_destroy_compress(&cinfo);
+    std::free(out.data);
+    return absl::InternalError(absl::StrCat("cannot encode JPEG: ", err.message));
+  }
+  jpeg_create_compress(&cinfo);
+  jpeg_mem_dest(&cinfo, &out.data, &out.size);
+  cinfo.image_width = static_cast<JDIMENSION>(image.width);
+  cinfo.image_height = static_cast<JDIMENSION>(image.height);
+  cinfo.input_components = 3;
+  cinfo.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, quality, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  const size_t stride = static_cast<size_t>(image.width) * 3;
+  while (cinfo.next_scanline < cinfo.image_height) {
+    // libjpeg's API takes non-const rows; it does not write through them.
+    JSAMPROW row = const_cast<JSAMPLE*>(image.pixels.data() + stride * cinfo.next_scanline);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  std::string encoded(reinterpret_cast<const char*>(out.data), out.size);
+  std::free(out.data);
+  return encoded;
+}
+
+}  // namespace ddp::data

@@ -1,0 +1,35 @@
+// JPEG decoding (and encoding, for tests and benchmarks) with libjpeg-turbo. Torch-free.
+//
+// Decoding always yields 8-bit RGB (grayscale is expanded, like PIL's convert("RGB")). A file that
+// libjpeg cannot decode, or that ends early ("Premature end of JPEG file", which PIL also refuses),
+// is a DataLoss error naming the file. Other libjpeg warnings are ignored, as PIL does.
+//
+// Thread safety: free functions; each call uses its own libjpeg state.
+#ifndef SLURM_DDP_TRAINER_DATA_JPEG_CODEC_H_
+#define SLURM_DDP_TRAINER_DATA_JPEG_CODEC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ddp::data {
+
+// An 8-bit RGB image, rows top to bottom, pixels interleaved (HWC).
+struct RgbImage {
+  int width = 0;
+  int height = 0;
+  std::vector<uint8_t> pixels;  // height * width * 3
+};
+
+// Decodes `bytes`; `name` (usually the path) appears in error messages.
+absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name);
+
+// Encodes an RGB image (quality 1..100).
+absl::StatusOr<std::string> EncodeJpeg(const RgbImage& image, int quality);
+
+}  // namespace ddp::data
+
+#endif  // SLURM_DDP_TRAINER_DATA_JPEG_CODEC_H_
