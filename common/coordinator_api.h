@@ -47,6 +47,11 @@ struct ShardRequest {
   int64_t seed = 0;
   bool shuffle = true;
   bool drop_last = false;
+  // Resuming from a checkpoint of an earlier generation: the sampler position it recorded
+  // (CommittedCheckpoint::consumed) and the world size that consumed it. 0 = fresh epoch.
+  // Ignored when this generation already committed a checkpoint for `epoch`.
+  int64_t resume_consumed = 0;
+  int resume_world_size = 0;
 };
 
 // The parameters from which a worker computes its sample order for one epoch (common/

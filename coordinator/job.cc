@@ -1,0 +1,483 @@
+#include "coordinator/job.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/sampler_plan.h"
+#include "coordinator/validation.h"
+
+namespace ddp {
+namespace {
+
+const char* PhaseName(WorkerPhase p) {
+  switch (p) {
+    case WorkerPhase::kStarting:
+      return "starting";
+    case WorkerPhase::kTraining:
+      return "training";
+    case WorkerPhase::kEvaluating:
+      return "evaluating";
+    case WorkerPhase::kCheckpointing:
+      return "checkpointing";
+    case WorkerPhase::kFinished:
+      return "finished";
+  }
+  return "unknown";
+}
+
+std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToDoubleSeconds(d), "s"); }
+
+}  // namespace
+
+Job::Job(JobConfig config, const Clock* clock)
+    : config_(std::move(config)), clock_(clock), start_(clock->Now()) {}
+
+void Job::Run(std::vector<Completion>& completions) {
+  for (Completion& c : completions) c();
+}
+
+void Job::EventLocked(const std::string& line, std::vector<Completion>* out) {
+  events_.push_back(line);
+  while (events_.size() > config_.max_events) events_.pop_front();
+  ++version_;
+  if (config_.log) out->push_back([log = config_.log, line] { log(line); });
+}
+
+void Job::SetStateLocked(JobState state, const std::string& why, std::vector<Completion>* out) {
+  if (state_ == state) return;
+  state_ = state;
+  EventLocked(absl::StrCat("job ", JobStateName(state), why.empty() ? "" : ": ", why), out);
+}
+
+bool Job::FinishedLocked() const { return IsTerminal(state_, stopped_); }
+
+std::string Job::DescribeRankLocked(int rank) const {
+  const WorkerIdentity& w = ranks_[static_cast<size_t>(rank)].who;
+  return absl::StrCat("rank ", rank, " (host ", w.host, ", node ", w.node_rank, ", local rank ",
+                      w.local_rank, ", pid ", w.pid, ")");
+}
+
+std::string Job::MissingWorkersLocked() const {
+  const int registered = static_cast<int>(slots_.size());
+  std::string head = absl::StrCat(registered, " of ", config_.world_size, " workers registered");
+  if (slots_.empty()) return absl::StrCat(head, "; no worker contacted the coordinator");
+  // Infer the expected layout when every registered worker reports the same local world size.
+  std::set<int> lws;
+  for (const auto& [key, slot] : slots_) lws.insert(slot.who.local_world_size);
+  const int local = *lws.begin();
+  if (lws.size() != 1 || config_.world_size % local != 0) {
+    std::set<int> nodes;
+    for (const auto& [key, slot] : slots_) nodes.insert(key.first);
+    return absl::StrCat(head, "; ", config_.world_size - registered,
+                        " missing; nodes heard from: ", absl::StrJoin(nodes, ","));
+  }
+  std::vector<std::string> parts;
+  const int num_nodes = config_.world_size / local;
+  for (int node = 0; node < num_nodes; ++node) {
+    std::vector<int> missing;
+    std::string host;
+    for (int l = 0; l < local; ++l) {
+      auto it = slots_.find({node, l});
+      if (it == slots_.end()) {
+        missing.push_back(l);
+      } else {
+        host = it->second.who.host;
+      }
+    }
+    if (missing.empty()) continue;
+    parts.push_back(absl::StrCat("node ", node, host.empty() ? "" : absl::StrCat(" (", host, ")"),
+                                 missing.size() == 1 ? " local rank " : " local ranks ",
+                                 absl::StrJoin(missing, ",")));
+  }
+  return absl::StrCat(head, "; missing ", absl::StrJoin(parts, "; "));
+}
+
+void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
+  std::vector<Completion> out;
+  absl::Status error = ValidateIdentity(who, config_.world_size);
+  {
+    absl::MutexLock lock(&mu_);
+    if (error.ok() && !config_.nonce.empty() && who.nonce != config_.nonce) {
+      error = absl::FailedPreconditionError(
+          "nonce mismatch: the dist_file is stale (written by another coordinator start)");
+    }
+    auto key = std::make_pair(who.node_rank, who.local_rank);
+    auto it = slots_.find(key);
+    const bool same_process =
+        it != slots_.end() && it->second.who.host == who.host && it->second.who.pid == who.pid;
+    if (!error.ok()) {
+      // fall through to reply with the error
+    } else if (it != slots_.end() && !same_process) {
+      error = absl::AlreadyExistsError(absl::StrCat(
+          "node ", who.node_rank, " local rank ", who.local_rank, " is already registered by ",
+          it->second.who.host, " pid ", it->second.who.pid));
+    } else if (state_ == JobState::kFailed) {
+      error = absl::AbortedError(absl::StrCat("job failed: ", failure_reason_));
+    } else if (same_process && state_ != JobState::kRegistering) {
+      for (size_t r = 0; r < ranks_.size(); ++r) {
+        const WorkerIdentity& w = ranks_[r].who;
+        if (w.node_rank == who.node_rank && w.local_rank == who.local_rank) {
+          RankAssignment a{static_cast<int>(r), config_.world_size, w.local_rank,
+                           w.local_world_size,  w.node_rank,        num_nodes_,
+                           config_.generation};
+          out.push_back([done = std::move(done), a] { done(a); });
+          break;
+        }
+      }
+    } else if (same_process) {
+      it->second.waiting.push_back(std::move(done));
+    } else if (state_ != JobState::kRegistering ||
+               static_cast<int>(slots_.size()) >= config_.world_size) {
+      error = absl::ResourceExhaustedError(
+          absl::StrCat("the world of ", config_.world_size, " workers is already complete"));
+    } else {
+      Slot& slot = slots_[key];
+      slot.who = who;
+      slot.waiting.push_back(std::move(done));
+      EventLocked(absl::StrCat("registered ", who.host, " pid ", who.pid, " node ", who.node_rank,
+                               " local rank ", who.local_rank, " (", slots_.size(), " of ",
+                               config_.world_size, ")"),
+                  &out);
+      if (static_cast<int>(slots_.size()) == config_.world_size) CompleteRegistrationLocked(&out);
+    }
+  }
+  if (!error.ok()) done(error);
+  Run(out);
+}
+
+void Job::CompleteRegistrationLocked(std::vector<Completion>* out) {
+  const absl::Time now = clock_->Now();
+  std::set<int> nodes;
+  for (const auto& [key, slot] : slots_) nodes.insert(key.first);
+  num_nodes_ = static_cast<int>(nodes.size());
+  ranks_.clear();
+  int rank = 0;
+  for (auto& [key, slot] : slots_) {
+    RankInfo info;
+    info.who = slot.who;
+    info.last_seen = now;
+    ranks_.push_back(info);
+    RankAssignment a{rank,
+                     config_.world_size,
+                     slot.who.local_rank,
+                     slot.who.local_world_size,
+                     slot.who.node_rank,
+                     num_nodes_,
+                     config_.generation};
+    for (RegisterCallback& cb : slot.waiting) {
+      out->push_back([cb = std::move(cb), a] { cb(a); });
+    }
+    slot.waiting.clear();
+    ++rank;
+  }
+  running_since_ = now;
+  SetStateLocked(JobState::kRunning,
+                 absl::StrCat("all ", config_.world_size, " workers registered on ", num_nodes_,
+                              " node(s) after ", Seconds(now - start_)),
+                 out);
+}
+
+void Job::FailLocked(int rank, const std::string& reason, absl::StatusCode code,
+                     std::vector<Completion>* out) {
+  if (FinishedLocked()) return;
+  failed_rank_ = rank;
+  failure_reason_ = reason;
+  SetStateLocked(JobState::kFailed, reason, out);
+  for (auto& [key, slot] : slots_) {
+    for (RegisterCallback& cb : slot.waiting) {
+      out->push_back([cb = std::move(cb), code, reason] { cb(absl::Status(code, reason)); });
+    }
+    slot.waiting.clear();
+  }
+}
+
+absl::Status Job::CheckWorkerLocked(int rank, int pid) const {
+  if (ranks_.empty()) {
+    return absl::FailedPreconditionError("the world is not complete yet: register first");
+  }
+  if (rank < 0 || rank >= static_cast<int>(ranks_.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is outside 0..", ranks_.size() - 1));
+  }
+  if (ranks_[static_cast<size_t>(rank)].who.pid != pid) {
+    return absl::PermissionDeniedError(absl::StrCat("rank ", rank, " is registered to pid ",
+                                                    ranks_[static_cast<size_t>(rank)].who.pid,
+                                                    ", not ", pid));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequest& request) {
+  absl::Status st = ValidateShardRequest(request);
+  if (!st.ok()) return st;
+  std::vector<Completion> out;
+  ShardAssignment a;
+  {
+    absl::MutexLock lock(&mu_);
+    st = CheckWorkerLocked(rank, pid);
+    if (!st.ok()) return st;
+    if (state_ == JobState::kFailed) {
+      return absl::AbortedError(absl::StrCat("job failed: ", failure_reason_));
+    }
+    RankInfo& info = ranks_[static_cast<size_t>(rank)];
+    if (request.epoch < info.last_epoch) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " asked for epoch ",
+                                                     request.epoch, " after epoch ",
+                                                     info.last_epoch, " (epochs go forward)"));
+    }
+    auto [it, inserted] = epoch_params_.emplace(request.epoch, request);
+    const ShardRequest& agreed = it->second;
+    if (!inserted && (agreed.dataset_size != request.dataset_size || agreed.seed != request.seed ||
+                      agreed.shuffle != request.shuffle || agreed.drop_last != request.drop_last ||
+                      agreed.resume_consumed != request.resume_consumed ||
+                      agreed.resume_world_size != request.resume_world_size)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank, " disagrees with the other ranks on epoch ", request.epoch,
+          " (dataset_size ", request.dataset_size, " vs ", agreed.dataset_size, ", seed ",
+          request.seed, " vs ", agreed.seed, ", shuffle/drop_last/resume must match)"));
+    }
+    info.last_epoch = request.epoch;
+    a.epoch = request.epoch;
+    a.dataset_size = request.dataset_size;
+    a.seed = request.seed;
+    a.shuffle = request.shuffle;
+    a.drop_last = request.drop_last;
+    a.world_size = config_.world_size;
+    a.rank = rank;
+    a.consumed_world_size = config_.world_size;
+    if (has_checkpoint_ && checkpoint_.epoch == request.epoch) {
+      a.consumed = checkpoint_.consumed;
+    } else if (request.resume_consumed > 0) {
+      a.consumed = request.resume_consumed;
+      a.consumed_world_size = request.resume_world_size;
+    }
+    ++version_;
+  }
+  absl::Status valid = ValidateShardAssignment(a);
+  if (!valid.ok()) return absl::InvalidArgumentError(valid.message());
+  return a;
+}
+
+absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressReport& progress) {
+  absl::Status st = ValidateProgress(progress);
+  if (!st.ok()) return st;
+  absl::MutexLock lock(&mu_);
+  st = CheckWorkerLocked(rank, pid);
+  if (!st.ok()) return st;
+  RankInfo& info = ranks_[static_cast<size_t>(rank)];
+  info.last_seen = clock_->Now();
+  info.progress = progress;
+  if (!info.done && state_ != JobState::kFailed) info.state = PhaseName(progress.phase);
+  ++version_;
+  HeartbeatReply reply;
+  if (state_ == JobState::kFailed) {
+    reply.command = Command::kAbort;
+    reply.reason = failure_reason_;
+  } else if (state_ == JobState::kStopping) {
+    reply.command = Command::kCheckpointAndStop;
+    reply.reason = failure_reason_;
+  }
+  return reply;
+}
+
+absl::Status Job::CommitCheckpoint(int rank, int pid, const CommittedCheckpoint& checkpoint) {
+  absl::Status st = ValidateCheckpoint(checkpoint);
+  if (!st.ok()) return st;
+  std::vector<Completion> out;
+  {
+    absl::MutexLock lock(&mu_);
+    st = CheckWorkerLocked(rank, pid);
+    if (!st.ok()) return st;
+    if (has_checkpoint_ &&
+        (checkpoint.epoch < checkpoint_.epoch ||
+         (checkpoint.epoch == checkpoint_.epoch && checkpoint.step < checkpoint_.step))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint at epoch ", checkpoint.epoch, " step ", checkpoint.step,
+                       " is older than the committed one (epoch ", checkpoint_.epoch, " step ",
+                       checkpoint_.step, ")"));
+    }
+    has_checkpoint_ = true;
+    checkpoint_ = checkpoint;
+    EventLocked(absl::StrCat("checkpoint committed by rank ", rank, ": epoch ", checkpoint.epoch,
+                             " step ", checkpoint.step, " ", checkpoint.path),
+                &out);
+  }
+  Run(out);
+  return absl::OkStatus();
+}
+
+absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
+  std::vector<Completion> out;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status st = CheckWorkerLocked(rank, pid);
+    if (!st.ok()) return st;
+    RankInfo& info = ranks_[static_cast<size_t>(rank)];
+    if (info.done) return absl::OkStatus();  // a retry
+    info.done = true;
+    info.last_seen = clock_->Now();
+    if (!outcome.ok()) {
+      info.state = "failed";
+      FailLocked(rank,
+                 absl::StrCat(DescribeRankLocked(rank),
+                              " failed: ", ClampReason(std::string(outcome.message()))),
+                 absl::StatusCode::kAborted, &out);
+    } else {
+      info.state = "done";
+      EventLocked(absl::StrCat(DescribeRankLocked(rank), " done"), &out);
+      const bool all_done =
+          std::all_of(ranks_.begin(), ranks_.end(), [](const RankInfo& r) { return r.done; });
+      if (all_done && state_ == JobState::kRunning) {
+        SetStateLocked(JobState::kSucceeded, "every rank finished", &out);
+      } else if (all_done && state_ == JobState::kStopping) {
+        stopped_ = true;
+        EventLocked("job stopped: every rank checkpointed and stopped", &out);
+      }
+    }
+  }
+  Run(out);
+  return absl::OkStatus();
+}
+
+absl::Status Job::Stop(bool graceful, const std::string& reason) {
+  std::vector<Completion> out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (FinishedLocked()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job already finished (", JobStateName(state_), ")"));
+    }
+    const std::string why = ClampReason(reason.empty() ? "operator request" : reason);
+    if (graceful && state_ == JobState::kRunning) {
+      stop_graceful_ = true;
+      failure_reason_ = absl::StrCat("checkpoint and stop: ", why);
+      SetStateLocked(JobState::kStopping, failure_reason_, &out);
+    } else if (!graceful || state_ == JobState::kRegistering) {
+      FailLocked(-1, absl::StrCat("stopped by operator: ", why), absl::StatusCode::kAborted, &out);
+    }
+  }
+  Run(out);
+  return absl::OkStatus();
+}
+
+void Job::Tick() {
+  std::vector<Completion> out;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    if (state_ == JobState::kRegistering && now - start_ >= config_.registration_timeout) {
+      FailLocked(-1,
+                 absl::StrCat("registration timed out after ",
+                              absl::FormatDuration(config_.registration_timeout), ": ",
+                              MissingWorkersLocked()),
+                 absl::StatusCode::kDeadlineExceeded, &out);
+    } else if ((state_ == JobState::kRunning || state_ == JobState::kStopping) && !stopped_) {
+      for (size_t r = 0; r < ranks_.size(); ++r) {
+        RankInfo& info = ranks_[r];
+        if (info.done || now - info.last_seen <= config_.heartbeat_timeout) continue;
+        info.state = "lost";
+        FailLocked(static_cast<int>(r),
+                   absl::StrCat(DescribeRankLocked(static_cast<int>(r)), " lost: no heartbeat for ",
+                                Seconds(now - info.last_seen), " (timeout ",
+                                absl::FormatDuration(config_.heartbeat_timeout), ")"),
+                   absl::StatusCode::kUnavailable, &out);
+        break;
+      }
+    }
+  }
+  Run(out);
+}
+
+JobStatus Job::Status() const {
+  absl::ReaderMutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  JobStatus s;
+  s.job_id = config_.job_id;
+  s.state = state_;
+  s.finished = FinishedLocked();
+  s.generation = config_.generation;
+  s.world_size = config_.world_size;
+  s.registered = static_cast<int>(slots_.size());
+  s.num_nodes = num_nodes_;
+  s.uptime_seconds = absl::ToDoubleSeconds(now - start_);
+  s.failed_rank = failed_rank_;
+  s.failure_reason = failure_reason_;
+  if (has_checkpoint_) {
+    s.checkpoint_epoch = checkpoint_.epoch;
+    s.checkpoint_step = checkpoint_.step;
+    s.checkpoint_path = checkpoint_.path;
+  }
+  double loss_sum = 0;
+  int64_t min_step = -1;
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    const RankInfo& info = ranks_[r];
+    RankStatus rs;
+    rs.rank = static_cast<int>(r);
+    rs.host = info.who.host;
+    rs.node_rank = info.who.node_rank;
+    rs.local_rank = info.who.local_rank;
+    rs.pid = info.who.pid;
+    rs.state = info.state;
+    rs.epoch = info.progress.epoch;
+    rs.step = info.progress.step;
+    rs.loss = info.progress.loss;
+    rs.samples_per_second = info.progress.samples_per_second;
+    rs.last_seen_seconds = absl::ToDoubleSeconds(now - info.last_seen);
+    s.ranks.push_back(rs);
+    loss_sum += info.progress.loss;
+    s.samples_per_second += info.progress.samples_per_second;
+    s.epoch = std::max(s.epoch, info.progress.epoch);
+    s.epochs = std::max(s.epochs, info.progress.epochs);
+    s.steps_per_epoch = std::max(s.steps_per_epoch, info.progress.steps_per_epoch);
+    if (min_step < 0 || info.progress.step < min_step) min_step = info.progress.step;
+  }
+  if (ranks_.empty()) {
+    for (const auto& [key, slot] : slots_) {
+      RankStatus rs;
+      rs.rank = -1;
+      rs.host = slot.who.host;
+      rs.node_rank = slot.who.node_rank;
+      rs.local_rank = slot.who.local_rank;
+      rs.pid = slot.who.pid;
+      rs.state = "registered";
+      s.ranks.push_back(rs);
+    }
+  } else {
+    s.loss = loss_sum / static_cast<double>(ranks_.size());
+    s.step = std::max<int64_t>(min_step, 0);
+    const double elapsed = absl::ToDoubleSeconds(now - running_since_);
+    const int64_t total = s.epochs * s.steps_per_epoch;
+    if (s.step > 0 && elapsed > 0 && total > s.step && state_ == JobState::kRunning) {
+      s.eta_seconds = static_cast<double>(total - s.step) * elapsed / static_cast<double>(s.step);
+    }
+  }
+  s.events.assign(events_.begin(), events_.end());
+  return s;
+}
+
+bool Job::Finished() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return FinishedLocked();
+}
+
+bool Job::WaitFinished(absl::Duration timeout) const {
+  absl::ReaderMutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(this, &Job::FinishedLocked), timeout);
+  return FinishedLocked();
+}
+
+int Job::ExitCode() const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (state_ == JobState::kSucceeded) return 0;
+  if (stopped_) return kExitStopped;
+  return 1;
+}
+
+uint64_t Job::version() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return version_;
+}
+
+}  // namespace ddp

@@ -1,0 +1,78 @@
+// The c10d key-value store the workers bootstrap their process group through (semantics of
+// c10d::Store / TCPStore). Blocking operations (Get, Wait) take a callback instead of blocking a
+// thread: the callback runs at once when the keys exist, else later from Set/Add/CompareSet (the
+// key appeared), from ExpireWaiters (DEADLINE_EXCEEDED naming the missing keys) or from
+// CancelAll (shutdown). Callbacks always run without the store's lock held.
+//
+// Thread safety: every method is thread-safe.
+#ifndef SLURM_DDP_COORDINATOR_KV_STORE_H_
+#define SLURM_DDP_COORDINATOR_KV_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace ddp {
+
+class KvStore {
+ public:
+  using GetCallback = std::function<void(absl::StatusOr<std::string>)>;
+  using WaitCallback = std::function<void(absl::Status)>;
+
+  KvStore() = default;
+  KvStore(const KvStore&) = delete;
+  KvStore& operator=(const KvStore&) = delete;
+
+  void Set(const std::string& key, std::string value);
+  // Calls `done` with the value once `key` exists, or DEADLINE_EXCEEDED at `deadline`.
+  void Get(const std::string& key, absl::Time deadline, GetCallback done);
+  // INVALID_ARGUMENT when the stored value is not a decimal integer.
+  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta);
+  std::string CompareSet(const std::string& key, const std::string& expected, std::string desired);
+  bool Delete(const std::string& key);
+  bool Check(const std::vector<std::string>& keys) const;
+  int64_t NumKeys() const;
+  // Calls `done` with OK once all `keys` exist, or DEADLINE_EXCEEDED at `deadline`.
+  void Wait(std::vector<std::string> keys, absl::Time deadline, WaitCallback done);
+
+  // Fails every waiter whose deadline is at or before `now`.
+  void ExpireWaiters(absl::Time now);
+  // Fails every waiter with `status` (shutdown).
+  void CancelAll(const absl::Status& status);
+  size_t NumWaiters() const;
+
+ private:
+  struct Waiter {
+    std::vector<std::string> keys;
+    absl::Time deadline;
+    GetCallback get_done;    // set for Get
+    WaitCallback wait_done;  // set for Wait
+  };
+  using Completion = std::function<void()>;
+
+  // Adds completions for the waiters on `key` whose keys all exist now.
+  void WakeLocked(const std::string& key, std::vector<Completion>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool AllExistLocked(const std::vector<std::string>& keys) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  Completion CompleteLocked(uint64_t id, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Run(std::vector<Completion>& completions);
+
+  mutable absl::Mutex mu_;
+  std::unordered_map<std::string, std::string> data_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::vector<uint64_t>> waiters_by_key_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_waiter_id_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_KV_STORE_H_

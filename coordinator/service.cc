@@ -1,0 +1,333 @@
+#include "coordinator/service.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/validation.h"
+#include "proto/convert.h"
+
+namespace ddp {
+
+namespace pb = ::slurm_ddp::v1;
+
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+// Finishes the default reactor of `ctx` with `status`.
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpc(status));
+  return reactor;
+}
+
+std::string Bytes(const std::string& s) { return s; }
+
+absl::Duration StoreTimeout(int64_t timeout_ms) {
+  return timeout_ms == 0 ? absl::Seconds(300) : absl::Milliseconds(timeout_ms);
+}
+
+}  // namespace
+
+// Streams the job status every `interval` and once more (then ends) when the job finishes.
+// Lifetime: owned by gRPC's call; deletes itself in OnDone after leaving the service's list.
+class StatusWatcher final : public grpc::ServerWriteReactor<pb::JobStatus> {
+ public:
+  StatusWatcher(CoordinatorService* service, absl::Duration interval)
+      : service_(service), interval_(interval) {}
+
+  // Called with the service's watcher lock held, so OnDone cannot delete us meanwhile.
+  void Poll(const Job& job, absl::Time now) {
+    absl::MutexLock lock(&mu_);
+    if (finishing_ || writing_ || now < next_) return;
+    JobStatus status = job.Status();
+    msg_.Clear();
+    ToProto(status, &msg_);
+    writing_ = true;
+    next_ = now + interval_;
+    if (status.finished) {
+      finishing_ = true;
+      StartWriteAndFinish(&msg_, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      StartWrite(&msg_);
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok && !finishing_) {
+      finishing_ = true;
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "watch ended"));
+    }
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    if (!finishing_ && !writing_) {
+      finishing_ = true;
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
+    }
+  }
+
+  void OnDone() override {
+    service_->RemoveWatcher(this);
+    delete this;
+  }
+
+ private:
+  CoordinatorService* const service_;
+  const absl::Duration interval_;
+  absl::Mutex mu_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time next_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  pb::JobStatus msg_ ABSL_GUARDED_BY(mu_);
+};
+
+CoordinatorService::CoordinatorService(Job* job, KvStore* store, const TokenChecker* auth,
+                                       const Clock* clock,
+                                       std::function<void(const std::string&)> log)
+    : job_(job), store_(store), auth_(auth), clock_(clock), log_(std::move(log)) {}
+
+grpc::ServerUnaryReactor* CoordinatorService::Refuse(grpc::CallbackServerContext* ctx,
+                                                     const char* method) {
+  absl::Status st = auth_->Check(*ctx);
+  if (st.ok()) return nullptr;
+  if (log_) log_(absl::StrCat("refused ", method, " from ", ctx->peer(), ": ", st.message()));
+  return Reply(ctx, st);
+}
+
+void CoordinatorService::PollWatchers() {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&watchers_mu_);
+  for (StatusWatcher* w : watchers_) w->Poll(*job_, now);
+}
+
+void CoordinatorService::RemoveWatcher(StatusWatcher* watcher) {
+  absl::MutexLock lock(&watchers_mu_);
+  watchers_.erase(watcher);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Hello(grpc::CallbackServerContext* ctx,
+                                                    const pb::HelloRequest* req,
+                                                    pb::HelloReply* resp) {
+  if (auto* r = Refuse(ctx, "Hello")) return r;
+  const JobConfig& config = job_->config();
+  if (!config.nonce.empty() && req->nonce() != config.nonce) {
+    return Reply(ctx, absl::FailedPreconditionError(
+                          "nonce mismatch: the dist_file is stale (another coordinator start)"));
+  }
+  resp->set_job_id(config.job_id);
+  resp->set_generation(config.generation);
+  resp->set_world_size(config.world_size);
+  return Reply(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Register(grpc::CallbackServerContext* ctx,
+                                                       const pb::RegisterRequest* req,
+                                                       pb::RegisterReply* resp) {
+  if (auto* r = Refuse(ctx, "Register")) return r;
+  WorkerIdentity who;
+  who.host = req->host();
+  who.node_rank = req->node_rank();
+  who.local_rank = req->local_rank();
+  who.local_world_size = req->local_world_size();
+  who.pid = req->pid();
+  who.nonce = req->nonce();
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  job_->Register(who, [reactor, resp](absl::StatusOr<RankAssignment> result) {
+    if (result.ok()) ToProto(*result, resp);
+    reactor->Finish(ToGrpc(result.status()));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::StoreSet(grpc::CallbackServerContext* ctx,
+                                                       const pb::StoreSetRequest* req,
+                                                       pb::StoreSetReply*) {
+  if (auto* r = Refuse(ctx, "StoreSet")) return r;
+  absl::Status st = ValidateKey(req->key());
+  if (st.ok()) st = ValidateValue(req->value());
+  if (st.ok()) store_->Set(req->key(), Bytes(req->value()));
+  return Reply(ctx, st);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::StoreGet(grpc::CallbackServerContext* ctx,
+                                                       const pb::StoreGetRequest* req,
+                                                       pb::StoreGetReply* resp) {
+  if (auto* r = Refuse(ctx, "StoreGet")) return r;
+  absl::Status st = ValidateKey(req->key());
+  if (st.ok()) st = ValidateTimeoutMs(req->timeout_ms());
+  if (!st.ok()) return Reply(ctx, st);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  store_->Get(req->key(), clock_->Now() + StoreTimeout(req->timeout_ms()),
+              [reactor, resp](absl::StatusOr<std::string> value) {
+                if (value.ok()) resp->set_value(*std::move(value));
+                reactor->Finish(ToGrpc(value.status()));
+              });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::StoreAdd(grpc::CallbackServerContext* ctx,
+                                                       const pb::StoreAddRequest* req,
+                                                       pb::StoreAddReply* resp) {
+  if (auto* r = Refuse(ctx, "StoreAdd")) return r;
+  absl::Status st = ValidateKey(req->key());
+  if (!st.ok()) return Reply(ctx, st);
+  absl::StatusOr<int64_t> sum = store_->Add(req->key(), req->delta());
+  if (sum.ok()) resp->set_value(*sum);
+  return Reply(ctx, sum.status());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::StoreCompareSet(grpc::CallbackServerContext* ctx,
+                                                              const pb::StoreCompareSetRequest* req,
+                                                              pb::StoreCompareSetReply* resp) {
+  if (auto* r = Refuse(ctx, "StoreCompareSet")) return r;
+  absl::Status st = ValidateKey(req->key());
+  if (st.ok()) st = ValidateValue(req->desired());
+  if (st.ok()) resp->set_value(store_->CompareSet(req->key(), req->expected(), req->desired()));
+  return Reply(ctx, st);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::StoreDelete(grpc::CallbackServerContext* ctx,
+                                                          const pb::StoreDeleteRequest* req,
+                                                          pb::StoreDeleteReply* resp) {
+  if (auto* r = Refuse(ctx, "StoreDelete")) return r;
+  absl::Status st = ValidateKey(req->key());
+  if (st.ok()) resp->set_deleted(store_->Delete(req->key()));
+  return Reply(ctx, st);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::StoreCheck(grpc::CallbackServerContext* ctx,
+                                                         const pb::StoreCheckRequest* req,
+                                                         pb::StoreCheckReply* resp) {
+  if (auto* r = Refuse(ctx, "StoreCheck")) return r;
+  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
+  absl::Status st = ValidateKeys(keys);
+  if (st.ok()) resp->set_all_exist(store_->Check(keys));
+  return Reply(ctx, st);
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::StoreNumKeys(grpc::CallbackServerContext* ctx,
+                                                           const pb::StoreNumKeysRequest*,
+                                                           pb::StoreNumKeysReply* resp) {
+  if (auto* r = Refuse(ctx, "StoreNumKeys")) return r;
+  resp->set_num_keys(store_->NumKeys());
+  return Reply(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::StoreWait(grpc::CallbackServerContext* ctx,
+                                                        const pb::StoreWaitRequest* req,
+                                                        pb::StoreWaitReply*) {
+  if (auto* r = Refuse(ctx, "StoreWait")) return r;
+  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
+  absl::Status st = ValidateKeys(keys);
+  if (st.ok()) st = ValidateTimeoutMs(req->timeout_ms());
+  if (!st.ok()) return Reply(ctx, st);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  store_->Wait(std::move(keys), clock_->Now() + StoreTimeout(req->timeout_ms()),
+               [reactor](absl::Status done) { reactor->Finish(ToGrpc(done)); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::GetShard(grpc::CallbackServerContext* ctx,
+                                                       const pb::GetShardRequest* req,
+                                                       pb::GetShardReply* resp) {
+  if (auto* r = Refuse(ctx, "GetShard")) return r;
+  ShardRequest request;
+  request.epoch = req->epoch();
+  request.dataset_size = req->dataset_size();
+  request.seed = req->seed();
+  request.shuffle = req->shuffle();
+  request.drop_last = req->drop_last();
+  request.resume_consumed = req->resume_consumed();
+  request.resume_world_size = req->resume_world_size();
+  absl::StatusOr<ShardAssignment> a =
+      job_->GetShard(req->worker().rank(), req->worker().pid(), request);
+  if (a.ok()) ToProto(*a, resp);
+  return Reply(ctx, a.status());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Heartbeat(grpc::CallbackServerContext* ctx,
+                                                        const pb::HeartbeatRequest* req,
+                                                        pb::HeartbeatReply* resp) {
+  if (auto* r = Refuse(ctx, "Heartbeat")) return r;
+  absl::StatusOr<HeartbeatReply> reply =
+      job_->Heartbeat(req->worker().rank(), req->worker().pid(), FromProto(req->progress()));
+  if (reply.ok()) {
+    resp->set_command(static_cast<pb::Command>(static_cast<int>(reply->command)));
+    resp->set_reason(reply->reason);
+  }
+  return Reply(ctx, reply.status());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::CommitCheckpoint(
+    grpc::CallbackServerContext* ctx, const pb::CommitCheckpointRequest* req,
+    pb::CommitCheckpointReply*) {
+  if (auto* r = Refuse(ctx, "CommitCheckpoint")) return r;
+  CommittedCheckpoint c;
+  c.epoch = req->epoch();
+  c.step = req->step();
+  c.consumed = req->consumed();
+  c.path = req->path();
+  return Reply(ctx, job_->CommitCheckpoint(req->worker().rank(), req->worker().pid(), c));
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::ReportDone(grpc::CallbackServerContext* ctx,
+                                                         const pb::ReportDoneRequest* req,
+                                                         pb::ReportDoneReply*) {
+  if (auto* r = Refuse(ctx, "ReportDone")) return r;
+  absl::Status outcome = absl::OkStatus();
+  if (!req->ok()) {
+    int code = req->error_code();
+    if (code <= 0 || code > 16) code = static_cast<int>(absl::StatusCode::kUnknown);
+    outcome = absl::Status(static_cast<absl::StatusCode>(code),
+                           req->message().empty() ? "worker failed" : req->message());
+  }
+  return Reply(ctx, job_->ReportDone(req->worker().rank(), req->worker().pid(), outcome));
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::GetStatus(grpc::CallbackServerContext* ctx,
+                                                        const pb::GetStatusRequest*,
+                                                        pb::JobStatus* resp) {
+  if (auto* r = Refuse(ctx, "GetStatus")) return r;
+  ToProto(job_->Status(), resp);
+  return Reply(ctx, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<pb::JobStatus>* CoordinatorService::WatchStatus(
+    grpc::CallbackServerContext* ctx, const pb::WatchStatusRequest* req) {
+  absl::Status st = auth_->Check(*ctx);
+  if (!st.ok()) {
+    if (log_) log_(absl::StrCat("refused WatchStatus from ", ctx->peer(), ": ", st.message()));
+    // A reactor that only finishes.
+    class Refused final : public grpc::ServerWriteReactor<pb::JobStatus> {
+     public:
+      explicit Refused(const absl::Status& s) { Finish(ToGrpc(s)); }
+      void OnDone() override { delete this; }
+    };
+    return new Refused(st);
+  }
+  int64_t ms = req->interval_ms() == 0 ? 1000 : std::max<int64_t>(req->interval_ms(), 100);
+  auto* watcher = new StatusWatcher(this, absl::Milliseconds(std::min<int64_t>(ms, 3600000)));
+  absl::MutexLock lock(&watchers_mu_);
+  watchers_.insert(watcher);
+  return watcher;
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Stop(grpc::CallbackServerContext* ctx,
+                                                   const pb::StopRequest* req,
+                                                   pb::StopReply* resp) {
+  if (auto* r = Refuse(ctx, "Stop")) return r;
+  absl::Status st = job_->Stop(req->mode() == pb::StopRequest::GRACEFUL, req->reason());
+  resp->set_state(JobStateName(job_->Status().state));
+  return Reply(ctx, st);
+}
+
+}  // namespace ddp

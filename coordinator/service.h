@@ -1,0 +1,107 @@
+// The gRPC service: translates proto <-> domain calls on Job and KvStore and holds no logic of its
+// own. Every handler uses the callback API, so a blocked Register / StoreGet / StoreWait parks a
+// reactor instead of pinning a thread (thousands of workers can wait at once). Every handler
+// checks the bearer token first.
+//
+// Thread safety: handlers run on gRPC's threads concurrently; PollWatchers runs on the server's
+// ticker thread. Job and KvStore are thread-safe; the watcher list is guarded by a mutex.
+#ifndef SLURM_DDP_COORDINATOR_SERVICE_H_
+#define SLURM_DDP_COORDINATOR_SERVICE_H_
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/auth.h"
+#include "coordinator/clock.h"
+#include "coordinator/job.h"
+#include "coordinator/kv_store.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace ddp {
+
+class StatusWatcher;
+
+// (Built with -Wno-overloaded-virtual: the generated callback base declares sync overloads of
+// every method, which ours hide on purpose. Include this header only from coordinator/.)
+class CoordinatorService final : public slurm_ddp::v1::Coordinator::CallbackService {
+ public:
+  // All pointers must outlive the service. `log` receives one line per refused call (may be empty).
+  CoordinatorService(Job* job, KvStore* store, const TokenChecker* auth, const Clock* clock,
+                     std::function<void(const std::string&)> log);
+
+  // Streams due status updates to WatchStatus callers (called by the server's ticker).
+  void PollWatchers();
+  void RemoveWatcher(StatusWatcher* watcher);
+
+  grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* ctx,
+                                  const slurm_ddp::v1::HelloRequest* req,
+                                  slurm_ddp::v1::HelloReply* resp) override;
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
+                                     const slurm_ddp::v1::RegisterRequest* req,
+                                     slurm_ddp::v1::RegisterReply* resp) override;
+  grpc::ServerUnaryReactor* StoreSet(grpc::CallbackServerContext* ctx,
+                                     const slurm_ddp::v1::StoreSetRequest* req,
+                                     slurm_ddp::v1::StoreSetReply* resp) override;
+  grpc::ServerUnaryReactor* StoreGet(grpc::CallbackServerContext* ctx,
+                                     const slurm_ddp::v1::StoreGetRequest* req,
+                                     slurm_ddp::v1::StoreGetReply* resp) override;
+  grpc::ServerUnaryReactor* StoreAdd(grpc::CallbackServerContext* ctx,
+                                     const slurm_ddp::v1::StoreAddRequest* req,
+                                     slurm_ddp::v1::StoreAddReply* resp) override;
+  grpc::ServerUnaryReactor* StoreCompareSet(grpc::CallbackServerContext* ctx,
+                                            const slurm_ddp::v1::StoreCompareSetRequest* req,
+                                            slurm_ddp::v1::StoreCompareSetReply* resp) override;
+  grpc::ServerUnaryReactor* StoreDelete(grpc::CallbackServerContext* ctx,
+                                        const slurm_ddp::v1::StoreDeleteRequest* req,
+                                        slurm_ddp::v1::StoreDeleteReply* resp) override;
+  grpc::ServerUnaryReactor* StoreCheck(grpc::CallbackServerContext* ctx,
+                                       const slurm_ddp::v1::StoreCheckRequest* req,
+                                       slurm_ddp::v1::StoreCheckReply* resp) override;
+  grpc::ServerUnaryReactor* StoreNumKeys(grpc::CallbackServerContext* ctx,
+                                         const slurm_ddp::v1::StoreNumKeysRequest* req,
+                                         slurm_ddp::v1::StoreNumKeysReply* resp) override;
+  grpc::ServerUnaryReactor* StoreWait(grpc::CallbackServerContext* ctx,
+                                      const slurm_ddp::v1::StoreWaitRequest* req,
+                                      slurm_ddp::v1::StoreWaitReply* resp) override;
+  grpc::ServerUnaryReactor* GetShard(grpc::CallbackServerContext* ctx,
+                                     const slurm_ddp::v1::GetShardRequest* req,
+                                     slurm_ddp::v1::GetShardReply* resp) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const slurm_ddp::v1::HeartbeatRequest* req,
+                                      slurm_ddp::v1::HeartbeatReply* resp) override;
+  grpc::ServerUnaryReactor* CommitCheckpoint(grpc::CallbackServerContext* ctx,
+                                             const slurm_ddp::v1::CommitCheckpointRequest* req,
+                                             slurm_ddp::v1::CommitCheckpointReply* resp) override;
+  grpc::ServerUnaryReactor* ReportDone(grpc::CallbackServerContext* ctx,
+                                       const slurm_ddp::v1::ReportDoneRequest* req,
+                                       slurm_ddp::v1::ReportDoneReply* resp) override;
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const slurm_ddp::v1::GetStatusRequest* req,
+                                      slurm_ddp::v1::JobStatus* resp) override;
+  grpc::ServerWriteReactor<slurm_ddp::v1::JobStatus>* WatchStatus(
+      grpc::CallbackServerContext* ctx, const slurm_ddp::v1::WatchStatusRequest* req) override;
+  grpc::ServerUnaryReactor* Stop(grpc::CallbackServerContext* ctx,
+                                 const slurm_ddp::v1::StopRequest* req,
+                                 slurm_ddp::v1::StopReply* resp) override;
+
+ private:
+  // Finishes `ctx`'s reactor with UNAUTHENTICATED and returns it, or returns nullptr when the
+  // token is right.
+  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const char* method);
+
+  Job* const job_;
+  KvStore* const store_;
+  const TokenChecker* const auth_;
+  const Clock* const clock_;
+  const std::function<void(const std::string&)> log_;
+
+  absl::Mutex watchers_mu_;
+  std::set<StatusWatcher*> watchers_ ABSL_GUARDED_BY(watchers_mu_);
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_SERVICE_H_
