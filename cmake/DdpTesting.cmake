@@ -16,4 +16,7 @@ function(ddp_add_test)
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "DDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DDP_SOURCE_DIR=${CMAKE_SOURCE_DIR};DDP_TORCH_PYTHON=${DDP_TORCH_PYTHON};${T_ENV}"
     SKIP_RETURN_CODE 77)
+  if(NOT T_LABELS STREQUAL "unit")
+    set_tests_properties(${T_NAME} PROPERTIES RUN_SERIAL TRUE)
+  endif()
 endfunction()
