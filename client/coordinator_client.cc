@@ -1,0 +1,214 @@
+#include "client/coordinator_client.h"
+
+#include <unistd.h>
+
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "client/rpc_channel.h"
+#include "common/status_macros.h"
+#include "proto/convert.h"
+
+namespace ddp {
+namespace {
+
+namespace pb = ::slurm_ddp::v1;
+
+// Slack added to a blocking call's own timeout so the server's answer beats the RPC deadline.
+constexpr absl::Duration kBlockingSlack = absl::Seconds(5);
+
+std::string ToString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+std::vector<uint8_t> ToBytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+int64_t ToMillis(absl::Duration d) { return std::max<int64_t>(1, absl::ToInt64Milliseconds(d)); }
+
+class GrpcCoordinatorClient final : public CoordinatorApi {
+ public:
+  explicit GrpcCoordinatorClient(std::unique_ptr<RpcChannel> channel) : ch_(std::move(channel)) {}
+
+  absl::StatusOr<RankAssignment> Register(const WorkerIdentity& who,
+                                          absl::Duration timeout) override {
+    pb::RegisterRequest req;
+    req.set_host(who.host);
+    req.set_node_rank(who.node_rank);
+    req.set_local_rank(who.local_rank);
+    req.set_local_world_size(who.local_world_size);
+    const int pid = who.pid != 0 ? who.pid : static_cast<int>(::getpid());
+    req.set_pid(pid);
+    req.set_nonce(who.nonce.empty() ? ch_->endpoint().nonce : who.nonce);
+    pb::RegisterReply reply;
+    RETURN_IF_ERROR(ch_->Call("Register", timeout, [&](grpc::ClientContext* ctx) {
+      return ch_->stub().Register(ctx, req, &reply);
+    }));
+    absl::MutexLock lock(&mu_);
+    rank_ = reply.rank();
+    pid_ = pid;
+    return FromProto(reply);
+  }
+
+  absl::Status StoreSet(const std::string& key, const std::vector<uint8_t>& value) override {
+    pb::StoreSetRequest req;
+    req.set_key(key);
+    req.set_value(ToString(value));
+    pb::StoreSetReply reply;
+    return ch_->Call("StoreSet", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StoreSet(ctx, req, &reply);
+    });
+  }
+
+  absl::StatusOr<std::vector<uint8_t>> StoreGet(const std::string& key,
+                                                absl::Duration timeout) override {
+    pb::StoreGetRequest req;
+    req.set_key(key);
+    req.set_timeout_ms(ToMillis(timeout));
+    pb::StoreGetReply reply;
+    RETURN_IF_ERROR(ch_->Call("StoreGet", timeout + kBlockingSlack, [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StoreGet(ctx, req, &reply);
+    }));
+    return ToBytes(reply.value());
+  }
+
+  absl::StatusOr<int64_t> StoreAdd(const std::string& key, int64_t delta) override {
+    pb::StoreAddRequest req;
+    req.set_key(key);
+    req.set_delta(delta);
+    pb::StoreAddReply reply;
+    RETURN_IF_ERROR(ch_->Call("StoreAdd", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StoreAdd(ctx, req, &reply);
+    }));
+    return reply.value();
+  }
+
+  absl::StatusOr<std::vector<uint8_t>> StoreCompareSet(
+      const std::string& key, const std::vector<uint8_t>& expected,
+      const std::vector<uint8_t>& desired) override {
+    pb::StoreCompareSetRequest req;
+    req.set_key(key);
+    req.set_expected(ToString(expected));
+    req.set_desired(ToString(desired));
+    pb::StoreCompareSetReply reply;
+    RETURN_IF_ERROR(ch_->Call("StoreCompareSet", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StoreCompareSet(ctx, req, &reply);
+    }));
+    return ToBytes(reply.value());
+  }
+
+  absl::StatusOr<bool> StoreDelete(const std::string& key) override {
+    pb::StoreDeleteRequest req;
+    req.set_key(key);
+    pb::StoreDeleteReply reply;
+    RETURN_IF_ERROR(ch_->Call("StoreDelete", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StoreDelete(ctx, req, &reply);
+    }));
+    return reply.deleted();
+  }
+
+  absl::StatusOr<bool> StoreCheck(const std::vector<std::string>& keys) override {
+    pb::StoreCheckRequest req;
+    for (const std::string& k : keys) req.add_keys(k);
+    pb::StoreCheckReply reply;
+    RETURN_IF_ERROR(ch_->Call("StoreCheck", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StoreCheck(ctx, req, &reply);
+    }));
+    return reply.all_exist();
+  }
+
+  absl::StatusOr<int64_t> StoreNumKeys() override {
+    pb::StoreNumKeysRequest req;
+    pb::StoreNumKeysReply reply;
+    RETURN_IF_ERROR(ch_->Call("StoreNumKeys", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StoreNumKeys(ctx, req, &reply);
+    }));
+    return reply.num_keys();
+  }
+
+  absl::Status StoreWait(const std::vector<std::string>& keys, absl::Duration timeout) override {
+    pb::StoreWaitRequest req;
+    for (const std::string& k : keys) req.add_keys(k);
+    req.set_timeout_ms(ToMillis(timeout));
+    pb::StoreWaitReply reply;
+    return ch_->Call("StoreWait", timeout + kBlockingSlack, [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StoreWait(ctx, req, &reply);
+    });
+  }
+
+  absl::StatusOr<ShardAssignment> GetShard(const ShardRequest& request) override {
+    pb::GetShardRequest req;
+    SetWorker(req.mutable_worker());
+    req.set_epoch(request.epoch);
+    req.set_dataset_size(request.dataset_size);
+    req.set_seed(request.seed);
+    req.set_shuffle(request.shuffle);
+    req.set_drop_last(request.drop_last);
+    req.set_resume_consumed(request.resume_consumed);
+    req.set_resume_world_size(request.resume_world_size);
+    pb::GetShardReply reply;
+    RETURN_IF_ERROR(ch_->Call("GetShard", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().GetShard(ctx, req, &reply);
+    }));
+    return FromProto(reply);
+  }
+
+  absl::StatusOr<HeartbeatReply> Heartbeat(const ProgressReport& progress) override {
+    pb::HeartbeatRequest req;
+    SetWorker(req.mutable_worker());
+    ToProto(progress, req.mutable_progress());
+    pb::HeartbeatReply reply;
+    RETURN_IF_ERROR(ch_->Call("Heartbeat", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().Heartbeat(ctx, req, &reply);
+    }));
+    HeartbeatReply out;
+    out.command = static_cast<Command>(static_cast<int>(reply.command()));
+    out.reason = reply.reason();
+    return out;
+  }
+
+  absl::Status CommitCheckpoint(const CommittedCheckpoint& checkpoint) override {
+    pb::CommitCheckpointRequest req;
+    SetWorker(req.mutable_worker());
+    req.set_epoch(checkpoint.epoch);
+    req.set_step(checkpoint.step);
+    req.set_consumed(checkpoint.consumed);
+    req.set_path(checkpoint.path);
+    pb::CommitCheckpointReply reply;
+    return ch_->Call("CommitCheckpoint", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().CommitCheckpoint(ctx, req, &reply);
+    });
+  }
+
+  absl::Status ReportDone(const absl::Status& outcome) override {
+    pb::ReportDoneRequest req;
+    SetWorker(req.mutable_worker());
+    req.set_ok(outcome.ok());
+    req.set_error_code(static_cast<int>(outcome.code()));
+    req.set_message(std::string(outcome.message()));
+    pb::ReportDoneReply reply;
+    return ch_->Call("ReportDone", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().ReportDone(ctx, req, &reply);
+    });
+  }
+
+ private:
+  void SetWorker(pb::WorkerRef* ref) const {
+    absl::MutexLock lock(&mu_);
+    ref->set_rank(rank_);
+    ref->set_pid(pid_);
+  }
+
+  const std::unique_ptr<RpcChannel> ch_;
+  mutable absl::Mutex mu_;
+  int rank_ ABSL_GUARDED_BY(mu_) = -1;
+  int pid_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CoordinatorApi>> ConnectToCoordinator(
+    const ConnectOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RpcChannel> channel, RpcChannel::Open(options));
+  return std::unique_ptr<CoordinatorApi>(new GrpcCoordinatorClient(std::move(channel)));
+}
+
+}  // namespace ddp

@@ -1,0 +1,42 @@
+// The worker's connection to its coordinator: CoordinatorApi over gRPC. This header is included by
+// the data plane, so it exposes no gRPC or protobuf type (DESIGN.md, "Layers").
+//
+// ConnectToCoordinator reads and verifies the dist_file (common/dist_file.h: polling until it
+// appears, refusing foreign, stale, unsafe or malformed files), then confirms the file's nonce
+// with the coordinator (Hello). Every call then carries the job's token, has a deadline, and
+// retries UNAVAILABLE with jittered exponential backoff inside that deadline.
+//
+// Thread safety: the returned client is safe to use from several threads at once.
+#ifndef SLURM_DDP_CLIENT_COORDINATOR_CLIENT_H_
+#define SLURM_DDP_CLIENT_COORDINATOR_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/coordinator_api.h"
+
+namespace ddp {
+
+struct ConnectOptions {
+  // Where the coordinator is: a dist_file (preferred), or an address plus token.
+  std::string dist_file;
+  std::string address;  // host:port; used when dist_file is empty
+  std::string token;    // required with `address`
+  // What the dist_file must say. An empty job id accepts any job (operator tools).
+  std::string expected_job_id;
+  int64_t min_generation = 0;
+  // How long to poll for the dist_file to appear and verify.
+  absl::Duration dist_file_timeout = absl::Seconds(60);
+  // Deadline of each non-blocking call, retries included (also bounds Hello at connect time).
+  absl::Duration rpc_timeout = absl::Seconds(10);
+};
+
+// Connects a worker. Errors are one line and name what failed (the file, the address, the nonce).
+absl::StatusOr<std::unique_ptr<CoordinatorApi>> ConnectToCoordinator(const ConnectOptions& options);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_CLIENT_COORDINATOR_CLIENT_H_

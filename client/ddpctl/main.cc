@@ -1,0 +1,72 @@
+// ddpctl: operator CLI for a slurm-ddp job. Global options say how to find the job; the
+// subcommands come from the table in tool.h.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "client/ddpctl/tool.h"
+
+namespace ddp {
+
+std::vector<Tool>& Tools() {
+  static auto* tools = new std::vector<Tool>();
+  return *tools;
+}
+
+int Fail(const std::string& message) {
+  std::string line = message;
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+  std::cerr << "ddpctl: " << line << "\n";
+  return 1;
+}
+
+absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOptions& g) {
+  ConnectOptions options;
+  options.dist_file = g.dist_file;
+  options.address = g.address;
+  options.token = g.token;
+  options.expected_job_id = g.job_id;
+  options.dist_file_timeout = absl::Seconds(g.timeout_s);
+  options.rpc_timeout = absl::Seconds(g.timeout_s);
+  if (options.dist_file.empty() && options.address.empty()) {
+    return absl::InvalidArgumentError(
+        "no job given: pass --dist-file (or set DDP_DIST_FILE), or --address with --token");
+  }
+  return OperatorClient::Connect(options);
+}
+
+}  // namespace ddp
+
+int main(int argc, char** argv) {
+  ddp::GlobalOptions global;
+  if (const char* env = std::getenv("DDP_DIST_FILE")) global.dist_file = env;
+  CLI::App app{"ddpctl: look at and control a slurm-ddp job"};
+  app.require_subcommand(1);
+  app.add_option("--dist-file", global.dist_file, "The job's dist_file (default: $DDP_DIST_FILE)");
+  app.add_option("--address", global.address, "Coordinator host:port (instead of a dist_file)");
+  app.add_option("--token", global.token, "Bearer token (with --address)");
+  app.add_option("--job-id", global.job_id, "Refuse a dist_file that belongs to another job");
+  app.add_option("--timeout", global.timeout_s, "Seconds to wait for the file and each call")
+      ->check(CLI::PositiveNumber);
+  std::vector<std::pair<CLI::App*, ddp::ToolRun>> runs;
+  for (const ddp::Tool& tool : ddp::Tools()) {
+    CLI::App* sub = app.add_subcommand(tool.name, tool.help);
+    runs.emplace_back(sub, tool.setup(sub));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    ddp::Fail(absl::StrCat(e.what(), " (see --help)"));
+    return 2;
+  }
+  for (auto& [sub, run] : runs) {
+    if (sub->parsed()) return run(global);
+  }
+  return ddp::Fail("no subcommand");
+}

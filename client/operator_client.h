@@ -1,0 +1,47 @@
+// The operator's connection to a coordinator (ddpctl, dashboards): status, watch, stop. Like
+// coordinator_client.h this header exposes no gRPC or protobuf type.
+//
+// Thread safety: safe to use from several threads at once.
+#ifndef SLURM_DDP_CLIENT_OPERATOR_CLIENT_H_
+#define SLURM_DDP_CLIENT_OPERATOR_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/coordinator_client.h"
+#include "common/job_status.h"
+
+namespace ddp {
+
+class RpcChannel;
+
+class OperatorClient {
+ public:
+  // Same discovery and verification as ConnectToCoordinator (options.expected_job_id may be
+  // empty to accept whichever job the dist_file names).
+  static absl::StatusOr<std::unique_ptr<OperatorClient>> Connect(const ConnectOptions& options);
+  ~OperatorClient();
+  OperatorClient(const OperatorClient&) = delete;
+  OperatorClient& operator=(const OperatorClient&) = delete;
+
+  absl::StatusOr<JobStatus> GetStatus();
+  // Calls `on_status` with each update (every `interval`, and the final one) until the job
+  // finishes, `on_status` returns false, or the stream breaks.
+  absl::Status Watch(absl::Duration interval,
+                     const std::function<bool(const JobStatus&)>& on_status);
+  // graceful: checkpoint and stop; otherwise abort now. Returns the job state after the request.
+  absl::StatusOr<std::string> Stop(bool graceful, const std::string& reason);
+  // host:port of the coordinator.
+  std::string address() const;
+
+ private:
+  explicit OperatorClient(std::unique_ptr<RpcChannel> channel);
+  std::unique_ptr<RpcChannel> ch_;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_CLIENT_OPERATOR_CLIENT_H_

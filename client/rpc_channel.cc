@@ -1,0 +1,96 @@
+#include "client/rpc_channel.h"
+
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ddp {
+namespace {
+
+constexpr int kMaxMessageBytes = 16 * 1024 * 1024;  // matches coordinator/validation.h
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOptions& options) {
+  std::unique_ptr<RpcChannel> ch(new RpcChannel());
+  ch->rpc_timeout_ = options.rpc_timeout;
+  if (!options.dist_file.empty()) {
+    ASSIGN_OR_RETURN(
+        ch->endpoint_,
+        WaitForDistFile(options.dist_file, {options.expected_job_id, options.min_generation},
+                        options.dist_file_timeout));
+  } else if (!options.address.empty()) {
+    if (options.token.empty()) {
+      return absl::InvalidArgumentError("an address needs a token (or use a dist_file)");
+    }
+    ch->endpoint_.grpc_address = options.address;
+    ch->endpoint_.token = options.token;
+    ch->endpoint_.job_id = options.expected_job_id;
+  } else {
+    return absl::InvalidArgumentError("no coordinator given: pass a dist_file or an address");
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  ch->channel_ = grpc::CreateCustomChannel(ch->endpoint_.grpc_address,
+                                           grpc::InsecureChannelCredentials(), args);
+  ch->stub_ = slurm_ddp::v1::Coordinator::NewStub(ch->channel_);
+  if (!ch->endpoint_.nonce.empty()) {
+    slurm_ddp::v1::HelloRequest req;
+    req.set_nonce(ch->endpoint_.nonce);
+    slurm_ddp::v1::HelloReply reply;
+    RETURN_IF_ERROR(ch->Call("Hello", options.rpc_timeout, [&](grpc::ClientContext* ctx) {
+      return ch->stub_->Hello(ctx, req, &reply);
+    }));
+    if (reply.job_id() != ch->endpoint_.job_id) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("coordinator at ", ch->endpoint_.grpc_address, " serves job ",
+                       reply.job_id(), ", not ", ch->endpoint_.job_id));
+    }
+  }
+  return ch;
+}
+
+absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
+                              const std::function<grpc::Status(grpc::ClientContext*)>& call) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  absl::Duration backoff = absl::Milliseconds(50);
+  const std::string auth = "Bearer " + endpoint_.token;
+  int tries = 0;
+  while (true) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(deadline));
+    ctx.AddMetadata("authorization", auth);
+    grpc::Status s = call(&ctx);
+    ++tries;
+    if (s.ok()) return absl::OkStatus();
+    const absl::Time now = absl::Now();
+    const bool unreachable = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                             (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+                              s.error_message() == "Deadline Exceeded" && tries > 1);
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE && now + backoff < deadline) {
+      std::uniform_real_distribution<double> jitter(0.5, 1.5);
+      std::this_thread::sleep_for(absl::ToChronoNanoseconds(backoff * jitter(rng)));
+      backoff = std::min(backoff * 2, absl::Seconds(2));
+      continue;
+    }
+    if (unreachable) {
+      return absl::UnavailableError(
+          absl::StrCat(method, ": coordinator at ", endpoint_.grpc_address, " unreachable after ",
+                       absl::FormatDuration(timeout), " (", tries, " tries): ", s.error_message()));
+    }
+    absl::Status st = FromGrpc(s);
+    return absl::Status(st.code(), absl::StrCat(method, ": ", st.message()));
+  }
+}
+
+}  // namespace ddp

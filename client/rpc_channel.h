@@ -1,0 +1,50 @@
+// Internal to client/: the one place that builds gRPC channels and runs calls with a deadline,
+// the bearer token and jittered exponential backoff on UNAVAILABLE. Includes gRPC; never include
+// it from a public client header.
+//
+// Thread safety: RpcChannel is immutable after Open; Call is safe from any thread.
+#ifndef SLURM_DDP_CLIENT_RPC_CHANNEL_H_
+#define SLURM_DDP_CLIENT_RPC_CHANNEL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/coordinator_client.h"
+#include "common/dist_file.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace ddp {
+
+class RpcChannel {
+ public:
+  // Resolves `options` (reads + verifies the dist_file, or takes address + token), opens a
+  // channel and confirms the nonce with Hello (skipped without a dist_file).
+  static absl::StatusOr<std::unique_ptr<RpcChannel>> Open(const ConnectOptions& options);
+
+  // Runs `call` until it returns something other than UNAVAILABLE or `timeout` passes. Each try
+  // gets a fresh context carrying the token and the remaining deadline. Errors read
+  // "<method>: <reason>" and, when the coordinator never answered, name its address.
+  absl::Status Call(const char* method, absl::Duration timeout,
+                    const std::function<grpc::Status(grpc::ClientContext*)>& call) const;
+
+  slurm_ddp::v1::Coordinator::Stub& stub() const { return *stub_; }
+  const DistFileContents& endpoint() const { return endpoint_; }
+  absl::Duration rpc_timeout() const { return rpc_timeout_; }
+
+ private:
+  RpcChannel() = default;
+
+  DistFileContents endpoint_;  // address, token, nonce (nonce empty without a dist_file)
+  absl::Duration rpc_timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<slurm_ddp::v1::Coordinator::Stub> stub_;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_CLIENT_RPC_CHANNEL_H_
