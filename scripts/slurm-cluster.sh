@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# slurm-cluster.sh — a throw-away, real 2-node Slurm cluster on one machine, for tests.
+#
+#   scripts/slurm-cluster.sh start <dir>          start munged + slurmctld + slurmd n1, n2 in <dir>
+#   scripts/slurm-cluster.sh env   <dir>          print `export ...` lines for the clients
+#   scripts/slurm-cluster.sh stop  <dir>          cancel all jobs, stop every daemon, sweep <dir>
+#   scripts/slurm-cluster.sh run   <dir> -- cmd…  start, run cmd with the env, stop; cmd's exit code
+#   scripts/slurm-cluster.sh status <dir>         sinfo + squeue of a started cluster
+#
+# Everything lives under <dir> (created if missing; must be an absolute-able short path, because
+# the munge socket path must stay under 108 bytes): munge key/socket/log, slurm.conf, gres.conf,
+# controller state, slurmd spool dirs, pid files and logs. Ports are probed free at start, so
+# two clusters on one machine do not collide. Nothing is installed or written outside <dir>.
+#
+# The cluster: ClusterName ddp-<random>, controller on localhost, nodes n1 and n2 (both
+# NodeHostname=localhost, distinct Port=, one `slurmd -N <node>` each), CPUs=2 each (over-
+# committing a small machine is fine), a fake gres "gpu:2" on each node (/dev/null devices) so GPU-style
+# sbatch lines (--gres=gpu:N, --gpus-per-node=N) are accepted, partition `debug` (default).
+# proctrack/linuxproc + task/none (no cgroups needed), no accounting (sacct is not available).
+# Requeue delay (AuthInfo cred_expire) is cut from 120 s to SLURM_HARNESS_CRED_EXPIRE (10 s).
+#
+# Environment knobs:
+#   SLURM_HARNESS_CPUS         CPUs per node                              (2)
+#   SLURM_HARNESS_GPUS         fake gres gpu per node; 0 = no gres        (2)
+#   SLURM_HARNESS_CRED_EXPIRE  seconds; also the wait before a requeued job may start (10)
+#   SLURM_HARNESS_TIMEOUT      seconds to wait for both nodes idle        (60)
+#   SLURM_HARNESS_OWNER        pid; a watchdog stops the cluster when that process dies. `run`
+#                              sets it to itself, so a test killed by CTest leaves nothing behind.
+#
+# Teardown (`stop`) never relies on names: it kills the pids recorded in <dir>/run/*.pid and then
+# sweeps every process whose cwd or an open file lies under <dir> (slurmstepd keeps the slurmd log
+# open; job processes run with --chdir under <dir> in our tests), and fails if anything survives.
+set -uo pipefail
+
+SELF="$(readlink -f "${BASH_SOURCE[0]}")"
+REQUIRED_BINS=(munged munge slurmctld slurmd srun sbatch scontrol scancel squeue sinfo)
+
+die() { echo "slurm-cluster: error: $*" >&2; exit 1; }
+log() { echo "slurm-cluster: $*" >&2; }
+
+check_bins() {
+  local missing=() b
+  for b in "${REQUIRED_BINS[@]}"; do
+    command -v "$b" >/dev/null 2>&1 || [[ -x /usr/sbin/$b ]] || missing+=("$b")
+  done
+  if ((${#missing[@]})); then
+    die "Slurm/munge binaries missing: ${missing[*]}. They are required for the Slurm tests;" \
+        "install them with scripts/setup-deps.sh (Debian: apt-get install slurm-wlm munge)."
+  fi
+}
+
+# A free TCP port on 127.0.0.1, not in the list already handed out by this call chain.
+PORTS_TAKEN=" "
+free_port() {
+  local p i
+  for i in $(seq 1 200); do
+    if command -v python3 >/dev/null 2>&1; then
+      p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null) || p=""
+    fi
+    [[ -n "${p:-}" ]] || p=$((20000 + RANDOM % 40000))
+    # Not listening on any address, not taken by us already.
+    if [[ "$PORTS_TAKEN" != *" $p "* ]] && ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then
+      PORTS_TAKEN+="$p "
+      echo "$p"
+      return 0
+    fi
+  done
+  die "no free TCP port found"
+}
+
+abs_dir() {  # create and canonicalize
+  [[ -n "${1:-}" ]] || die "missing <dir>"
+  mkdir -p "$1" || die "cannot create $1"
+  readlink -f "$1"
+}
+
+sbin() { command -v "$1" 2>/dev/null || echo "/usr/sbin/$1"; }
+
+env_lines() {  # the client environment for a cluster in $1
+  local d=$1
+  echo "export SLURM_CONF=$d/slurm.conf"
+  echo "export SLURM_HARNESS_DIR=$d"
+  # Client commands must not think they run inside some outer allocation.
+  local v
+  for v in $(compgen -e | grep -E '^(SLURM_|SBATCH_|SRUN_|SALLOC_)' | grep -vE '^(SLURM_CONF|SLURM_HARNESS_.*)$'); do
+    echo "unset $v"
+  done
+  case ":$PATH:" in *":/usr/sbin:"*) ;; *) echo "export PATH=\$PATH:/usr/sbin" ;; esac
+}
+
+pid_alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
+pid_of() { [[ -s "$1" ]] && tr -dc '0-9' <"$1"; }
+
+dump_logs() {
+  local d=$1 f
+  for f in "$d"/log/*; do
+    [[ -f "$f" ]] || continue
+    echo "----- $f (last 40 lines) -----" >&2
+    tail -n 40 "$f" >&2
+  done
+}
+
+write_config() {
+  local d=$1 ctld_port=$2 p1=$3 p2=$4
+  local cpus=${SLURM_HARNESS_CPUS:-2} gpus=${SLURM_HARNESS_GPUS:-2}
+  local cred=${SLURM_HARNESS_CRED_EXPIRE:-10}
+  local gres_node="" gres_types=""
+  if ((gpus > 0)); then
+    gres_node="Gres=gpu:$gpus"
+    gres_types="GresTypes=gpu"
+    # Slurm 22.05 drops file-less GPUs, so each fake GPU is a symlink to /dev/null (a char
+    # device); slurmd then sets CUDA_VISIBLE_DEVICES/SLURM_GPUS_ON_NODE like on a real node.
+    local i
+    mkdir -p "$d/dev"
+    for ((i = 0; i < gpus; i++)); do ln -sfn /dev/null "$d/dev/nvidia$i"; done
+    printf 'Name=gpu File=%s/dev/nvidia[0-%d]\n' "$d" $((gpus - 1)) >"$d/gres.conf"
+  else
+    : >"$d/gres.conf"
+  fi
+  : >"$d/plugstack.conf"   # do not pick up the host's /etc/slurm/plugstack.conf
+  cat >"$d/slurm.conf" <<EOF
+# Generated by scripts/slurm-cluster.sh for a test cluster; do not edit.
+ClusterName=ddp-$(printf '%04x%04x' $RANDOM $RANDOM)
+SlurmctldHost=localhost
+SlurmctldPort=$ctld_port
+SlurmdPort=$p1
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$d/munge.sock,cred_expire=$cred
+StateSaveLocation=$d/state
+SlurmdSpoolDir=$d/spool/%n
+SlurmctldPidFile=$d/run/slurmctld.pid
+SlurmdPidFile=$d/run/slurmd.%n.pid
+SlurmctldLogFile=$d/log/slurmctld.log
+SlurmdLogFile=$d/log/slurmd.%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig=$d/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2,bf_interval=1
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+SlurmdParameters=config_overrides
+ReturnToService=2
+JobRequeue=1
+KillWait=5
+UnkillableStepTimeout=30
+InactiveLimit=0
+MinJobAge=600
+MessageTimeout=10
+SlurmdTimeout=60
+SlurmctldTimeout=60
+TmpFS=$d/tmp
+$gres_types
+NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$p1 CPUs=$cpus $gres_node State=UNKNOWN
+NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$p2 CPUs=$cpus $gres_node State=UNKNOWN
+PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
+EOF
+}
+
+start_watchdog() {  # stop the cluster when the owner process disappears
+  local d=$1 owner=$2
+  (
+    exec </dev/null >>"$d/log/watchdog.log" 2>&1
+    trap '' HUP INT
+    while kill -0 "$owner" 2>/dev/null && [[ -e "$d/run/watchdog.pid" ]]; do sleep 1; done
+    if [[ -e "$d/run/watchdog.pid" ]]; then
+      echo "owner $owner gone; stopping cluster"
+      rm -f "$d/run/watchdog.pid"
+      SLURM_HARNESS_NO_WATCHDOG_KILL=1 "$SELF" stop "$d"
+    fi
+  ) &
+  echo $! >"$d/run/watchdog.pid"
+  disown $! 2>/dev/null || true
+}
+
+cmd_start() {
+  check_bins
+  local d; d=$(abs_dir "$1")
+  local sock="$d/munge.sock"
+  ((${#sock} < 100)) || die "<dir> path too long for a unix socket: $d (use a short path like /tmp/slurm.XXXX)"
+  [[ ! -e "$d/run/slurmctld.pid" ]] || die "$d seems to hold a started cluster; stop it first"
+  chmod 0755 "$d"   # munged wants o+x on the socket's directory
+  mkdir -p "$d"/{state,spool/n1,spool/n2,run,log,tmp,munge} || die "mkdir in $d"
+  chmod 0700 "$d/munge" "$d/state"
+
+  # MUNGE: own key, socket, pid, log and seed files.
+  dd if=/dev/urandom of="$d/munge/munge.key" bs=1024 count=1 status=none || die "munge key"
+  chmod 0400 "$d/munge/munge.key"
+  local munged; munged=$(sbin munged)
+  "$munged" --foreground --force --socket="$sock" --key-file="$d/munge/munge.key" \
+    --pid-file="$d/run/munged.pid.self" --log-file="$d/log/munged.log" \
+    --seed-file="$d/munge/munged.seed" --num-threads=2 </dev/null >>"$d/log/munged.out" 2>&1 &
+  echo $! >"$d/run/munged.pid"
+  local i
+  for i in $(seq 1 100); do
+    [[ -S "$sock" ]] && munge -n -S "$sock" 2>/dev/null | unmunge -S "$sock" >/dev/null 2>&1 && break
+    pid_alive "$(pid_of "$d/run/munged.pid")" || { dump_logs "$d"; cmd_stop "$d"; die "munged exited"; }
+    sleep 0.1
+  done
+  [[ -S "$sock" ]] || { dump_logs "$d"; cmd_stop "$d"; die "munged socket never appeared"; }
+
+  local ctld_port p1 p2
+  ctld_port=$(free_port); p1=$(free_port); p2=$(free_port)
+  write_config "$d" "$ctld_port" "$p1" "$p2"
+  echo "ports: slurmctld=$ctld_port n1=$p1 n2=$p2" >"$d/ports"
+
+  # Daemons in the foreground (-D), backgrounded here, so their pids are ours to track.
+  # SLURM_CONF too, not just -f: slurmd looks for gres.conf beside $SLURM_CONF.
+  export SLURM_CONF="$d/slurm.conf"
+  # -i: ignore any state from a previous run (there is none: fresh StateSaveLocation).
+  "$(sbin slurmctld)" -D -i -f "$d/slurm.conf" </dev/null >>"$d/log/slurmctld.out" 2>&1 &
+  echo $! >"$d/run/slurmctld.pid.bg"
+  local n
+  for n in n1 n2; do
+    "$(sbin slurmd)" -D -N "$n" -f "$d/slurm.conf" </dev/null >>"$d/log/slurmd.$n.out" 2>&1 &
+    echo $! >"$d/run/slurmd.$n.pid.bg"
+  done
+  if [[ -n "${SLURM_HARNESS_OWNER:-}" ]]; then start_watchdog "$d" "$SLURM_HARNESS_OWNER"; fi
+
+  # Wait until both nodes are idle.
+  local deadline=$((SECONDS + ${SLURM_HARNESS_TIMEOUT:-60})) states=""
+  while ((SECONDS < deadline)); do
+    states=$(SLURM_CONF="$d/slurm.conf" sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | tr '\n' ' ')
+    if [[ "$states" == *"n1 idle"* && "$states" == *"n2 idle"* ]]; then
+      log "cluster up in $d ($(cat "$d/ports")); nodes: $states"
+      return 0
+    fi
+    if [[ "$states" == *inval* || "$states" == *drain* || "$states" == *drng* ]]; then
+      log "a node registered as invalid/drained (sinfo: $states)"
+      break
+    fi
+    local f
+    for f in "$d"/run/*.pid.bg; do
+      pid_alive "$(pid_of "$f")" || { log "daemon from $f exited early"; dump_logs "$d"; cmd_stop "$d"; die "cluster failed to start"; }
+    done
+    sleep 0.5
+  done
+  log "nodes not idle (waited $((SECONDS - deadline + ${SLURM_HARNESS_TIMEOUT:-60}))s; sinfo: ${states:-none})"
+  SLURM_CONF="$d/slurm.conf" scontrol show nodes >&2 2>&1 || true
+  dump_logs "$d"
+  cmd_stop "$d"
+  die "cluster failed to start"
+}
+
+# Pids of processes (not us, not our ancestors) whose cwd or an open fd is under $1.
+procs_under() {
+  local d=$1 pid link exclude=" $$ " p=$$
+  while [[ "$p" -gt 1 ]]; do
+    exclude+="$p "
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || break
+    [[ -n "$p" ]] || break
+  done
+  for pid in /proc/[0-9]*; do
+    pid=${pid#/proc/}
+    [[ "$exclude" == *" $pid "* ]] && continue
+    for link in "/proc/$pid/cwd" /proc/"$pid"/fd/*; do
+      case "$(readlink "$link" 2>/dev/null)" in
+        "$d"|"$d"/*) echo "$pid"; break ;;
+      esac
+    done
+  done
+}
+
+kill_and_wait() {  # kill_and_wait SIG timeout pid...
+  local sig=$1 t=$2; shift 2
+  local pids=("$@") p alive deadline=$((SECONDS + t))
+  ((${#pids[@]})) || return 0
+  kill "-$sig" "${pids[@]}" 2>/dev/null
+  while ((SECONDS < deadline)); do
+    alive=0
+    for p in "${pids[@]}"; do pid_alive "$p" && alive=1; done
+    ((alive)) || return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+cmd_stop() {
+  local d; d=$(readlink -f "$1") || die "no such dir $1"
+  [[ -d "$d" ]] || die "no such dir $1"
+  rm -f "$d/run/watchdog.pid"   # tells the watchdog to exit quietly
+  local conf="$d/slurm.conf" ctld
+  ctld=$(pid_of "$d/run/slurmctld.pid.bg")
+  if [[ -f "$conf" ]] && pid_alive "$ctld"; then
+    # Cancel everything and give the steps a moment to end the normal way.
+    SLURM_CONF="$conf" timeout 15 scancel --full --quiet --partition=debug 2>/dev/null
+    SLURM_CONF="$conf" timeout 15 scancel --quiet --partition=debug 2>/dev/null
+    local deadline=$((SECONDS + 20))
+    while ((SECONDS < deadline)); do
+      [[ -z "$(SLURM_CONF="$conf" timeout 5 squeue -h -t all -o %i 2>/dev/null |
+               xargs -r -I{} sh -c "SLURM_CONF=$conf scontrol show job {} -o 2>/dev/null" |
+               grep -E 'JobState=(RUNNING|COMPLETING|CONFIGURING|SUSPENDED|REQUEUED|PENDING)')" ]] && break
+      sleep 0.5
+    done
+  fi
+  local f pids=()
+  for f in "$d"/run/slurmd.*.pid.bg "$d"/run/slurmctld.pid.bg; do
+    [[ -e "$f" ]] && pids+=("$(pid_of "$f")")
+  done
+  kill_and_wait TERM 15 "${pids[@]}" || kill_and_wait KILL 5 "${pids[@]}"
+  # Leftovers: slurmstepd and job processes (they hold files under $d open or run in it).
+  local left
+  left=$(procs_under "$d" | grep -vxF "$(pid_of "$d/run/munged.pid")" | tr '\n' ' ')
+  if [[ -n "${left// }" ]]; then
+    # shellcheck disable=SC2086
+    kill_and_wait TERM 5 $left || kill_and_wait KILL 5 $left
+  fi
+  [[ -e "$d/run/munged.pid" ]] && { kill_and_wait TERM 10 "$(pid_of "$d/run/munged.pid")" || kill_and_wait KILL 5 "$(pid_of "$d/run/munged.pid")"; }
+  # Verify.
+  local survivors=""
+  for f in "$d"/run/*.pid "$d"/run/*.pid.bg; do
+    [[ -e "$f" ]] || continue
+    pid_alive "$(pid_of "$f")" && survivors+="$(pid_of "$f")($(basename "$f")) "
+  done
+  left=$(procs_under "$d" | tr '\n' ' ')
+  [[ -n "${left// }" ]] && survivors+="$left"
+  rm -f "$d"/run/*.pid "$d"/run/*.pid.bg "$d"/run/*.pid.self
+  if [[ -n "${survivors// }" ]]; then
+    log "processes survived stop: $survivors"
+    local p; for p in $survivors; do ps -o pid,ppid,args -p "${p%%(*}" >&2 2>/dev/null; done
+    return 1
+  fi
+  log "cluster in $d stopped; no process left"
+  return 0
+}
+
+cmd_run() {
+  local d=$1; shift
+  [[ "${1:-}" == "--" ]] && shift
+  (($#)) || die "run: no command"
+  d=$(abs_dir "$d")
+  export SLURM_HARNESS_OWNER=$$
+  local rc
+  trap 'cmd_stop "$d" >/dev/null 2>&1 || true' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  cmd_start "$d" || exit 1
+  eval "$(env_lines "$d")"
+  "$@"; rc=$?
+  trap - EXIT
+  cmd_stop "$d" || { ((rc)) || rc=1; log "stop failed"; }
+  return $rc
+}
+
+case "${1:-}" in
+  start) shift; [[ $# -eq 1 ]] || die "usage: start <dir>"; cmd_start "$1" ;;
+  stop)  shift; [[ $# -eq 1 ]] || die "usage: stop <dir>"; cmd_stop "$1" ;;
+  env)   shift; [[ $# -eq 1 ]] || die "usage: env <dir>"; env_lines "$(readlink -f "$1")" ;;
+  status) shift; SLURM_CONF="$(readlink -f "$1")/slurm.conf" sinfo -N; SLURM_CONF="$(readlink -f "$1")/slurm.conf" squeue ;;
+  run)   shift; [[ $# -ge 2 ]] || die "usage: run <dir> -- cmd..."; d=$1; shift; cmd_run "$d" "$@"; exit $? ;;
+  check) check_bins; echo "ok" ;;
+  *) sed -n '2,9p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
