@@ -24,8 +24,8 @@ KvStore::Completion KvStore::CompleteLocked(uint64_t id, absl::Status status) {
   Waiter w = std::move(it->second);
   waiters_.erase(it);
   if (w.get_done) {
-    absl::StatusOr<std::string> result = status;
-    if (status.ok()) result = data_[w.keys[0]];
+    absl::StatusOr<std::string> result =
+        status.ok() ? absl::StatusOr<std::string>(data_[w.keys[0]]) : status;
     return [done = std::move(w.get_done), r = std::move(result)]() mutable { done(std::move(r)); };
   }
   return [done = std::move(w.wait_done), status]() { done(status); };

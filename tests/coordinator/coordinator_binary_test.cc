@@ -1,0 +1,140 @@
+// Runs the real ddp-coordinator and ddpctl binaries (from $DDP_BIN_DIR).
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/dist_file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Runs a shell command; returns exit code and stdout+stderr.
+int RunShell(const std::string& cmd, std::string* out) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
+  int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+class CoordinatorBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("DDP_BIN_DIR");
+    if (bin == nullptr) GTEST_SKIP() << "DDP_BIN_DIR is unset (run through ctest)";
+    bin_ = bin;
+    std::string tmpl = ::testing::TempDir() + "/coord_bin.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    dist_file_ = dir_ + "/dist_file.bin-test";
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  void StartCoordinator() {
+    std::string exe = bin_ + "/ddp-coordinator";
+    std::string log = dir_ + "/coordinator.log";
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      std::freopen(log.c_str(), "w", stderr);
+      ::execl(exe.c_str(), exe.c_str(), "--world-size", "8", "--job-id", "bin-test", "--dist-file",
+              dist_file_.c_str(), "--listen", "127.0.0.1:0", nullptr);
+      ::_exit(127);
+    }
+    auto file = WaitForDistFile(dist_file_, {"bin-test", 0}, absl::Seconds(20));
+    ASSERT_TRUE(file.ok()) << file.status();
+  }
+  std::string Ctl(const std::string& dist_file, const std::string& args, int* rc) {
+    std::string out;
+    *rc = RunShell(absl::StrCat(bin_, "/ddpctl --timeout 3 --dist-file '", dist_file, "' ", args),
+                   &out);
+    return out;
+  }
+
+  std::string bin_;
+  std::string dir_;
+  std::string dist_file_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(CoordinatorBinaryTest, PublishesPrivateDistFileAndServesStatus) {
+  StartCoordinator();
+  struct stat st;
+  ASSERT_EQ(::stat(dist_file_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  int rc = 0;
+  std::string json = Ctl(dist_file_, "status --json", &rc);
+  EXPECT_EQ(rc, 0) << json;
+  EXPECT_THAT(json, HasSubstr("\"state\":\"REGISTERING\""));
+  EXPECT_THAT(json, HasSubstr("\"world_size\":8"));
+  EXPECT_THAT(json, HasSubstr("\"registered\":0"));
+  EXPECT_THAT(json, HasSubstr("\"job_id\":\"bin-test\""));
+
+  // A copy with a forged token is refused; the coordinator keeps serving.
+  std::ifstream in(dist_file_);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string forged = text.str();
+  size_t pos = forged.find("token=");
+  ASSERT_NE(pos, std::string::npos);
+  forged.replace(pos + 6, 64, std::string(64, 'f'));
+  std::string forged_path = dir_ + "/forged";
+  { std::ofstream(forged_path) << forged; }
+  ::chmod(forged_path.c_str(), 0600);
+  std::string refused = Ctl(forged_path, "status --json", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_THAT(refused, HasSubstr("wrong authorization token"));
+  EXPECT_EQ(std::count(refused.begin(), refused.end(), '\n'), 1) << refused;
+
+  std::string human = Ctl(dist_file_, "status", &rc);
+  EXPECT_EQ(rc, 0) << human;
+  EXPECT_THAT(human, HasSubstr("REGISTERING"));
+  EXPECT_THAT(human, HasSubstr("0 of 8 registered"));
+  EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "coordinator exited";
+}
+
+TEST_F(CoordinatorBinaryTest, HelpAndBadFlags) {
+  std::string out;
+  EXPECT_EQ(RunShell(bin_ + "/ddp-coordinator --help", &out), 0);
+  EXPECT_THAT(out, HasSubstr("--world-size"));
+  EXPECT_NE(RunShell(bin_ + "/ddp-coordinator --world-size 2 --bogus", &out), 0);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(RunShell(bin_ + "/ddp-coordinator", &out), 0);
+  EXPECT_THAT(out, HasSubstr("world-size"));
+}
+
+TEST_F(CoordinatorBinaryTest, RegistrationTimeoutExitsNonZeroNamingTheGap) {
+  std::string out;
+  int rc =
+      RunShell(absl::StrCat(bin_, "/ddp-coordinator --world-size 2 --job-id t --dist-file '", dir_,
+                            "/df' --listen 127.0.0.1:0 --registration-timeout 0.5 "
+                            "--linger 0"),
+               &out);
+  EXPECT_EQ(rc, 1);
+  EXPECT_THAT(out, HasSubstr("registration timed out after 500ms: 0 of 2 workers registered"));
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,257 @@
+#include "coordinator/job.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+using ::testing::HasSubstr;
+
+WorkerIdentity Who(int node, int local, int lws, int pid, std::string nonce = "n") {
+  WorkerIdentity w;
+  w.host = absl::StrCat("host", node);
+  w.node_rank = node;
+  w.local_rank = local;
+  w.local_world_size = lws;
+  w.pid = pid;
+  w.nonce = std::move(nonce);
+  return w;
+}
+
+class JobTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Job> MakeJob(int world) {
+    JobConfig c;
+    c.job_id = "j";
+    c.nonce = "n";
+    c.world_size = world;
+    c.registration_timeout = absl::Seconds(30);
+    c.heartbeat_timeout = absl::Seconds(10);
+    return std::make_unique<Job>(c, &clock_);
+  }
+  // Registers everyone in `who`; returns the results by index.
+  std::vector<absl::StatusOr<RankAssignment>> RegisterAll(Job& job,
+                                                          const std::vector<WorkerIdentity>& who) {
+    std::vector<absl::StatusOr<RankAssignment>> out(who.size(), absl::UnknownError("no reply"));
+    for (size_t i = 0; i < who.size(); ++i) {
+      job.Register(who[i], [&out, i](absl::StatusOr<RankAssignment> r) { out[i] = r; });
+    }
+    return out;
+  }
+  FakeClock clock_;
+};
+
+TEST_F(JobTest, RanksFollowNodeThenLocalRankWhateverTheArrivalOrder) {
+  struct Case {
+    const char* name;
+    std::vector<WorkerIdentity> arrivals;
+    std::vector<int> want_ranks;  // per arrival
+  };
+  const std::vector<Case> cases = {
+      {"in order",
+       {Who(0, 0, 2, 1), Who(0, 1, 2, 2), Who(1, 0, 2, 3), Who(1, 1, 2, 4)},
+       {0, 1, 2, 3}},
+      {"reversed",
+       {Who(1, 1, 2, 4), Who(1, 0, 2, 3), Who(0, 1, 2, 2), Who(0, 0, 2, 1)},
+       {3, 2, 1, 0}},
+      {"shuffled 4x1",
+       {Who(2, 0, 1, 1), Who(0, 0, 1, 2), Who(3, 0, 1, 3), Who(1, 0, 1, 4)},
+       {2, 0, 3, 1}},
+      {"uneven nodes",
+       {Who(1, 0, 1, 1), Who(0, 2, 3, 2), Who(0, 0, 3, 3), Who(0, 1, 3, 4)},
+       {3, 2, 0, 1}},
+  };
+  for (const Case& c : cases) {
+    auto job = MakeJob(static_cast<int>(c.arrivals.size()));
+    auto results = RegisterAll(*job, c.arrivals);
+    for (size_t i = 0; i < results.size(); ++i) {
+      ASSERT_TRUE(results[i].ok()) << c.name << ": " << results[i].status();
+      EXPECT_EQ(results[i]->rank, c.want_ranks[i]) << c.name << " arrival " << i;
+      EXPECT_EQ(results[i]->world_size, static_cast<int>(c.arrivals.size()));
+    }
+    EXPECT_EQ(job->Status().state, JobState::kRunning) << c.name;
+  }
+}
+
+TEST_F(JobTest, NoReplyUntilTheWorldIsComplete) {
+  auto job = MakeJob(2);
+  auto first = RegisterAll(*job, {Who(0, 0, 2, 1)});
+  EXPECT_EQ(first[0].status().code(), absl::StatusCode::kUnknown);
+  EXPECT_EQ(job->Status().registered, 1);
+  EXPECT_EQ(job->Status().state, JobState::kRegistering);
+}
+
+TEST_F(JobTest, ReRegisterFromSameProcessGetsSameRankOtherProcessIsRefused) {
+  auto job = MakeJob(2);
+  auto r = RegisterAll(*job, {Who(0, 0, 2, 11), Who(0, 0, 2, 11), Who(0, 0, 2, 99)});
+  EXPECT_TRUE(absl::IsAlreadyExists(r[2].status())) << r[2].status();
+  auto rest = RegisterAll(*job, {Who(0, 1, 2, 12)});
+  ASSERT_TRUE(r[0].ok());
+  ASSERT_TRUE(r[1].ok());
+  EXPECT_EQ(r[0]->rank, 0);
+  EXPECT_EQ(r[1]->rank, 0);
+  // After the world is complete, a retry still gets its rank at once.
+  auto again = RegisterAll(*job, {Who(0, 1, 2, 12), Who(0, 1, 2, 13), Who(5, 0, 1, 14)});
+  ASSERT_TRUE(again[0].ok());
+  EXPECT_EQ(again[0]->rank, 1);
+  EXPECT_TRUE(absl::IsAlreadyExists(again[1].status()));
+  EXPECT_FALSE(again[2].ok());
+}
+
+TEST_F(JobTest, WrongNonceIsRefused) {
+  auto job = MakeJob(1);
+  auto r = RegisterAll(*job, {Who(0, 0, 1, 1, "stale")});
+  EXPECT_TRUE(absl::IsFailedPrecondition(r[0].status()));
+  EXPECT_THAT(std::string(r[0].status().message()), HasSubstr("nonce"));
+}
+
+TEST_F(JobTest, RegistrationDeadlineNamesTheMissingWorkers) {
+  auto job = MakeJob(4);
+  auto r = RegisterAll(*job, {Who(0, 0, 2, 1), Who(0, 1, 2, 2)});
+  clock_.Advance(absl::Seconds(29));
+  job->Tick();
+  EXPECT_EQ(job->Status().state, JobState::kRegistering);
+  clock_.Advance(absl::Seconds(1));
+  job->Tick();
+  JobStatus s = job->Status();
+  EXPECT_EQ(s.state, JobState::kFailed);
+  EXPECT_EQ(s.failure_reason,
+            "registration timed out after 30s: 2 of 4 workers registered; missing node 1 "
+            "local ranks 0,1");
+  for (auto& res : r) {
+    EXPECT_TRUE(absl::IsDeadlineExceeded(res.status())) << res.status();
+    EXPECT_THAT(std::string(res.status().message()), HasSubstr("missing node 1"));
+  }
+  EXPECT_TRUE(job->Finished());
+  EXPECT_EQ(job->ExitCode(), 1);
+}
+
+TEST_F(JobTest, SilentRankIsLostAndTheOthersAbort) {
+  auto job = MakeJob(3);
+  RegisterAll(*job, {Who(0, 0, 1, 1), Who(1, 0, 1, 2), Who(2, 0, 1, 3)});
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(absl::Seconds(4));
+    ASSERT_TRUE(job->Heartbeat(0, 1, {}).ok());
+    ASSERT_TRUE(job->Heartbeat(2, 3, {}).ok());
+    job->Tick();
+  }
+  JobStatus s = job->Status();
+  EXPECT_EQ(s.state, JobState::kFailed);
+  EXPECT_EQ(s.failed_rank, 1);
+  EXPECT_THAT(s.failure_reason, HasSubstr("rank 1 (host host1"));
+  EXPECT_THAT(s.failure_reason, HasSubstr("lost: no heartbeat"));
+  EXPECT_EQ(s.ranks[1].state, "lost");
+  auto reply = job->Heartbeat(0, 1, {});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->command, Command::kAbort);
+  EXPECT_THAT(reply->reason, HasSubstr("rank 1"));
+}
+
+TEST_F(JobTest, AllDoneSucceedsOneFailureFailsNamingTheRank) {
+  auto job = MakeJob(2);
+  RegisterAll(*job, {Who(0, 0, 1, 1), Who(1, 0, 1, 2)});
+  ASSERT_TRUE(job->ReportDone(0, 1, absl::OkStatus()).ok());
+  EXPECT_EQ(job->Status().state, JobState::kRunning);
+  ASSERT_TRUE(job->ReportDone(1, 2, absl::OkStatus()).ok());
+  EXPECT_EQ(job->Status().state, JobState::kSucceeded);
+  EXPECT_EQ(job->ExitCode(), 0);
+
+  auto failing = MakeJob(2);
+  RegisterAll(*failing, {Who(0, 0, 1, 1), Who(1, 0, 1, 2)});
+  ASSERT_TRUE(failing->ReportDone(1, 2, absl::InternalError("CUDA out of memory")).ok());
+  JobStatus s = failing->Status();
+  EXPECT_EQ(s.state, JobState::kFailed);
+  EXPECT_EQ(s.failed_rank, 1);
+  EXPECT_THAT(s.failure_reason, HasSubstr("CUDA out of memory"));
+  EXPECT_EQ(failing->Heartbeat(0, 1, {})->command, Command::kAbort);
+}
+
+TEST_F(JobTest, GracefulStopAsksForCheckpointThenFinishesStopped) {
+  auto job = MakeJob(2);
+  RegisterAll(*job, {Who(0, 0, 1, 1), Who(1, 0, 1, 2)});
+  ASSERT_TRUE(job->Stop(/*graceful=*/true, "maintenance").ok());
+  EXPECT_EQ(job->Status().state, JobState::kStopping);
+  EXPECT_EQ(job->Heartbeat(0, 1, {})->command, Command::kCheckpointAndStop);
+  ASSERT_TRUE(job->CommitCheckpoint(0, 1, {1, 40, 320, "/ckpt/e1.pt"}).ok());
+  ASSERT_TRUE(job->ReportDone(0, 1, absl::OkStatus()).ok());
+  ASSERT_TRUE(job->ReportDone(1, 2, absl::OkStatus()).ok());
+  EXPECT_TRUE(job->Finished());
+  EXPECT_EQ(job->ExitCode(), kExitStopped);
+  EXPECT_EQ(job->Status().checkpoint_step, 40);
+}
+
+TEST_F(JobTest, StopNowAborts) {
+  auto job = MakeJob(1);
+  RegisterAll(*job, {Who(0, 0, 1, 1)});
+  ASSERT_TRUE(job->Stop(/*graceful=*/false, "bad lr").ok());
+  EXPECT_EQ(job->Status().state, JobState::kFailed);
+  EXPECT_EQ(job->Heartbeat(0, 1, {})->command, Command::kAbort);
+  EXPECT_FALSE(job->Stop(false, "again").ok());
+}
+
+TEST_F(JobTest, ShardParametersMustAgreeAndEpochsGoForward) {
+  auto job = MakeJob(2);
+  RegisterAll(*job, {Who(0, 0, 1, 1), Who(1, 0, 1, 2)});
+  ShardRequest req;
+  req.epoch = 1;
+  req.dataset_size = 100;
+  req.seed = 7;
+  auto a = job->GetShard(0, 1, req);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->world_size, 2);
+  EXPECT_EQ(a->rank, 0);
+  EXPECT_EQ(a->consumed, 0);
+  ShardRequest other = req;
+  other.seed = 8;
+  EXPECT_TRUE(absl::IsInvalidArgument(job->GetShard(1, 2, other).status()));
+  ShardRequest back = req;
+  back.epoch = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(job->GetShard(0, 1, back).status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(job->GetShard(1, 999, req).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(job->GetShard(5, 1, req).status()));
+  // A committed checkpoint of this epoch sets the resume position.
+  ASSERT_TRUE(job->CommitCheckpoint(0, 1, {2, 10, 40, "/c.pt"}).ok());
+  ShardRequest e2 = req;
+  e2.epoch = 2;
+  auto resumed = job->GetShard(1, 2, e2);
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_EQ(resumed->consumed, 40);
+  EXPECT_EQ(resumed->consumed_world_size, 2);
+}
+
+TEST_F(JobTest, CallsBeforeRegistrationAreRefused) {
+  auto job = MakeJob(2);
+  EXPECT_TRUE(absl::IsFailedPrecondition(job->Heartbeat(0, 1, {}).status()));
+}
+
+TEST_F(JobTest, StatusAggregatesProgress) {
+  auto job = MakeJob(2);
+  RegisterAll(*job, {Who(0, 0, 1, 1), Who(1, 0, 1, 2)});
+  ProgressReport p;
+  p.phase = WorkerPhase::kTraining;
+  p.epoch = 1;
+  p.epochs = 3;
+  p.step = 12;
+  p.steps_per_epoch = 10;
+  p.loss = 1.0;
+  p.samples_per_second = 50;
+  ASSERT_TRUE(job->Heartbeat(0, 1, p).ok());
+  p.step = 10;
+  p.loss = 3.0;
+  ASSERT_TRUE(job->Heartbeat(1, 2, p).ok());
+  JobStatus s = job->Status();
+  EXPECT_EQ(s.step, 10);
+  EXPECT_DOUBLE_EQ(s.loss, 2.0);
+  EXPECT_DOUBLE_EQ(s.samples_per_second, 100);
+  EXPECT_EQ(s.ranks[0].state, "training");
+  EXPECT_FALSE(s.events.empty());
+}
+
+}  // namespace
+}  // namespace ddp
