@@ -169,18 +169,20 @@ EOF
 
 start_watchdog() {  # stop the cluster when the owner process disappears
   local d=$1 owner=$2
-  (
-    exec </dev/null >>"$d/log/watchdog.log" 2>&1
-    trap '' HUP INT
-    while kill -0 "$owner" 2>/dev/null && [[ -e "$d/run/watchdog.pid" ]]; do sleep 1; done
-    if [[ -e "$d/run/watchdog.pid" ]]; then
-      echo "owner $owner gone; stopping cluster"
-      rm -f "$d/run/watchdog.pid"
-      SLURM_HARNESS_NO_WATCHDOG_KILL=1 "$SELF" stop "$d"
-    fi
-  ) &
+  # Own session, so a kill of the owner's whole process group (CTest timeout) does not take
+  # the watchdog down with it.
+  setsid bash "$SELF" _watchdog "$d" "$owner" </dev/null >>"$d/log/watchdog.log" 2>&1 &
   echo $! >"$d/run/watchdog.pid"
-  disown $! 2>/dev/null || true
+}
+
+cmd_watchdog() {
+  local d=$1 owner=$2
+  trap '' HUP INT
+  while kill -0 "$owner" 2>/dev/null && [[ -e "$d/run/watchdog.pid" ]]; do sleep 1; done
+  if [[ -e "$d/run/watchdog.pid" ]]; then
+    echo "$(date +%T) owner $owner gone; stopping cluster"
+    cmd_stop "$d"
+  fi
 }
 
 cmd_start() {
@@ -197,7 +199,7 @@ cmd_start() {
   dd if=/dev/urandom of="$d/munge/munge.key" bs=1024 count=1 status=none || die "munge key"
   chmod 0400 "$d/munge/munge.key"
   local munged; munged=$(sbin munged)
-  "$munged" --foreground --force --socket="$sock" --key-file="$d/munge/munge.key" \
+  setsid "$munged" --foreground --force --socket="$sock" --key-file="$d/munge/munge.key" \
     --pid-file="$d/run/munged.pid.self" --log-file="$d/log/munged.log" \
     --seed-file="$d/munge/munged.seed" --num-threads=2 </dev/null >>"$d/log/munged.out" 2>&1 &
   echo $! >"$d/run/munged.pid"
@@ -214,15 +216,17 @@ cmd_start() {
   write_config "$d" "$ctld_port" "$p1" "$p2"
   echo "ports: slurmctld=$ctld_port n1=$p1 n2=$p2" >"$d/ports"
 
-  # Daemons in the foreground (-D), backgrounded here, so their pids are ours to track.
+  # Daemons in the foreground (-D), backgrounded here, so their pids are ours to track; each in
+  # its own session (setsid), so that a signal to the caller's process group does not kill
+  # them half-way (the watchdog or `stop` tears them down in order).
   # SLURM_CONF too, not just -f: slurmd looks for gres.conf beside $SLURM_CONF.
   export SLURM_CONF="$d/slurm.conf"
   # -i: ignore any state from a previous run (there is none: fresh StateSaveLocation).
-  "$(sbin slurmctld)" -D -i -f "$d/slurm.conf" </dev/null >>"$d/log/slurmctld.out" 2>&1 &
+  setsid "$(sbin slurmctld)" -D -i -f "$d/slurm.conf" </dev/null >>"$d/log/slurmctld.out" 2>&1 &
   echo $! >"$d/run/slurmctld.pid.bg"
   local n
   for n in n1 n2; do
-    "$(sbin slurmd)" -D -N "$n" -f "$d/slurm.conf" </dev/null >>"$d/log/slurmd.$n.out" 2>&1 &
+    setsid "$(sbin slurmd)" -D -N "$n" -f "$d/slurm.conf" </dev/null >>"$d/log/slurmd.$n.out" 2>&1 &
     echo $! >"$d/run/slurmd.$n.pid.bg"
   done
   if [[ -n "${SLURM_HARNESS_OWNER:-}" ]]; then start_watchdog "$d" "$SLURM_HARNESS_OWNER"; fi
@@ -252,23 +256,29 @@ cmd_start() {
   die "cluster failed to start"
 }
 
-# Pids of processes (not us, not our ancestors) whose cwd or an open fd is under $1.
+ppid_of() {  # parent pid from /proc (no fork)
+  local st
+  { st=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+  st=${st##*) }
+  set -- $st
+  echo "$2"
+}
+
+# Pids of processes whose cwd or an open fd is under $1, except this script's process ($$),
+# its ancestors and its descendants (the scan's own helpers inherit our stderr, which is a log
+# under $1 in the watchdog).
 procs_under() {
-  local d=$1 pid link exclude=" $$ " p=$$
-  while [[ "$p" -gt 1 ]]; do
-    exclude+="$p "
-    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || break
-    [[ -n "$p" ]] || break
-  done
-  for pid in /proc/[0-9]*; do
-    pid=${pid#/proc/}
-    [[ "$exclude" == *" $pid "* ]] && continue
-    for link in "/proc/$pid/cwd" /proc/"$pid"/fd/*; do
-      case "$(readlink "$link" 2>/dev/null)" in
-        "$d"|"$d"/*) echo "$pid"; break ;;
-      esac
+  local d=$1 exclude=" " p q
+  p=$$
+  while [[ -n "$p" && "$p" -gt 1 ]]; do exclude+="$p "; p=$(ppid_of "$p") || break; done
+  find /proc/[0-9]*/cwd /proc/[0-9]*/fd -maxdepth 1 \( -lname "$d" -o -lname "$d/*" \) -print 2>/dev/null |
+    cut -d/ -f3 | sort -un | while read -r p; do
+      [[ "$exclude" == *" $p "* ]] && continue
+      q=$p
+      while [[ -n "$q" && "$q" -gt 1 && "$q" != "$$" ]]; do q=$(ppid_of "$q") || break; done
+      [[ "$q" == "$$" ]] && continue   # one of ours
+      [[ -e /proc/$p ]] && echo "$p"
     done
-  done
 }
 
 kill_and_wait() {  # kill_and_wait SIG timeout pid...
@@ -288,7 +298,9 @@ kill_and_wait() {  # kill_and_wait SIG timeout pid...
 cmd_stop() {
   local d; d=$(readlink -f "$1") || die "no such dir $1"
   [[ -d "$d" ]] || die "no such dir $1"
-  rm -f "$d/run/watchdog.pid"   # tells the watchdog to exit quietly
+  local wd; wd=$(pid_of "$d/run/watchdog.pid")
+  rm -f "$d/run/watchdog.pid"   # tells a watchdog to exit quietly
+  [[ -n "$wd" && "$wd" != "$$" ]] && kill "$wd" 2>/dev/null
   local conf="$d/slurm.conf" ctld
   ctld=$(pid_of "$d/run/slurmctld.pid.bg")
   if [[ -f "$conf" ]] && pid_alive "$ctld"; then
@@ -359,5 +371,6 @@ case "${1:-}" in
   status) shift; SLURM_CONF="$(readlink -f "$1")/slurm.conf" sinfo -N; SLURM_CONF="$(readlink -f "$1")/slurm.conf" squeue ;;
   run)   shift; [[ $# -ge 2 ]] || die "usage: run <dir> -- cmd..."; d=$1; shift; cmd_run "$d" "$@"; exit $? ;;
   check) check_bins; echo "ok" ;;
+  _watchdog) shift; cmd_watchdog "$1" "$2" ;;
   *) sed -n '2,9p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -1,0 +1,96 @@
+# slurm/lib/requeue.sh — signal forwarding and requeue logic shared by the sbatch templates.
+# Sourced (not run) by slurm/*.sbatch inside the batch shell. Bash only.
+#
+# The contract with ddp-trainer:
+#   * SIGUSR1 or SIGTERM to a trainer task => it checkpoints and exits with code 3
+#     (DDP_EXIT_STOPPED, "stopped, resumable"). 0 = finished, anything else = failed.
+#   * A requeued job restarts with the same job id and SLURM_RESTART_COUNT=1,2,...; the
+#     templates then pass --resume so the trainer continues from its checkpoint.
+#
+# Why the batch shell, not Slurm, forwards the warning signal: the templates use
+# `#SBATCH --signal=B:USR1@120`, which signals ONLY the batch shell (without "B:" Slurm
+# signals the job steps and the batch shell never learns a stop was asked for). Bash runs a
+# trap only when the foreground command returns, so the step runs in the background and the
+# shell waits in `wait`, which a trapped signal interrupts at once. The trap forwards USR1 to
+# the local `srun`, and srun forwards it to every task of the step; Slurm delivers it to each
+# task's whole process tree, so workers forked by a trainer task receive it too.
+# `scancel --signal=USR1 --batch <jobid>` reaches the same trap by hand (checkpoint + requeue).
+#
+# Requeue policy (DDP_REQUEUE): "auto" (default) — when the step exits 3 and the batch shell
+# was not itself told to terminate (SIGTERM: scancel, time limit, preemption — Slurm then
+# decides the job's fate), run `scontrol requeue $SLURM_JOB_ID`, up to DDP_MAX_RESTARTS
+# generations (default 100). "never" — never requeue; the job ends with exit code 3.
+#
+# Tested by tests/integration/slurm/ on a real 2-node cluster with a stub trainer.
+
+DDP_EXIT_STOPPED=3
+
+ddp_log() { echo "[ddp-kit $(date +%H:%M:%S) job ${SLURM_JOB_ID:-?} gen ${SLURM_RESTART_COUNT:-0}] $*" >&2; }
+
+# ddp_find_bin NAME: $DDP_BIN_DIR/NAME, then NAME on PATH, then $SLURM_SUBMIT_DIR/build/bin/NAME.
+ddp_find_bin() {
+  local name=$1
+  if [[ -n "${DDP_BIN_DIR:-}" && -x "$DDP_BIN_DIR/$name" ]]; then echo "$DDP_BIN_DIR/$name"; return 0; fi
+  if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return 0; fi
+  if [[ -x "${SLURM_SUBMIT_DIR:-.}/build/bin/$name" ]]; then echo "${SLURM_SUBMIT_DIR:-.}/build/bin/$name"; return 0; fi
+  ddp_log "error: cannot find $name (set DDP_BIN_DIR, put it on PATH, or submit from the repo root after 'make build')"
+  return 1
+}
+
+# ddp_run_step CMD...: run CMD (an srun line) in the background, forward USR1 to it, wait for
+# it, and return its exit code. Sets DDP_GOT_USR1 / DDP_GOT_TERM (0/1) and DDP_STEP_RC.
+ddp_run_step() {
+  DDP_GOT_USR1=0 DDP_GOT_TERM=0 DDP_STEP_RC=0
+  "$@" &
+  DDP_STEP_PID=$!
+  trap '_ddp_on_usr1' USR1
+  trap '_ddp_on_term' TERM
+  local rc
+  while :; do
+    wait "$DDP_STEP_PID"
+    rc=$?
+    # wait returns >128 when a trapped signal interrupts it while the step still runs.
+    if ((rc > 128)) && kill -0 "$DDP_STEP_PID" 2>/dev/null; then continue; fi
+    break
+  done
+  trap - USR1 TERM
+  DDP_STEP_RC=$rc
+  ddp_log "step exited with code $rc (USR1 received: $DDP_GOT_USR1, TERM received: $DDP_GOT_TERM)"
+  return "$rc"
+}
+
+_ddp_on_usr1() {
+  DDP_GOT_USR1=1
+  ddp_log "SIGUSR1 (time limit near or stop requested): forwarding to the step (srun pid $DDP_STEP_PID)"
+  kill -USR1 "$DDP_STEP_PID" 2>/dev/null || ddp_log "warning: could not signal srun $DDP_STEP_PID"
+}
+
+_ddp_on_term() {
+  # scancel / time limit / preemption: Slurm signals the tasks itself; we only stay alive long
+  # enough to report the step's exit code, and do not requeue (Slurm owns the job's fate now).
+  DDP_GOT_TERM=1
+  ddp_log "SIGTERM: the job is being ended by Slurm; waiting for the step"
+}
+
+# ddp_finish RC: apply the requeue policy to the step's exit code and exit the batch script.
+ddp_finish() {
+  local rc=$1 policy=${DDP_REQUEUE:-auto} gen=${SLURM_RESTART_COUNT:-0}
+  if ((rc == 0)); then ddp_log "training finished"; exit 0; fi
+  if ((rc != DDP_EXIT_STOPPED)); then ddp_log "training failed (exit $rc); not requeueing"; exit "$rc"; fi
+  if [[ "$policy" == never ]]; then ddp_log "stopped (exit 3); DDP_REQUEUE=never"; exit "$rc"; fi
+  if ((DDP_GOT_TERM)); then ddp_log "stopped (exit 3) while Slurm ends the job; not requeueing"; exit "$rc"; fi
+  if ((gen >= ${DDP_MAX_RESTARTS:-100})); then
+    ddp_log "stopped (exit 3) but generation $gen reached DDP_MAX_RESTARTS=${DDP_MAX_RESTARTS:-100}"; exit "$rc"
+  fi
+  ddp_log "stopped for requeue (exit 3): scontrol requeue $SLURM_JOB_ID"
+  if scontrol requeue "$SLURM_JOB_ID"; then
+    exit 0   # Slurm ends this generation now and starts the next one with SLURM_RESTART_COUNT+1
+  fi
+  ddp_log "error: scontrol requeue failed (was the job submitted with --requeue?)"
+  exit "$rc"
+}
+
+# ddp_resume_args: prints --resume on a restarted generation (SLURM_RESTART_COUNT > 0).
+ddp_resume_args() {
+  if ((${SLURM_RESTART_COUNT:-0} > 0)); then echo "--resume"; fi
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# stub-trainer.sh — stands in for ddp-trainer in the Slurm kit tests (DDP_TRAINER=this file).
+# Follows the trainer's stop contract: SIGUSR1/SIGTERM => "checkpoint" and exit 3. It forks
+# --nprocs-per-node "workers" like the real trainer, and records what it saw in $STUB_OUT:
+#   gen<G>.task<P>        args + Slurm layout of task P in generation G (SLURM_RESTART_COUNT)
+#   gen<G>.task<P>.ready  written once the signal traps are installed
+#   gen<G>.task<P>.result "finished" | "stopped by USR1" | "stopped by TERM" | "worker ..."
+# Generations < STUB_STOP_GENERATIONS (default 1) wait for a signal (at most STUB_WAIT s);
+# later generations finish at once (exit 0), or exit STUB_FINAL_EXIT if set.
+set -u
+gen=${SLURM_RESTART_COUNT:-0}
+out=${STUB_OUT:?STUB_OUT not set}/gen$gen.task${SLURM_PROCID:-0}
+nprocs=1 prev=""
+for a in "$@"; do [[ "$prev" == --nprocs-per-node ]] && nprocs=$a; prev=$a; done
+{
+  echo "args: $*"
+  echo "layout: node=${SLURMD_NODENAME:-} nodeid=${SLURM_NODEID:-} procid=${SLURM_PROCID:-} localid=${SLURM_LOCALID:-} ntasks=${SLURM_NTASKS:-} gpus_on_node=${SLURM_GPUS_ON_NODE:-} cvd=${CUDA_VISIBLE_DEVICES:-} cwd=$PWD"
+} >"$out"
+
+if ((gen >= ${STUB_STOP_GENERATIONS:-1})); then
+  echo finished >"$out.result"
+  exit "${STUB_FINAL_EXIT:-0}"
+fi
+
+stop=""
+trap 'stop=USR1' USR1
+trap 'stop=TERM' TERM
+workers=()
+for ((w = 0; w < nprocs; w++)); do
+  ( stopw=""; trap 'stopw=1' USR1 TERM
+    while [[ -z "$stopw" ]]; do sleep 0.2; done
+    exit 3 ) &
+  workers+=($!)
+done
+echo ready >"$out.ready"
+deadline=$((SECONDS + ${STUB_WAIT:-120}))
+while [[ -z "$stop" ]] && ((SECONDS < deadline)); do sleep 0.2; done
+if [[ -z "$stop" ]]; then
+  echo "timeout" >"$out.result"; kill "${workers[@]}" 2>/dev/null; exit 1
+fi
+# Slurm signals the whole task (workers included); forward anyway, as the real trainer would.
+kill -USR1 "${workers[@]}" 2>/dev/null
+wrc=0
+for w in "${workers[@]}"; do wait "$w"; r=$?; ((r == 3)) || wrc=$r; done
+echo "stopped by $stop (workers: ${#workers[@]}, worker rc ${wrc})" >"$out.result"
+exit 3
