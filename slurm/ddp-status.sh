@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ddp-status.sh — where a slurm-ddp job stands: Slurm's view, the dashboard URL, ddpctl status.
+#
+#   slurm/ddp-status.sh <jobid> [ddpctl status options, e.g. --json]
+#   slurm/ddp-status.sh <path/to/dist_file.JOBID> [--json]
+#
+# Given a job id, the dist file is <job's working dir>/dist_file.<jobid> (the templates' and
+# ddp-trainer's default), found through `scontrol show job`; DIST_FILE=... overrides it.
+# ddpctl is taken from $DDP_BIN_DIR, then PATH, then <repo>/build/bin.
+# Exit: ddpctl status's code; 1 if the dist file cannot be found or read.
+set -uo pipefail
+
+die() { echo "ddp-status: $*" >&2; exit 1; }
+[[ $# -ge 1 && "$1" != -h && "$1" != --help ]] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+target=$1; shift
+
+find_ddpctl() {
+  local here; here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+  if [[ -n "${DDP_BIN_DIR:-}" && -x "$DDP_BIN_DIR/ddpctl" ]]; then echo "$DDP_BIN_DIR/ddpctl"
+  elif command -v ddpctl >/dev/null 2>&1; then command -v ddpctl
+  elif [[ -x "$here/../build/bin/ddpctl" ]]; then echo "$here/../build/bin/ddpctl"
+  else return 1; fi
+}
+
+job_id="" dist_file=""
+if [[ "$target" =~ ^[0-9]+(_[0-9]+)?$ ]]; then
+  job_id=$target
+  if info=$(scontrol show job "$job_id" -o 2>/dev/null) && [[ -n "$info" ]]; then
+    field() { tr ' ' '\n' <<<"$info" | sed -n "s/^$1=//p" | head -1; }
+    echo "slurm:     job $job_id $(field JobState) (reason $(field Reason)), restarts $(field Restarts)," \
+         "run time $(field RunTime) of $(field TimeLimit), nodes $(field NodeList)"
+    workdir=$(field WorkDir)
+  else
+    echo "slurm:     job $job_id not known to scontrol (finished long ago, or another cluster)"
+    workdir=$PWD
+  fi
+  dist_file=${DIST_FILE:-$workdir/dist_file.$job_id}
+else
+  dist_file=$target
+  [[ "$(basename "$dist_file")" =~ ^dist_file\.([0-9]+) ]] && job_id=${BASH_REMATCH[1]}
+fi
+
+[[ -e "$dist_file" ]] || die "no dist file at $dist_file (the job has not started its coordinator yet, or runs elsewhere; set DIST_FILE=...)"
+[[ -r "$dist_file" ]] || die "cannot read $dist_file (mode 0600: run as the job's owner)"
+echo "dist file: $dist_file"
+
+# Dashboard: the coordinator's HTTP port on the host of its gRPC address.
+kv() { sed -n "s/^$1=//p" "$dist_file" | head -1; }
+grpc=$(kv grpc_address) http_port=$(kv http_port)
+host=${grpc%:*}; host=${host#[}; host=${host%]}
+if [[ -n "$http_port" && "$http_port" != 0 && -n "$host" ]]; then
+  [[ "$host" == *:* ]] && host="[$host]"
+  echo "dashboard: http://$host:$http_port/   (metrics: http://$host:$http_port/metrics)"
+else
+  echo "dashboard: none (the coordinator serves no HTTP endpoint)"
+fi
+
+ddpctl=$(find_ddpctl) || die "ddpctl not found (set DDP_BIN_DIR, put it on PATH, or run 'make build')"
+extra=()
+[[ -n "$job_id" ]] && extra=(--job-id "$job_id")
+"$ddpctl" --dist-file "$dist_file" "${extra[@]}" status "$@"
