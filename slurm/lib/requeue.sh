@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # slurm/lib/requeue.sh — signal forwarding and requeue logic shared by the sbatch templates.
 # Sourced (not run) by slurm/*.sbatch inside the batch shell. Bash only.
 #
@@ -38,13 +39,14 @@ ddp_find_bin() {
 }
 
 # ddp_run_step CMD...: run CMD (an srun line) in the background, forward USR1 to it, wait for
-# it, and return its exit code. Sets DDP_GOT_USR1 / DDP_GOT_TERM (0/1) and DDP_STEP_RC.
+# it, and return its exit code. Sets DDP_GOT_USR1 / DDP_GOT_TERM (0/1).
 ddp_run_step() {
-  DDP_GOT_USR1=0 DDP_GOT_TERM=0 DDP_STEP_RC=0
+  if ((DDP_GOT_USR1)); then
+    ddp_log "stop requested before the step started: not starting it"
+    return "$DDP_EXIT_STOPPED"
+  fi
   "$@" &
   DDP_STEP_PID=$!
-  trap '_ddp_on_usr1' USR1
-  trap '_ddp_on_term' TERM
   local rc
   while :; do
     wait "$DDP_STEP_PID"
@@ -53,14 +55,22 @@ ddp_run_step() {
     if ((rc > 128)) && kill -0 "$DDP_STEP_PID" 2>/dev/null; then continue; fi
     break
   done
-  trap - USR1 TERM
-  DDP_STEP_RC=$rc
   ddp_log "step exited with code $rc (USR1 received: $DDP_GOT_USR1, TERM received: $DDP_GOT_TERM)"
+  if ((rc == 128 + 10 && DDP_GOT_USR1)); then
+    # Tasks killed by the forwarded USR1 itself: the trainer had no handler yet (it was still
+    # starting). Nothing newer than the last checkpoint is lost by coming back; treat as stopped.
+    ddp_log "the step died of SIGUSR1 (trainer not ready for it yet); treating it as stopped"
+    rc=$DDP_EXIT_STOPPED
+  fi
   return "$rc"
 }
 
 _ddp_on_usr1() {
   DDP_GOT_USR1=1
+  if [[ -z "${DDP_STEP_PID:-}" ]]; then
+    ddp_log "SIGUSR1 (time limit near or stop requested) before the step started"
+    return
+  fi
   ddp_log "SIGUSR1 (time limit near or stop requested): forwarding to the step (srun pid $DDP_STEP_PID)"
   kill -USR1 "$DDP_STEP_PID" 2>/dev/null || ddp_log "warning: could not signal srun $DDP_STEP_PID"
 }
@@ -90,7 +100,13 @@ ddp_finish() {
   exit "$rc"
 }
 
-# ddp_resume_args: prints --resume on a restarted generation (SLURM_RESTART_COUNT > 0).
-ddp_resume_args() {
-  if ((${SLURM_RESTART_COUNT:-0} > 0)); then echo "--resume"; fi
-}
+# Traps from the moment this file is sourced: a USR1 that arrives before the step starts must
+# not kill the batch shell (bash's default for USR1), it just means "do not start, requeue".
+DDP_GOT_USR1=${DDP_GOT_USR1:-0} DDP_GOT_TERM=0 DDP_STEP_PID=""
+trap '_ddp_on_usr1' USR1
+trap '_ddp_on_term' TERM
+
+# DDP_RESUME_ARGS: (--resume) on a restarted generation (SLURM_RESTART_COUNT > 0), else ().
+# shellcheck disable=SC2034  # used by the templates
+DDP_RESUME_ARGS=()
+if ((${SLURM_RESTART_COUNT:-0} > 0)); then DDP_RESUME_ARGS=(--resume); fi

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/integration/slurm/kit_lib.sh — helpers for the tests of the slurm/ kit (sourced after lib.sh).
 KIT=$T_REPO/slurm
 STUB=$T_REPO/tests/integration/slurm/stub-trainer.sh

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/integration/slurm/lib.sh — helpers for the Slurm integration tests (sourced).
 # Each test script calls `slurm_test_main "$@"`: it creates a short temp dir, starts the
 # 2-node cluster with scripts/slurm-cluster.sh (which stops it again on any exit, including a
@@ -49,10 +50,8 @@ slurm_test_main() {
     ((rc == 0)) && note "body passed" || note "body FAILED (exit $rc)"
     exit $rc
   fi
-  if ! "$T_HARNESS" check >/dev/null; then
-    "$T_HARNESS" check
-    fail "Slurm is required for this test (label 'slurm'); run scripts/setup-deps.sh"
-  fi
+  local why
+  why=$("$T_HARNESS" check 2>&1) || fail "Slurm is required for the 'slurm' tests: ${why#slurm-cluster: error: }"
   T_DIR=$(mktemp -d /tmp/slt.XXXXXX) || fail "mktemp"
   export T_DIR T_WORK=$T_DIR/work T_START
   mkdir -p "$T_WORK"

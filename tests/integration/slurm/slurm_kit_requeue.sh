@@ -4,7 +4,8 @@
 #   multi-node.sbatch: USR1 to the batch shell -> forwarded to every task -> exit 3 -> requeue
 #     -> generation 1 (SLURM_RESTART_COUNT=1, --resume) finishes -> COMPLETED, one log file.
 #   single-node-multi-gpu.sbatch: success (no requeue), failure (exit 1, no requeue),
-#     DDP_REQUEUE=never (exit 3 ends the job), scancel (TERM: stopped, not requeued).
+#     DDP_REQUEUE=never (exit 3 ends the job), a trainer killed by USR1 before its handler is
+#     installed (still requeued), scancel (TERM: stopped, not requeued).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/kit_lib.sh"
 
@@ -64,6 +65,17 @@ case_single_node_paths() {
   [[ "$(job_field "$job" JobState)/$(job_field "$job" Restarts)/$(job_field "$job" ExitCode)" == FAILED/0/3:0 ]] ||
     { dump_case $c "$job"; fail "never case: want FAILED/0/3:0"; }
   expect_file_has "$w/stub/gen0.task0.result" '^stopped by USR1'
+
+  note "single-node-multi-gpu.sbatch: trainer without a USR1 handler dies of it -> still requeued"
+  c=notrap w=$T_WORK/notrap
+  job=$(STUB_NO_TRAP=1 kit_submit $c single-node-multi-gpu.sbatch --gres=gpu:2 --cpus-per-task=2 --time=5) || fail sbatch
+  wait_until 60 "generation 0 ready" have_n_files "$w/stub/gen0.task0.ready" 1 || { dump_case $c "$job"; fail "no start"; }
+  scancel --signal=USR1 --batch "$job"
+  wait_until 90 "job $job COMPLETED after requeue" job_state_is "$job" COMPLETED || { dump_case $c "$job"; fail "did not complete"; }
+  [[ "$(job_field "$job" Restarts)" == 1 ]] || { dump_case $c "$job"; fail "notrap case: Restarts != 1"; }
+  expect_file_has "$w/job.out" 'gen 0\].*step exited with code 138'
+  expect_file_has "$w/job.out" 'gen 0\].*died of SIGUSR1'
+  expect_file_has "$w/stub/gen1.task0.result" '^finished$'
 
   note "single-node-multi-gpu.sbatch: scancel (TERM) -> trainer stops, job CANCELLED, not requeued"
   c=cancel w=$T_WORK/cancel

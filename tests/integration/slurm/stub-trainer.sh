@@ -6,7 +6,8 @@
 #   gen<G>.task<P>.ready  written once the signal traps are installed
 #   gen<G>.task<P>.result "finished" | "stopped by USR1" | "stopped by TERM" | "worker ..."
 # Generations < STUB_STOP_GENERATIONS (default 1) wait for a signal (at most STUB_WAIT s);
-# later generations finish at once (exit 0), or exit STUB_FINAL_EXIT if set.
+# later generations finish at once (exit 0), or exit STUB_FINAL_EXIT if set. STUB_NO_TRAP=1:
+# generation 0 installs no handler (dies of the signal).
 set -u
 gen=${SLURM_RESTART_COUNT:-0}
 out=${STUB_OUT:?STUB_OUT not set}/gen$gen.task${SLURM_PROCID:-0}
@@ -22,6 +23,12 @@ if ((gen >= ${STUB_STOP_GENERATIONS:-1})); then
   exit "${STUB_FINAL_EXIT:-0}"
 fi
 
+if [[ -n "${STUB_NO_TRAP:-}" ]]; then   # a trainer that dies of USR1 (no handler yet)
+  echo ready >"$out.ready"
+  echo "died of the signal" >"$out.result"   # the test checks the job's outcome instead
+  sleep "${STUB_WAIT:-120}"
+  exit 1
+fi
 stop=""
 trap 'stop=USR1' USR1
 trap 'stop=TERM' TERM
