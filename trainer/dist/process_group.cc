@@ -77,4 +77,26 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> CreateProcessGroup(
   }
 }
 
+absl::Status ShutdownProcessGroup(c10d::Backend& pg) {
+  try {
+    pg.shutdown();
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    return absl::InternalError(
+        absl::StrCat("shutting down the process group failed: ", what.substr(0, what.find('\n'))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AbortProcessGroup(c10d::Backend& pg) {
+  try {
+    pg.abort();
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    return absl::InternalError(
+        absl::StrCat("aborting the process group failed: ", what.substr(0, what.find('\n'))));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ddp

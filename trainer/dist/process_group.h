@@ -40,6 +40,8 @@ struct ProcessGroupOptions {
   // to loopback (c10d's default device).
   std::string gloo_hostname;
   int gloo_threads = 2;
+  // Gloo also reduces CUDA tensors (staged through host memory) when LibTorch is a CUDA build;
+  // choose kGloo with CUDA tensors to debug NCCL issues.
 };
 
 // Creates and connects the backend. Fails (never hangs past options.timeout) if a peer never
@@ -47,6 +49,14 @@ struct ProcessGroupOptions {
 absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> CreateProcessGroup(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
     const ProcessGroupOptions& options);
+
+// Normal end: waits for queued collectives and releases communicators (NCCL: destroys them so
+// the process can exit without the watchdog complaining). Errors from c10d become Status.
+absl::Status ShutdownProcessGroup(c10d::Backend& pg);
+
+// Abnormal end (a peer failed, the coordinator said abort): aborts in-flight collectives without
+// waiting, so threads blocked in them return with an error instead of hanging.
+absl::Status AbortProcessGroup(c10d::Backend& pg);
 
 }  // namespace ddp
 

@@ -1,0 +1,127 @@
+// DistributedDataParallel: data-parallel training over a c10d process group, PyTorch's DDP for
+// C++. It owns no model: it takes the model's named parameters and buffers (TensorsOf() adapts
+// torch::nn::Module and TorchScript modules), so any model representation works.
+//
+// At construction it checks that every rank has the same parameters and buffers (count, shape,
+// dtype; a mismatch names the tensor and the ranks) and broadcasts them from rank 0. Gradient
+// averaging is done by Reducer (reducer.h: buckets, overlap with backward, bucket rebuild).
+//
+// One training step, from the trainer's thread:
+//
+//   RETURN_IF_ERROR(ddp->BeginStep());      // broadcasts buffers from rank 0; forward timer
+//   at::Tensor loss = criterion(model.forward(x), y);
+//   RETURN_IF_ERROR(ddp->Backward(loss));   // returns with averaged gradients in param.grad()
+//   ddp->BeginOptimizer(); optimizer.step(); ddp->ZeroGrad(); ddp->EndOptimizer();
+//   StepTimings t = ddp->timings();         // forward/backward/comm wait/optimizer/overlap
+//
+// Backward() is loss.backward() plus timing and error conversion; a plain loss.backward() also
+// finalizes (the reducer queues its finalizer on the autograd engine), so averaged gradients can
+// never be forgotten. Gradient accumulation: run the first micro-batches under
+// `auto guard = ddp->NoSync();` and the last one without it.
+//
+// Thread safety: one training thread calls everything; c10d's rule applies (every rank runs the
+// same sequence of steps).
+#ifndef SLURM_DDP_TRAINER_DIST_DDP_H_
+#define SLURM_DDP_TRAINER_DIST_DDP_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/dist/reducer.h"
+
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+namespace torch::jit {
+struct Module;
+}  // namespace torch::jit
+
+namespace ddp {
+
+struct NamedTensor {
+  std::string name;
+  at::Tensor tensor;
+};
+
+struct ModuleTensors {
+  std::vector<NamedTensor> parameters;  // all parameters (those not requiring grad are synced
+                                        // at construction but not reduced)
+  std::vector<NamedTensor> buffers;
+};
+
+// Adapters: the named parameters and buffers of a module (recursively, with dotted names).
+ModuleTensors TensorsOf(const torch::nn::Module& module);
+ModuleTensors TensorsOf(const torch::jit::Module& module);
+
+struct DdpOptions {
+  ReducerOptions reducer;
+  // Broadcast buffers (e.g. BatchNorm running statistics) from rank 0 in every BeginStep().
+  bool broadcast_buffers = true;
+};
+
+class DistributedDataParallel {
+ public:
+  // Verifies parameters and buffers across ranks, broadcasts them from rank 0 and installs the
+  // gradient hooks. A collective: every rank calls it. `pg` must outlive the returned object.
+  static absl::StatusOr<std::unique_ptr<DistributedDataParallel>> Create(
+      ModuleTensors tensors, c10::intrusive_ptr<c10d::Backend> pg, DdpOptions options = {});
+
+  // Start of a step (before forward): broadcasts buffers when configured; starts forward timer.
+  absl::Status BeginStep();
+  // loss.backward(); on return the gradients are averaged across ranks (unless in NoSync).
+  // Collective failures (a peer gone, the process-group timeout) come back as errors.
+  absl::Status Backward(const at::Tensor& loss);
+  void BeginOptimizer();
+  void EndOptimizer();
+  // Zeroes gradients in place (keeps param.grad() as bucket views: no copy in the next step).
+  void ZeroGrad() { reducer_->ZeroGrad(); }
+
+  // Timings of the last completed step (optimizer_ms once EndOptimizer() ran).
+  StepTimings timings() const { return timings_; }
+
+  // RAII: while alive, backward accumulates local gradients without communication.
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(Reducer* reducer);
+    ~NoSyncGuard();
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    Reducer* reducer_;
+    bool previous_;
+  };
+  [[nodiscard]] NoSyncGuard NoSync() { return NoSyncGuard(reducer_.get()); }
+
+  Reducer& reducer() { return *reducer_; }
+  const std::vector<NamedTensor>& parameters() const { return tensors_.parameters; }
+  const std::vector<NamedTensor>& buffers() const { return tensors_.buffers; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  DistributedDataParallel(ModuleTensors tensors, c10::intrusive_ptr<c10d::Backend> pg,
+                          DdpOptions options);
+
+  ModuleTensors tensors_;
+  c10::intrusive_ptr<c10d::Backend> pg_;
+  DdpOptions options_;
+  std::unique_ptr<Reducer> reducer_;
+  Clock::time_point step_start_;
+  Clock::time_point optimizer_start_;
+  StepTimings timings_;
+};
+
+// Broadcasts `tensors` from `root` in place, coalesced into one flat tensor per dtype/device.
+// Throws c10::Error.
+void BroadcastCoalesced(c10d::Backend& pg, const std::vector<at::Tensor>& tensors, int root);
+
+// Throws c10::Error naming the first tensor whose count/shape/dtype differs between ranks.
+void VerifyAcrossRanks(c10d::Backend& pg, const ModuleTensors& tensors);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_TRAINER_DIST_DDP_H_
