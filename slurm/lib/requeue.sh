@@ -109,4 +109,5 @@ trap '_ddp_on_term' TERM
 # DDP_RESUME_ARGS: (--resume) on a restarted generation (SLURM_RESTART_COUNT > 0), else ().
 # shellcheck disable=SC2034  # used by the templates
 DDP_RESUME_ARGS=()
+# shellcheck disable=SC2034
 if ((${SLURM_RESTART_COUNT:-0} > 0)); then DDP_RESUME_ARGS=(--resume); fi

@@ -56,7 +56,8 @@ if [[ "${SLURM_RESTART_COUNT:-0}" == 0 ]]; then
 fi
 echo "${SLURM_RESTART_COUNT}" > requeue.marker
 EOS
-  local job t0=$(date +%s)
+  local job t0
+  t0=$(date +%s)
   job=$(sbatch --parsable -N1 -o requeue.out requeue.sbatch) || fail "sbatch"
   wait_until 90 "requeued job to complete" job_state_is "$job" COMPLETED ||
     { show_job "$job"; cat requeue.out; fail "requeued job did not complete"; }
