@@ -1,5 +1,6 @@
 #include "common/job_status.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +72,31 @@ const char* JobStateName(JobState state) {
       return "FAILED";
   }
   return "UNKNOWN";
+}
+
+bool RankFinished(const RankStatus& r) {
+  return r.state == "done" || r.state == "stopped" || r.state == "failed" || r.state == "lost";
+}
+
+int64_t MedianStep(const JobStatus& s) {
+  std::vector<int64_t> steps;
+  steps.reserve(s.ranks.size());
+  for (const RankStatus& r : s.ranks) {
+    if (!RankFinished(r) && r.rank >= 0) steps.push_back(r.step);
+  }
+  if (steps.empty()) return 0;
+  auto mid = steps.begin() + static_cast<std::ptrdiff_t>((steps.size() - 1) / 2);
+  std::nth_element(steps.begin(), mid, steps.end());
+  return *mid;
+}
+
+RankFlags FlagRank(const RankStatus& r, int64_t median_step) {
+  RankFlags f;
+  if (RankFinished(r) || r.rank < 0) return f;
+  const int64_t gap = median_step - r.step;
+  if (gap > std::max<int64_t>(2, median_step / 100)) f.behind_by = gap;
+  f.silent = r.last_seen_seconds > 2 * kHeartbeatPeriodSeconds;
+  return f;
 }
 
 bool IsTerminal(JobState state, bool finished) {

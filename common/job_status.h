@@ -58,8 +58,25 @@ struct JobStatus {
   int64_t checkpoint_step = 0;
   std::string checkpoint_path;
   std::vector<RankStatus> ranks;
-  std::vector<std::string> events;  // recent state changes, oldest first
+  std::vector<std::string> events;  // recent state changes, oldest first ("+12.3s what")
 };
+
+// Lagging ranks, the rule `ddpctl status` and the dashboard share (the page mirrors it in JS):
+// a rank still working (not done, stopped, failed or lost) is BEHIND when its step trails the
+// median step of the working ranks by more than max(2, median / 100) (ranks heartbeat at
+// different moments, so a small gap is normal), and SILENT when its last heartbeat is older
+// than two heartbeat periods.
+inline constexpr double kHeartbeatPeriodSeconds = 1.0;
+struct RankFlags {
+  int64_t behind_by = 0;  // steps behind the median; 0 when not lagging
+  bool silent = false;
+  bool lagging() const { return behind_by > 0 || silent; }
+};
+// True for "done", "stopped", "failed", "lost": the rank no longer works.
+bool RankFinished(const RankStatus& rank);
+// Median step over ranks still working (0 when none).
+int64_t MedianStep(const JobStatus& status);
+RankFlags FlagRank(const RankStatus& rank, int64_t median_step);
 
 // JSON string literal (with quotes) for `s`: escapes quotes, backslashes and control characters;
 // bytes >= 0x80 pass through (UTF-8 input stays UTF-8).

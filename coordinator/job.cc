@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/sampler_plan.h"
 #include "coordinator/validation.h"
@@ -39,21 +40,27 @@ void Job::Run(std::vector<Completion>& completions) {
 }
 
 void Job::EventLocked(const std::string& line, std::vector<Completion>* out) {
-  events_.push_back(line);
+  events_.push_back(
+      absl::StrFormat("+%.1fs %s", absl::ToDoubleSeconds(clock_->Now() - start_), line));
   while (events_.size() > config_.max_events) events_.pop_front();
-  ++version_;
+  version_.fetch_add(1, std::memory_order_acq_rel);
+  major_version_.fetch_add(1, std::memory_order_acq_rel);
   if (config_.log) out->push_back([log = config_.log, line] { log(line); });
 }
 
 void Job::SetStateLocked(JobState state, const std::string& why, std::vector<Completion>* out) {
   if (state_ == state) return;
   state_ = state;
+  command_.store(state == JobState::kFailed     ? Command::kAbort
+                 : state == JobState::kStopping ? Command::kCheckpointAndStop
+                                                : Command::kContinue,
+                 std::memory_order_release);
   EventLocked(absl::StrCat("job ", JobStateName(state), why.empty() ? "" : ": ", why), out);
 }
 
 bool Job::FinishedLocked() const { return IsTerminal(state_, stopped_); }
 
-std::string Job::DescribeRankLocked(int rank) const {
+std::string Job::DescribeRank(int rank) const {
   const WorkerIdentity& w = ranks_[static_cast<size_t>(rank)].who;
   return absl::StrCat("rank ", rank, " (host ", w.host, ", node ", w.node_rank, ", local rank ",
                       w.local_rank, ", pid ", w.pid, ")");
@@ -116,12 +123,11 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
     } else if (state_ == JobState::kFailed) {
       error = absl::AbortedError(absl::StrCat("job failed: ", failure_reason_));
     } else if (same_process && state_ != JobState::kRegistering) {
-      for (size_t r = 0; r < ranks_.size(); ++r) {
-        const WorkerIdentity& w = ranks_[r].who;
+      for (int r = 0; r < num_ranks_; ++r) {
+        const WorkerIdentity& w = ranks_[static_cast<size_t>(r)].who;
         if (w.node_rank == who.node_rank && w.local_rank == who.local_rank) {
-          RankAssignment a{static_cast<int>(r), config_.world_size, w.local_rank,
-                           w.local_world_size,  w.node_rank,        num_nodes_,
-                           config_.generation};
+          RankAssignment a{r,           config_.world_size, w.local_rank,      w.local_world_size,
+                           w.node_rank, num_nodes_,         config_.generation};
           out.push_back([done = std::move(done), a] { done(a); });
           break;
         }
@@ -152,13 +158,15 @@ void Job::CompleteRegistrationLocked(std::vector<Completion>* out) {
   std::set<int> nodes;
   for (const auto& [key, slot] : slots_) nodes.insert(key.first);
   num_nodes_ = static_cast<int>(nodes.size());
-  ranks_.clear();
+  auto ranks = std::make_unique<RankSlot[]>(slots_.size());
   int rank = 0;
   for (auto& [key, slot] : slots_) {
-    RankInfo info;
-    info.who = slot.who;
-    info.last_seen = now;
-    ranks_.push_back(info);
+    RankSlot& r = ranks[static_cast<size_t>(rank)];
+    r.who = slot.who;
+    {
+      absl::MutexLock slot_lock(&r.mu);
+      r.last_seen = now;
+    }
     RankAssignment a{rank,
                      config_.world_size,
                      slot.who.local_rank,
@@ -172,6 +180,9 @@ void Job::CompleteRegistrationLocked(std::vector<Completion>* out) {
     slot.waiting.clear();
     ++rank;
   }
+  ranks_ = std::move(ranks);
+  num_ranks_ = rank;
+  world_complete_.store(true, std::memory_order_release);
   running_since_ = now;
   SetStateLocked(JobState::kRunning,
                  absl::StrCat("all ", config_.world_size, " workers registered on ", num_nodes_,
@@ -193,39 +204,38 @@ void Job::FailLocked(int rank, const std::string& reason, absl::StatusCode code,
   }
 }
 
-absl::Status Job::CheckWorkerLocked(int rank, int pid) const {
-  if (ranks_.empty()) {
+absl::StatusOr<Job::RankSlot*> Job::CheckWorker(int rank, int pid) const {
+  if (!world_complete_.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError("the world is not complete yet: register first");
   }
-  if (rank < 0 || rank >= static_cast<int>(ranks_.size())) {
+  if (rank < 0 || rank >= num_ranks_) {
     return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank, " is outside 0..", ranks_.size() - 1));
+        absl::StrCat("rank ", rank, " is outside 0..", num_ranks_ - 1));
   }
-  if (ranks_[static_cast<size_t>(rank)].who.pid != pid) {
-    return absl::PermissionDeniedError(absl::StrCat("rank ", rank, " is registered to pid ",
-                                                    ranks_[static_cast<size_t>(rank)].who.pid,
-                                                    ", not ", pid));
+  RankSlot* slot = &ranks_[static_cast<size_t>(rank)];
+  if (slot->who.pid != pid) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("rank ", rank, " is registered to pid ", slot->who.pid, ", not ", pid));
   }
-  return absl::OkStatus();
+  return slot;
 }
 
 absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequest& request) {
   absl::Status st = ValidateShardRequest(request);
   if (!st.ok()) return st;
-  std::vector<Completion> out;
   ShardAssignment a;
   {
+    absl::StatusOr<RankSlot*> slot = CheckWorker(rank, pid);
+    if (!slot.ok()) return slot.status();
     absl::MutexLock lock(&mu_);
-    st = CheckWorkerLocked(rank, pid);
-    if (!st.ok()) return st;
     if (state_ == JobState::kFailed) {
       return absl::AbortedError(absl::StrCat("job failed: ", failure_reason_));
     }
-    RankInfo& info = ranks_[static_cast<size_t>(rank)];
-    if (request.epoch < info.last_epoch) {
+    absl::MutexLock slot_lock(&(*slot)->mu);
+    if (request.epoch < (*slot)->last_epoch) {
       return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " asked for epoch ",
                                                      request.epoch, " after epoch ",
-                                                     info.last_epoch, " (epochs go forward)"));
+                                                     (*slot)->last_epoch, " (epochs go forward)"));
     }
     auto [it, inserted] = epoch_params_.emplace(request.epoch, request);
     const ShardRequest& agreed = it->second;
@@ -238,7 +248,7 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
           " (dataset_size ", request.dataset_size, " vs ", agreed.dataset_size, ", seed ",
           request.seed, " vs ", agreed.seed, ", shuffle/drop_last/resume must match)"));
     }
-    info.last_epoch = request.epoch;
+    (*slot)->last_epoch = request.epoch;
     a.epoch = request.epoch;
     a.dataset_size = request.dataset_size;
     a.seed = request.seed;
@@ -253,7 +263,7 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
       a.consumed = request.resume_consumed;
       a.consumed_world_size = request.resume_world_size;
     }
-    ++version_;
+    version_.fetch_add(1, std::memory_order_acq_rel);
   }
   absl::Status valid = ValidateShardAssignment(a);
   if (!valid.ok()) return absl::InvalidArgumentError(valid.message());
@@ -263,20 +273,22 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
 absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressReport& progress) {
   absl::Status st = ValidateProgress(progress);
   if (!st.ok()) return st;
-  absl::MutexLock lock(&mu_);
-  st = CheckWorkerLocked(rank, pid);
-  if (!st.ok()) return st;
-  RankInfo& info = ranks_[static_cast<size_t>(rank)];
-  info.last_seen = clock_->Now();
-  info.progress = progress;
-  if (!info.done && state_ != JobState::kFailed) info.state = PhaseName(progress.phase);
-  ++version_;
+  absl::StatusOr<RankSlot*> slot = CheckWorker(rank, pid);
+  if (!slot.ok()) return slot.status();
+  const absl::Time now = clock_->Now();
   HeartbeatReply reply;
-  if (state_ == JobState::kFailed) {
-    reply.command = Command::kAbort;
-    reply.reason = failure_reason_;
-  } else if (state_ == JobState::kStopping) {
-    reply.command = Command::kCheckpointAndStop;
+  {
+    absl::MutexLock slot_lock(&(*slot)->mu);
+    (*slot)->last_seen = now;
+    (*slot)->progress = progress;
+    reply.command = command_.load(std::memory_order_acquire);
+    if (!(*slot)->sticky && reply.command != Command::kAbort) {
+      (*slot)->state = PhaseName(progress.phase);
+    }
+  }
+  version_.fetch_add(1, std::memory_order_acq_rel);
+  if (reply.command != Command::kContinue) {
+    absl::ReaderMutexLock lock(&mu_);
     reply.reason = failure_reason_;
   }
   return reply;
@@ -287,9 +299,9 @@ absl::Status Job::CommitCheckpoint(int rank, int pid, const CommittedCheckpoint&
   if (!st.ok()) return st;
   std::vector<Completion> out;
   {
+    absl::StatusOr<RankSlot*> slot = CheckWorker(rank, pid);
+    if (!slot.ok()) return slot.status();
     absl::MutexLock lock(&mu_);
-    st = CheckWorkerLocked(rank, pid);
-    if (!st.ok()) return st;
     if (has_checkpoint_ &&
         (checkpoint.epoch < checkpoint_.epoch ||
          (checkpoint.epoch == checkpoint_.epoch && checkpoint.step < checkpoint_.step))) {
@@ -308,33 +320,52 @@ absl::Status Job::CommitCheckpoint(int rank, int pid, const CommittedCheckpoint&
   return absl::OkStatus();
 }
 
+void Job::RankFinishedLocked(std::vector<Completion>* out) {
+  ++ranks_done_;
+  if (ranks_done_ < num_ranks_) return;
+  if (state_ == JobState::kRunning) {
+    SetStateLocked(JobState::kSucceeded, "every rank finished", out);
+  } else if (state_ == JobState::kStopping) {
+    stopped_ = true;
+    EventLocked("job stopped: every rank checkpointed and stopped", out);
+  }
+}
+
 absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
+  absl::StatusOr<RankSlot*> slot = CheckWorker(rank, pid);
+  if (!slot.ok()) return slot.status();
   std::vector<Completion> out;
   {
     absl::MutexLock lock(&mu_);
-    absl::Status st = CheckWorkerLocked(rank, pid);
-    if (!st.ok()) return st;
-    RankInfo& info = ranks_[static_cast<size_t>(rank)];
-    if (info.done) return absl::OkStatus();  // a retry
-    info.done = true;
-    info.last_seen = clock_->Now();
-    if (!outcome.ok()) {
-      info.state = "failed";
-      FailLocked(rank,
-                 absl::StrCat(DescribeRankLocked(rank),
-                              " failed: ", ClampReason(std::string(outcome.message()))),
-                 absl::StatusCode::kAborted, &out);
-    } else {
-      info.state = "done";
-      EventLocked(absl::StrCat(DescribeRankLocked(rank), " done"), &out);
-      const bool all_done =
-          std::all_of(ranks_.begin(), ranks_.end(), [](const RankInfo& r) { return r.done; });
-      if (all_done && state_ == JobState::kRunning) {
-        SetStateLocked(JobState::kSucceeded, "every rank finished", &out);
-      } else if (all_done && state_ == JobState::kStopping) {
-        stopped_ = true;
-        EventLocked("job stopped: every rank checkpointed and stopped", &out);
+    const char* state = "done";
+    {
+      absl::MutexLock slot_lock(&(*slot)->mu);
+      if ((*slot)->done) return absl::OkStatus();  // a retry
+      (*slot)->done = true;
+      (*slot)->sticky = true;
+      (*slot)->last_seen = clock_->Now();
+      if (absl::IsCancelled(outcome)) {
+        state = "stopped";
+      } else if (!outcome.ok()) {
+        state = "failed";
       }
+      (*slot)->state = state;
+    }
+    const std::string who = DescribeRank(rank);
+    const std::string message = ClampReason(std::string(outcome.message()));
+    if (!outcome.ok() && !absl::IsCancelled(outcome)) {
+      FailLocked(rank, absl::StrCat(who, " failed: ", message), absl::StatusCode::kAborted, &out);
+    } else if (absl::IsCancelled(outcome)) {
+      EventLocked(absl::StrCat(who, " stopped", message.empty() ? "" : ": ", message), &out);
+      if (state_ == JobState::kRunning) {
+        stop_graceful_ = true;
+        failure_reason_ = absl::StrCat("checkpoint and stop: ", who, " stopped");
+        SetStateLocked(JobState::kStopping, failure_reason_, &out);
+      }
+      RankFinishedLocked(&out);
+    } else {
+      EventLocked(absl::StrCat(who, " done"), &out);
+      RankFinishedLocked(&out);
     }
   }
   Run(out);
@@ -374,14 +405,19 @@ void Job::Tick() {
                               MissingWorkersLocked()),
                  absl::StatusCode::kDeadlineExceeded, &out);
     } else if ((state_ == JobState::kRunning || state_ == JobState::kStopping) && !stopped_) {
-      for (size_t r = 0; r < ranks_.size(); ++r) {
-        RankInfo& info = ranks_[r];
-        if (info.done || now - info.last_seen <= config_.heartbeat_timeout) continue;
-        info.state = "lost";
-        FailLocked(static_cast<int>(r),
-                   absl::StrCat(DescribeRankLocked(static_cast<int>(r)), " lost: no heartbeat for ",
-                                Seconds(now - info.last_seen), " (timeout ",
-                                absl::FormatDuration(config_.heartbeat_timeout), ")"),
+      for (int r = 0; r < num_ranks_; ++r) {
+        RankSlot& slot = ranks_[static_cast<size_t>(r)];
+        absl::Duration silent;
+        {
+          absl::MutexLock slot_lock(&slot.mu);
+          if (slot.sticky || now - slot.last_seen <= config_.heartbeat_timeout) continue;
+          silent = now - slot.last_seen;
+          slot.state = "lost";
+          slot.sticky = true;
+        }
+        FailLocked(r,
+                   absl::StrCat(DescribeRank(r), " lost: no heartbeat for ", Seconds(silent),
+                                " (timeout ", absl::FormatDuration(config_.heartbeat_timeout), ")"),
                    absl::StatusCode::kUnavailable, &out);
         break;
       }
@@ -411,29 +447,36 @@ JobStatus Job::Status() const {
   }
   double loss_sum = 0;
   int64_t min_step = -1;
-  for (size_t r = 0; r < ranks_.size(); ++r) {
-    const RankInfo& info = ranks_[r];
-    RankStatus rs;
-    rs.rank = static_cast<int>(r);
-    rs.host = info.who.host;
-    rs.node_rank = info.who.node_rank;
-    rs.local_rank = info.who.local_rank;
-    rs.pid = info.who.pid;
-    rs.state = info.state;
-    rs.epoch = info.progress.epoch;
-    rs.step = info.progress.step;
-    rs.loss = info.progress.loss;
-    rs.samples_per_second = info.progress.samples_per_second;
-    rs.last_seen_seconds = absl::ToDoubleSeconds(now - info.last_seen);
-    s.ranks.push_back(rs);
-    loss_sum += info.progress.loss;
-    s.samples_per_second += info.progress.samples_per_second;
-    s.epoch = std::max(s.epoch, info.progress.epoch);
-    s.epochs = std::max(s.epochs, info.progress.epochs);
-    s.steps_per_epoch = std::max(s.steps_per_epoch, info.progress.steps_per_epoch);
-    if (min_step < 0 || info.progress.step < min_step) min_step = info.progress.step;
+  const bool complete = world_complete_.load(std::memory_order_acquire);
+  const int n = complete ? num_ranks_ : 0;
+  s.ranks.reserve(complete ? static_cast<size_t>(n) : slots_.size());
+  for (int r = 0; r < n; ++r) {
+    const RankSlot& slot = ranks_[static_cast<size_t>(r)];
+    RankStatus& rs = s.ranks.emplace_back();
+    rs.rank = r;
+    rs.host = slot.who.host;
+    rs.node_rank = slot.who.node_rank;
+    rs.local_rank = slot.who.local_rank;
+    rs.pid = slot.who.pid;
+    ProgressReport progress;
+    {
+      absl::MutexLock slot_lock(&slot.mu);
+      progress = slot.progress;
+      rs.state = slot.state;
+      rs.last_seen_seconds = absl::ToDoubleSeconds(now - slot.last_seen);
+    }
+    rs.epoch = progress.epoch;
+    rs.step = progress.step;
+    rs.loss = progress.loss;
+    rs.samples_per_second = progress.samples_per_second;
+    loss_sum += progress.loss;
+    s.samples_per_second += progress.samples_per_second;
+    s.epoch = std::max(s.epoch, progress.epoch);
+    s.epochs = std::max(s.epochs, progress.epochs);
+    s.steps_per_epoch = std::max(s.steps_per_epoch, progress.steps_per_epoch);
+    if (min_step < 0 || progress.step < min_step) min_step = progress.step;
   }
-  if (ranks_.empty()) {
+  if (!complete) {
     for (const auto& [key, slot] : slots_) {
       RankStatus rs;
       rs.rank = -1;
@@ -445,7 +488,7 @@ JobStatus Job::Status() const {
       s.ranks.push_back(rs);
     }
   } else {
-    s.loss = loss_sum / static_cast<double>(ranks_.size());
+    s.loss = loss_sum / static_cast<double>(n);
     s.step = std::max<int64_t>(min_step, 0);
     const double elapsed = absl::ToDoubleSeconds(now - running_since_);
     const int64_t total = s.epochs * s.steps_per_epoch;
@@ -473,11 +516,6 @@ int Job::ExitCode() const {
   if (state_ == JobState::kSucceeded) return 0;
   if (stopped_) return kExitStopped;
   return 1;
-}
-
-uint64_t Job::version() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return version_;
 }
 
 }  // namespace ddp

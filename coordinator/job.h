@@ -8,14 +8,21 @@
 // Registration waits without a thread: Register takes a callback that runs once the world is
 // complete (or the job fails). Callbacks and the log sink run without the lock held.
 //
-// Thread safety: every public method is thread-safe.
+// Thread safety: every public method is thread-safe. Locking is split so that thousands of
+// heartbeats per second do not queue behind status readers: job-wide state sits under `mu_`;
+// each rank's progress and liveness sit in its own RankSlot under the slot's mutex. The slot
+// array is built once (under `mu_`) when the world completes and published through the atomic
+// `world_complete_`; after that Heartbeat takes only its slot's lock and reads the current
+// command from an atomic. Lock order: `mu_` before any slot lock; never two slot locks at once.
 #ifndef SLURM_DDP_COORDINATOR_JOB_H_
 #define SLURM_DDP_COORDINATOR_JOB_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +69,9 @@ class Job {
   absl::StatusOr<ShardAssignment> GetShard(int rank, int pid, const ShardRequest& request);
   absl::StatusOr<HeartbeatReply> Heartbeat(int rank, int pid, const ProgressReport& progress);
   absl::Status CommitCheckpoint(int rank, int pid, const CommittedCheckpoint& checkpoint);
+  // `outcome` OK: the rank finished. CANCELLED: the rank checkpointed and stopped (after a
+  // graceful stop; one arriving while RUNNING starts a graceful stop of the whole job, as when
+  // Slurm signals a node before preemption). Any other error fails the job naming the rank.
   absl::Status ReportDone(int rank, int pid, const absl::Status& outcome);
   // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
   absl::Status Stop(bool graceful, const std::string& reason);
@@ -76,26 +86,34 @@ class Job {
   // Process exit code for the final state: 0 SUCCEEDED, kExitStopped after a graceful stop,
   // 1 otherwise.
   int ExitCode() const;
-  // Bumped by every change (watchers poll it).
-  uint64_t version() const;
+  // Bumped by every change, heartbeats included.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // Bumped only by structural changes (registrations, state changes, events, checkpoints,
+  // ranks done): what a status reader must never miss. Heartbeats leave it alone.
+  uint64_t major_version() const { return major_version_.load(std::memory_order_acquire); }
   const JobConfig& config() const { return config_; }
 
  private:
+  // A registration slot, keyed by (node_rank, local_rank), before ranks exist.
   struct Slot {
     WorkerIdentity who;
     std::vector<RegisterCallback> waiting;
   };
-  struct RankInfo {
+  // One rank after the world is complete. `who` is immutable once published.
+  struct RankSlot {
     WorkerIdentity who;
-    absl::Time last_seen;
-    ProgressReport progress;
-    std::string state = "starting";
-    bool done = false;
-    int64_t last_epoch = -1;
+    mutable absl::Mutex mu;
+    absl::Time last_seen ABSL_GUARDED_BY(mu);
+    ProgressReport progress ABSL_GUARDED_BY(mu);
+    const char* state ABSL_GUARDED_BY(mu) = "starting";  // a string literal
+    bool sticky ABSL_GUARDED_BY(mu) = false;  // done / stopped / failed / lost: state is final
+    bool done ABSL_GUARDED_BY(mu) = false;    // ReportDone received
+    int64_t last_epoch ABSL_GUARDED_BY(mu) = -1;
   };
   using Completion = std::function<void()>;
 
-  absl::Status CheckWorkerLocked(int rank, int pid) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Lock-free: the world is complete, `rank` is in range and registered to `pid`.
+  absl::StatusOr<RankSlot*> CheckWorker(int rank, int pid) const;
   void CompleteRegistrationLocked(std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(int rank, const std::string& reason, absl::StatusCode code,
                   std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -103,8 +121,9 @@ class Job {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EventLocked(const std::string& line, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RankFinishedLocked(std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string MissingWorkersLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  std::string DescribeRankLocked(int rank) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::string DescribeRank(int rank) const;
   bool FinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   static void Run(std::vector<Completion>& completions);
 
@@ -120,14 +139,23 @@ class Job {
   std::string failure_reason_ ABSL_GUARDED_BY(mu_);
   // Registration: (node_rank, local_rank) -> slot. Ordered, so ranks follow map order.
   std::map<std::pair<int, int>, Slot> slots_ ABSL_GUARDED_BY(mu_);
-  std::vector<RankInfo> ranks_ ABSL_GUARDED_BY(mu_);  // filled once the world is complete
   int num_nodes_ ABSL_GUARDED_BY(mu_) = 0;
+  int ranks_done_ ABSL_GUARDED_BY(mu_) = 0;  // ranks with ReportDone
   std::map<int64_t, ShardRequest> epoch_params_ ABSL_GUARDED_BY(mu_);
   bool has_checkpoint_ ABSL_GUARDED_BY(mu_) = false;
   CommittedCheckpoint checkpoint_ ABSL_GUARDED_BY(mu_);
   absl::Time running_since_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> events_ ABSL_GUARDED_BY(mu_);
-  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Written once under mu_ (CompleteRegistrationLocked) before world_complete_ is set with
+  // release order; read-only (the array; slots have their own locks) afterwards.
+  std::unique_ptr<RankSlot[]> ranks_;
+  int num_ranks_ = 0;
+  std::atomic<bool> world_complete_{false};
+  // The command every heartbeat reply carries (mirrors state_; written under mu_).
+  std::atomic<Command> command_{Command::kContinue};
+  std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> major_version_{0};
 };
 
 }  // namespace ddp

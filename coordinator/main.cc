@@ -19,6 +19,7 @@
 #include "common/dist_file.h"
 #include "common/slurm_env.h"
 #include "coordinator/clock.h"
+#include "coordinator/http_endpoint.h"
 #include "coordinator/job.h"
 #include "coordinator/kv_store.h"
 #include "coordinator/server.h"
@@ -117,8 +118,24 @@ int Run(const Flags& flags) {
     std::cerr << "ddp-coordinator: " << server.status().message() << "\n";
     return 1;
   }
-  // Seam for the HTTP endpoint (coordinator/http_endpoint.h): start it here on `job` and put
-  // its port into the dist_file. Until then the dist_file says http_port=<--http-port> (0 = none).
+  // The HTTP endpoint listens on the gRPC host; the dist_file carries the port it really bound.
+  std::unique_ptr<HttpEndpoint> http;
+  if (flags.http_port >= 0) {
+    HttpOptions http_options;
+    http_options.host = options.listen.substr(0, options.listen.rfind(':'));
+    if (http_options.host == "[::]" || http_options.host.empty()) http_options.host = "0.0.0.0";
+    http_options.port = flags.http_port;
+    http_options.token = contents->token;
+    auto started = HttpEndpoint::Start(http_options, &(*server)->status_cache(),
+                                       &(*server)->history(), &(*server)->metrics());
+    if (!started.ok()) {
+      std::cerr << "ddp-coordinator: " << started.status().message() << "\n";
+      return 1;
+    }
+    http = *std::move(started);
+    (*server)->SetHttpPort(http->port());
+  }
+  contents->http_port = http ? http->port() : 0;
   contents->grpc_address = (*server)->address();
   absl::Status published = PublishDistFile(dist_file, *contents);
   if (!published.ok()) {
@@ -127,6 +144,11 @@ int Run(const Flags& flags) {
   }
   log(absl::StrCat("job ", job_id, " generation ", generation, ": waiting for ", flags.world_size,
                    " workers on ", (*server)->address(), "; dist_file ", dist_file));
+  if (http) {
+    const std::string host = (*server)->address().substr(0, (*server)->address().rfind(':'));
+    log(absl::StrCat("dashboard: http://", host, ":", http->port(),
+                     "/ (token in the dist_file; `ddpctl dashboard` prints the full URL)"));
+  }
 
   std::thread signal_thread([&] {
     int sig = 0;
@@ -149,6 +171,7 @@ int Run(const Flags& flags) {
                    final_status.failure_reason.empty() ? "" : ": ", final_status.failure_reason,
                    "; lingering ", flags.linger_s, "s"));
   absl::SleepFor(absl::Seconds(flags.linger_s));
+  if (http) http->Stop();
   (*server)->Shutdown(absl::Seconds(2));
   auto still_ours = ReadDistFile(dist_file, {job_id, generation});
   if (still_ours.ok() && still_ours->nonce == contents->nonce) ::unlink(dist_file.c_str());
@@ -183,8 +206,10 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout", flags.heartbeat_timeout_s,
                  "Seconds of heartbeat silence after which a rank is lost")
       ->check(CLI::PositiveNumber);
-  app.add_option("--http-port", flags.http_port, "HTTP status port (0 = ephemeral)")
-      ->check(CLI::Range(0, 65535));
+  app.add_option("--http-port", flags.http_port,
+                 "HTTP port for the dashboard, /api/status and /metrics (0 = ephemeral, "
+                 "-1 = no HTTP); the bound port is published in the dist_file")
+      ->check(CLI::Range(-1, 65535));
   app.add_option("--linger", flags.linger_s, "Seconds to keep serving status after the job ends")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-file", flags.log_file, "Also append log lines to this file");

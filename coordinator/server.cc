@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/rpc_interceptor.h"
 #include "coordinator/service.h"
 #include "coordinator/validation.h"
 
@@ -40,13 +42,22 @@ std::string DefaultListenHost() {
 
 CoordinatorServer::CoordinatorServer(Job* job, KvStore* store, const Clock* clock,
                                      const ServerOptions& options)
-    : job_(job), store_(store), clock_(clock), tick_(options.tick), auth_(options.token) {}
+    : job_(job), store_(store), clock_(clock), tick_(options.tick), auth_(options.token) {
+  std::vector<std::string> methods;
+  const auto* service = slurm_ddp::v1::HelloRequest::descriptor()->file()->service(0);
+  for (int i = 0; i < service->method_count(); ++i) methods.push_back(service->method(i)->name());
+  metrics_ = std::make_unique<RpcMetrics>(methods);
+  cache_ = std::make_unique<StatusCache>(job, clock, options.status_max_age);
+  history_ = std::make_unique<History>(options.history_capacity,
+                                       absl::ToDoubleSeconds(options.history_interval));
+}
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const ServerOptions& options, Job* job, KvStore* store, const Clock* clock) {
   if (options.token.empty()) return absl::InvalidArgumentError("the server needs a token");
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(job, store, clock, options));
-  s->service_ = std::make_unique<CoordinatorService>(job, store, &s->auth_, clock, options.log);
+  s->service_ = std::make_unique<CoordinatorService>(job, store, &s->auth_, s->cache_.get(), clock,
+                                                     options.log);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -54,6 +65,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
@@ -69,9 +83,13 @@ void CoordinatorServer::TickLoop() {
   while (!stop_ticker_.WaitForNotificationWithTimeout(tick_)) {
     job_->Tick();
     store_->ExpireWaiters(clock_->Now());
+    cache_->Refresh();
+    history_->Add(cache_->Get()->status);
     service_->PollWatchers();
   }
 }
+
+void CoordinatorServer::SetHttpPort(int port) { service_->SetHttpPort(port); }
 
 void CoordinatorServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;

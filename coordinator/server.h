@@ -1,8 +1,9 @@
 // The coordinator's gRPC server: owns the grpc::Server (health checking and reflection on), the
-// service, and a ticker thread that drives Job::Tick (liveness, registration deadline),
-// KvStore::ExpireWaiters and status watchers. Job and KvStore are owned by the caller, which is
-// the seam for the HTTP endpoint (coordinator/http_endpoint.h, started beside this server on the
-// same Job).
+// service, the status snapshots (StatusCache), the chart history, the RPC metrics, and a ticker
+// thread that drives Job::Tick (liveness, registration deadline), KvStore::ExpireWaiters,
+// snapshot refresh, history sampling and status watchers. Job and KvStore are owned by the
+// caller. The HTTP endpoint (coordinator/http_endpoint.h) is started beside this server on its
+// status_cache(), history() and metrics().
 //
 // Thread safety: Start/Shutdown/destructor from one owning thread; port() and address() anywhere.
 #ifndef SLURM_DDP_COORDINATOR_SERVER_H_
@@ -18,8 +19,11 @@
 #include "absl/time/time.h"
 #include "coordinator/auth.h"
 #include "coordinator/clock.h"
+#include "coordinator/history.h"
 #include "coordinator/job.h"
 #include "coordinator/kv_store.h"
+#include "coordinator/metrics.h"
+#include "coordinator/status_cache.h"
 
 namespace grpc {
 class Server;
@@ -33,6 +37,11 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free port
   std::string token;                   // bearer token every RPC must carry
   absl::Duration tick = absl::Milliseconds(50);
+  // Status snapshots are rebuilt at most this often (readers see progress at most this old).
+  absl::Duration status_max_age = absl::Milliseconds(100);
+  // Chart history: finest sample spacing and the number of samples kept.
+  absl::Duration history_interval = absl::Seconds(1);
+  size_t history_capacity = 720;
   std::function<void(const std::string&)> log;  // refused calls etc. (may be empty)
 };
 
@@ -50,6 +59,11 @@ class CoordinatorServer {
   // host:port as clients should dial it.
   const std::string& address() const { return address_; }
   Job& job() { return *job_; }
+  StatusCache& status_cache() { return *cache_; }
+  History& history() { return *history_; }
+  RpcMetrics& metrics() { return *metrics_; }
+  // Tells clients (Hello) where the HTTP endpoint listens.
+  void SetHttpPort(int port);
 
   // Stops accepting calls, cancels waiting ones (after `grace`), stops the ticker. Idempotent.
   void Shutdown(absl::Duration grace);
@@ -63,6 +77,9 @@ class CoordinatorServer {
   const Clock* const clock_;
   const absl::Duration tick_;
   TokenChecker auth_;
+  std::unique_ptr<RpcMetrics> metrics_;
+  std::unique_ptr<StatusCache> cache_;
+  std::unique_ptr<History> history_;
   std::unique_ptr<CoordinatorService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -42,15 +42,15 @@ class StatusWatcher final : public grpc::ServerWriteReactor<pb::JobStatus> {
       : service_(service), interval_(interval) {}
 
   // Called with the service's watcher lock held, so OnDone cannot delete us meanwhile.
-  void Poll(const Job& job, absl::Time now) {
+  void Poll(const StatusSnapshot& snapshot, absl::Time now) {
     absl::MutexLock lock(&mu_);
-    if (finishing_ || writing_ || now < next_) return;
-    JobStatus status = job.Status();
-    msg_.Clear();
-    ToProto(status, &msg_);
+    if (finishing_ || writing_) return;
+    // Due every interval, and at once when the job finishes.
+    if (now < next_ && !snapshot.status.finished) return;
+    msg_ = snapshot.proto;
     writing_ = true;
     next_ = now + interval_;
-    if (status.finished) {
+    if (snapshot.status.finished) {
       finishing_ = true;
       StartWriteAndFinish(&msg_, grpc::WriteOptions(), grpc::Status::OK);
     } else {
@@ -91,9 +91,9 @@ class StatusWatcher final : public grpc::ServerWriteReactor<pb::JobStatus> {
 };
 
 CoordinatorService::CoordinatorService(Job* job, KvStore* store, const TokenChecker* auth,
-                                       const Clock* clock,
+                                       StatusCache* cache, const Clock* clock,
                                        std::function<void(const std::string&)> log)
-    : job_(job), store_(store), auth_(auth), clock_(clock), log_(std::move(log)) {}
+    : job_(job), store_(store), auth_(auth), cache_(cache), clock_(clock), log_(std::move(log)) {}
 
 grpc::ServerUnaryReactor* CoordinatorService::Refuse(grpc::CallbackServerContext* ctx,
                                                      const char* method) {
@@ -105,8 +105,9 @@ grpc::ServerUnaryReactor* CoordinatorService::Refuse(grpc::CallbackServerContext
 
 void CoordinatorService::PollWatchers() {
   const absl::Time now = clock_->Now();
+  std::shared_ptr<const StatusSnapshot> snapshot = cache_->Get();
   absl::MutexLock lock(&watchers_mu_);
-  for (StatusWatcher* w : watchers_) w->Poll(*job_, now);
+  for (StatusWatcher* w : watchers_) w->Poll(*snapshot, now);
 }
 
 void CoordinatorService::RemoveWatcher(StatusWatcher* watcher) {
@@ -119,13 +120,15 @@ grpc::ServerUnaryReactor* CoordinatorService::Hello(grpc::CallbackServerContext*
                                                     pb::HelloReply* resp) {
   if (auto* r = Refuse(ctx, "Hello")) return r;
   const JobConfig& config = job_->config();
-  if (!config.nonce.empty() && req->nonce() != config.nonce) {
+  // An empty nonce comes from a client given an address and token (no dist_file to verify).
+  if (!config.nonce.empty() && !req->nonce().empty() && req->nonce() != config.nonce) {
     return Reply(ctx, absl::FailedPreconditionError(
                           "nonce mismatch: the dist_file is stale (another coordinator start)"));
   }
   resp->set_job_id(config.job_id);
   resp->set_generation(config.generation);
   resp->set_world_size(config.world_size);
+  resp->set_http_port(http_port_.load(std::memory_order_relaxed));
   return Reply(ctx, absl::OkStatus());
 }
 
@@ -297,7 +300,7 @@ grpc::ServerUnaryReactor* CoordinatorService::GetStatus(grpc::CallbackServerCont
                                                         const pb::GetStatusRequest*,
                                                         pb::JobStatus* resp) {
   if (auto* r = Refuse(ctx, "GetStatus")) return r;
-  ToProto(job_->Status(), resp);
+  *resp = cache_->Get()->proto;
   return Reply(ctx, absl::OkStatus());
 }
 
@@ -326,7 +329,7 @@ grpc::ServerUnaryReactor* CoordinatorService::Stop(grpc::CallbackServerContext* 
                                                    pb::StopReply* resp) {
   if (auto* r = Refuse(ctx, "Stop")) return r;
   absl::Status st = job_->Stop(req->mode() == pb::StopRequest::GRACEFUL, req->reason());
-  resp->set_state(JobStateName(job_->Status().state));
+  resp->set_state(JobStateName(cache_->Get()->status.state));
   return Reply(ctx, st);
 }
 

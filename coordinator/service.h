@@ -8,6 +8,7 @@
 #ifndef SLURM_DDP_COORDINATOR_SERVICE_H_
 #define SLURM_DDP_COORDINATOR_SERVICE_H_
 
+#include <atomic>
 #include <functional>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 #include "coordinator/clock.h"
 #include "coordinator/job.h"
 #include "coordinator/kv_store.h"
+#include "coordinator/status_cache.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace ddp {
@@ -29,12 +31,15 @@ class StatusWatcher;
 class CoordinatorService final : public slurm_ddp::v1::Coordinator::CallbackService {
  public:
   // All pointers must outlive the service. `log` receives one line per refused call (may be empty).
-  CoordinatorService(Job* job, KvStore* store, const TokenChecker* auth, const Clock* clock,
-                     std::function<void(const std::string&)> log);
+  // Status reads (GetStatus, WatchStatus) are served from `cache`'s snapshots.
+  CoordinatorService(Job* job, KvStore* store, const TokenChecker* auth, StatusCache* cache,
+                     const Clock* clock, std::function<void(const std::string&)> log);
 
   // Streams due status updates to WatchStatus callers (called by the server's ticker).
   void PollWatchers();
   void RemoveWatcher(StatusWatcher* watcher);
+  // The HTTP endpoint's port, reported by Hello (0 = none).
+  void SetHttpPort(int port) { http_port_.store(port, std::memory_order_relaxed); }
 
   grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* ctx,
                                   const slurm_ddp::v1::HelloRequest* req,
@@ -95,9 +100,11 @@ class CoordinatorService final : public slurm_ddp::v1::Coordinator::CallbackServ
   Job* const job_;
   KvStore* const store_;
   const TokenChecker* const auth_;
+  StatusCache* const cache_;
   const Clock* const clock_;
   const std::function<void(const std::string&)> log_;
 
+  std::atomic<int> http_port_{0};
   absl::Mutex watchers_mu_;
   std::set<StatusWatcher*> watchers_ ABSL_GUARDED_BY(watchers_mu_);
 };

@@ -1,11 +1,20 @@
 // ddp-loadgen: N simulated workers (callback-API gRPC, a few threads, not N blocked threads)
-// register, fetch their shard, heartbeat at 1 Hz and report done against an in-process
-// coordinator. Prints the time until all N hold rank + shard, and GetStatus latency
-// percentiles measured while every worker heartbeats.
+// register, fetch their shard and heartbeat at 1 Hz with simulated training progress.
+//
+// Two modes:
+//   in-process (default): starts a coordinator in this process, prints the time until all N
+//     hold rank + shard (the rendezvous) and GetStatus latency percentiles measured while every
+//     worker heartbeats (bench/loadgen.sh). Server and clients share the CPUs.
+//   external (--dist-file): joins a running ddp-coordinator (its own process, as in production)
+//     and acts as the job's workers: progress advances at --steps-per-second; a worker obeys the
+//     heartbeat's command (CHECKPOINT_AND_STOP: ReportDone CANCELLED; ABORT: exit), and with
+//     --finish every worker reports done after --epochs x --steps-per-epoch steps. Used by
+//     bench/status.sh, the ops tests and the dashboard screenshot.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -27,6 +36,22 @@ namespace pb = ::slurm_ddp::v1;
 namespace ddp {
 namespace {
 
+struct Flags {
+  int workers = 1024;
+  int channels = 0;
+  int per_node = 8;
+  double status_seconds = 5;
+  std::string dist_file;
+  double duration_s = 0;  // external mode: 0 = until the job ends
+  double steps_per_second = 5;
+  int64_t epochs = 3;
+  int64_t steps_per_epoch = 100;
+  int batch_size = 64;
+  bool finish = false;
+  int lag_rank = -1;  // this rank runs behind (dashboards, tests)
+  double heartbeat_s = 1;
+};
+
 void SleepUntil(absl::Time t) {
   const absl::Duration d = t - absl::Now();
   if (d > absl::ZeroDuration()) absl::SleepFor(d);
@@ -41,24 +66,66 @@ struct Worker {
   grpc::ClientContext shard_ctx;
   pb::GetShardRequest shard_req;
   pb::GetShardReply shard_reply;
+  std::atomic<int> command{pb::CONTINUE};
+  std::atomic<bool> done{false};
 };
 
-int Main(int workers, int channels, int per_node, double status_seconds) {
-  auto contents = *NewDistFileContents("loadgen", 0, "", 0);
-  JobConfig config;
-  config.job_id = "loadgen";
-  config.nonce = contents.nonce;
-  config.world_size = workers;
-  config.heartbeat_timeout = absl::Seconds(30);
-  Job job(config, MonotonicClock::Get());
+// The simulated training curve: every rank at the same step (DDP is synchronous), except
+// --lag-rank, which trails by 10% of the run.
+pb::Progress Simulate(const Flags& f, int rank, double elapsed_s) {
+  const int64_t total = f.epochs * f.steps_per_epoch;
+  double steps = elapsed_s * f.steps_per_second;
+  if (rank == f.lag_rank) steps = std::max(0.0, steps - 0.1 * static_cast<double>(total));
+  const int64_t step = std::min<int64_t>(total, static_cast<int64_t>(steps));
+  pb::Progress p;
+  p.set_phase(step >= total ? pb::PHASE_FINISHED : pb::PHASE_TRAINING);
+  p.set_epochs(f.epochs);
+  p.set_steps_per_epoch(f.steps_per_epoch);
+  p.set_step(step);
+  p.set_epoch(std::min<int64_t>(f.epochs - 1, step / std::max<int64_t>(1, f.steps_per_epoch)));
+  const double wiggle = 0.04 * std::sin(0.37 * static_cast<double>(step) + rank);
+  p.set_loss(2.2 * std::exp(-static_cast<double>(step) / (0.35 * static_cast<double>(total))) +
+             0.15 + wiggle);
+  const double warm = std::min(1.0, elapsed_s / 5.0);
+  p.set_samples_per_second(f.steps_per_second * f.batch_size * (0.6 + 0.4 * warm) *
+                           (1.0 + 0.03 * std::sin(elapsed_s + rank)));
+  return p;
+}
+
+int Main(const Flags& f) {
+  const bool external = !f.dist_file.empty();
+  DistFileContents contents;
+  std::unique_ptr<Job> job;
   KvStore store;
-  ServerOptions options;
-  options.token = contents.token;
-  auto server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
-  if (!server.ok()) {
-    std::fprintf(stderr, "loadgen: %s\n", std::string(server.status().message()).c_str());
-    return 1;
+  std::unique_ptr<CoordinatorServer> server;
+  std::string address;
+  if (external) {
+    auto read = WaitForDistFile(f.dist_file, {"", 0}, absl::Seconds(30));
+    if (!read.ok()) {
+      std::fprintf(stderr, "loadgen: %s\n", std::string(read.status().message()).c_str());
+      return 1;
+    }
+    contents = *read;
+    address = contents.grpc_address;
+  } else {
+    contents = *NewDistFileContents("loadgen", 0, "", 0);
+    JobConfig config;
+    config.job_id = "loadgen";
+    config.nonce = contents.nonce;
+    config.world_size = f.workers;
+    config.heartbeat_timeout = absl::Seconds(30);
+    job = std::make_unique<Job>(config, MonotonicClock::Get());
+    ServerOptions options;
+    options.token = contents.token;
+    auto started = CoordinatorServer::Start(options, job.get(), &store, MonotonicClock::Get());
+    if (!started.ok()) {
+      std::fprintf(stderr, "loadgen: %s\n", std::string(started.status().message()).c_str());
+      return 1;
+    }
+    server = *std::move(started);
+    address = server->address();
   }
+  const int channels = f.channels > 0 ? f.channels : std::max(1, f.workers / 8);
   const std::string auth = "Bearer " + contents.token;
   std::vector<std::unique_ptr<pb::Coordinator::Stub>> stubs;
   for (int c = 0; c < channels; ++c) {
@@ -66,22 +133,30 @@ int Main(int workers, int channels, int per_node, double status_seconds) {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one TCP connection per channel
     args.SetInt("loadgen.channel", c);
     stubs.push_back(pb::Coordinator::NewStub(
-        grpc::CreateCustomChannel((*server)->address(), grpc::InsecureChannelCredentials(), args)));
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
   // Warm the connections so the measurement is the rendezvous, not TCP setup of idle channels.
   for (auto& stub : stubs) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", auth);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::HelloRequest req;
     req.set_nonce(contents.nonce);
     pb::HelloReply reply;
-    stub->Hello(&ctx, req, &reply);
+    grpc::Status s = stub->Hello(&ctx, req, &reply);
+    if (!s.ok()) {
+      std::fprintf(stderr, "loadgen: Hello to %s: %s\n", address.c_str(),
+                   s.error_message().c_str());
+      return 1;
+    }
   }
 
+  const int per_node = f.workers % f.per_node == 0 ? f.per_node : 1;
   std::vector<std::unique_ptr<Worker>> ws;
   std::atomic<int> ready{0};
   std::atomic<int> errors{0};
   absl::Notification all_ready;
+  const int workers = f.workers;
   const absl::Time start = absl::Now();
   for (int i = 0; i < workers; ++i) {
     auto w = std::make_unique<Worker>();
@@ -101,8 +176,9 @@ int Main(int workers, int channels, int per_node, double status_seconds) {
         &raw->register_ctx, &raw->register_req, &raw->register_reply,
         [raw, &ready, &errors, &all_ready, workers, &auth](grpc::Status s) {
           if (!s.ok()) {
-            errors++;
-            std::fprintf(stderr, "register %d: %s\n", raw->index, s.error_message().c_str());
+            if (errors++ == 0) {
+              std::fprintf(stderr, "register %d: %s\n", raw->index, s.error_message().c_str());
+            }
             return;
           }
           raw->shard_req.mutable_worker()->set_rank(raw->register_reply.rank());
@@ -115,8 +191,9 @@ int Main(int workers, int channels, int per_node, double status_seconds) {
               &raw->shard_ctx, &raw->shard_req, &raw->shard_reply,
               [raw, &ready, &errors, &all_ready, workers](grpc::Status s2) {
                 if (!s2.ok()) {
-                  errors++;
-                  std::fprintf(stderr, "shard %d: %s\n", raw->index, s2.error_message().c_str());
+                  if (errors++ == 0) {
+                    std::fprintf(stderr, "shard %d: %s\n", raw->index, s2.error_message().c_str());
+                  }
                   return;
                 }
                 if (ready.fetch_add(1) + 1 == workers) all_ready.Notify();
@@ -129,35 +206,112 @@ int Main(int workers, int channels, int per_node, double status_seconds) {
     return 1;
   }
   const double rendezvous_s = absl::ToDoubleSeconds(absl::Now() - start);
+  if (external) {
+    std::printf("loadgen: %d workers registered in %.3fs; heartbeating\n", workers, rendezvous_s);
+    std::fflush(stdout);
+  }
 
-  // Heartbeats at 1 Hz from every worker (spread over the second) while we time GetStatus.
+  // Heartbeats at 1 Hz from every worker (spread over the second).
   std::atomic<bool> stop{false};
   std::atomic<int64_t> heartbeats{0};
+  std::atomic<int> finished{0};
+  std::atomic<int> aborted{0};
+  const absl::Time train_start = absl::Now();
+  const int64_t total_steps = f.epochs * f.steps_per_epoch;
+  auto report_done = [&](Worker* w, bool ok, int code, const std::string& message) {
+    if (w->done.exchange(true)) return;
+    auto* ctx = new grpc::ClientContext();
+    ctx->AddMetadata("authorization", auth);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto* req = new pb::ReportDoneRequest();
+    auto* reply = new pb::ReportDoneReply();
+    req->mutable_worker()->set_rank(w->register_reply.rank());
+    req->mutable_worker()->set_pid(w->register_req.pid());
+    req->set_ok(ok);
+    req->set_error_code(code);
+    req->set_message(message);
+    w->stub->async()->ReportDone(ctx, req, reply, [ctx, req, reply, &finished](grpc::Status) {
+      finished++;
+      delete ctx;
+      delete req;
+      delete reply;
+    });
+  };
   std::thread beater([&] {
+    const absl::Duration period = absl::Seconds(f.heartbeat_s);
     while (!stop.load()) {
       const absl::Time round = absl::Now();
       for (int i = 0; i < workers && !stop.load(); ++i) {
+        Worker* w = ws[static_cast<size_t>(i)].get();
+        if (w->done.load()) continue;
+        const int rank = w->register_reply.rank();
+        const int command = w->command.load();
+        if (command == pb::ABORT) {
+          w->done = true;
+          aborted++;
+          continue;
+        }
+        if (command == pb::CHECKPOINT_AND_STOP) {
+          report_done(w, false, static_cast<int>(grpc::StatusCode::CANCELLED),
+                      "stopped after checkpoint (simulated)");
+          continue;
+        }
+        pb::Progress progress = Simulate(f, rank, absl::ToDoubleSeconds(absl::Now() - train_start));
+        if (external && f.finish && progress.step() >= total_steps) {
+          report_done(w, true, 0, "");
+          continue;
+        }
         auto* ctx = new grpc::ClientContext();
         ctx->AddMetadata("authorization", auth);
+        ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
         auto* req = new pb::HeartbeatRequest();
         auto* reply = new pb::HeartbeatReply();
-        req->mutable_worker()->set_rank(ws[static_cast<size_t>(i)]->register_reply.rank());
-        req->mutable_worker()->set_pid(ws[static_cast<size_t>(i)]->register_req.pid());
-        req->mutable_progress()->set_step(1);
-        ws[static_cast<size_t>(i)]->stub->async()->Heartbeat(
-            ctx, req, reply, [ctx, req, reply, &heartbeats](grpc::Status s) {
-              if (s.ok()) heartbeats++;
-              delete ctx;
-              delete req;
-              delete reply;
-            });
-        if (i % 64 == 63) SleepUntil(round + absl::Seconds(1) * (i + 1) / workers);
+        req->mutable_worker()->set_rank(rank);
+        req->mutable_worker()->set_pid(w->register_req.pid());
+        if (external) {
+          *req->mutable_progress() = progress;
+        } else {
+          req->mutable_progress()->set_step(1);
+        }
+        w->stub->async()->Heartbeat(ctx, req, reply,
+                                    [w, ctx, req, reply, &heartbeats](grpc::Status s) {
+                                      if (s.ok()) {
+                                        heartbeats++;
+                                        if (reply->command() != pb::CONTINUE) {
+                                          w->command = reply->command();
+                                        }
+                                      }
+                                      delete ctx;
+                                      delete req;
+                                      delete reply;
+                                    });
+        if (i % 64 == 63) SleepUntil(round + period * (i + 1) / workers);
       }
-      SleepUntil(round + absl::Seconds(1));
+      SleepUntil(round + period);
     }
   });
+
+  if (external) {
+    const absl::Time end =
+        f.duration_s > 0 ? absl::Now() + absl::Seconds(f.duration_s) : absl::InfiniteFuture();
+    while (absl::Now() < end) {
+      int done = 0;
+      for (const auto& w : ws) done += w->done.load() ? 1 : 0;
+      if (done == workers) break;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    stop = true;
+    beater.join();
+    absl::SleepFor(absl::Milliseconds(500));  // let the last calls land
+    std::printf("loadgen: heartbeats_ok=%lld reported_done=%d aborted=%d errors=%d\n",
+                static_cast<long long>(heartbeats.load()), finished.load(), aborted.load(),
+                errors.load());
+    return errors.load() == 0 ? 0 : 1;
+  }
+
+  // In-process: time GetStatus while every worker heartbeats.
   std::vector<double> latencies_ms;
-  const absl::Time measure_end = absl::Now() + absl::Seconds(status_seconds);
+  const absl::Time measure_end = absl::Now() + absl::Seconds(f.status_seconds);
   while (absl::Now() < measure_end) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", auth);
@@ -183,7 +337,7 @@ int Main(int workers, int channels, int per_node, double status_seconds) {
       "status_samples=%zu heartbeats_ok=%lld errors=%d\n",
       workers, channels, rendezvous_s, pct(0.50), pct(0.99), latencies_ms.size(),
       static_cast<long long>(heartbeats.load()), errors.load());
-  (*server)->Shutdown(absl::Seconds(1));
+  server->Shutdown(absl::Seconds(1));
   return errors.load() == 0 ? 0 : 1;
 }
 
@@ -191,17 +345,28 @@ int Main(int workers, int channels, int per_node, double status_seconds) {
 }  // namespace ddp
 
 int main(int argc, char** argv) {
-  int workers = 1024;
-  int channels = 0;
-  int per_node = 8;
-  double status_seconds = 5;
-  CLI::App app{"ddp-loadgen: simulated workers against an in-process coordinator"};
-  app.add_option("--workers", workers, "Simulated workers")->check(CLI::Range(1, 65536));
-  app.add_option("--channels", channels, "gRPC connections (default: one per 8 workers)");
-  app.add_option("--per-node", per_node, "Workers per simulated node")->check(CLI::Range(1, 1024));
-  app.add_option("--status-seconds", status_seconds, "How long to time GetStatus");
+  ddp::Flags f;
+  CLI::App app{"ddp-loadgen: simulated workers against an in-process or a running coordinator"};
+  app.add_option("--workers", f.workers, "Simulated workers")->check(CLI::Range(1, 65536));
+  app.add_option("--channels", f.channels, "gRPC connections (default: one per 8 workers)");
+  app.add_option("--per-node", f.per_node, "Workers per simulated node")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--status-seconds", f.status_seconds, "In-process: how long to time GetStatus");
+  app.add_option("--dist-file", f.dist_file,
+                 "Join the running coordinator of this dist_file (external mode)");
+  app.add_option("--duration", f.duration_s,
+                 "External: seconds to run (0 = until every worker is done)");
+  app.add_option("--steps-per-second", f.steps_per_second, "Simulated training speed")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--epochs", f.epochs, "Simulated epochs")->check(CLI::Range(1, 1000000));
+  app.add_option("--steps-per-epoch", f.steps_per_epoch, "Simulated steps per epoch")
+      ->check(CLI::Range(1, 100000000));
+  app.add_option("--batch-size", f.batch_size, "Simulated per-worker batch")
+      ->check(CLI::Range(1, 1000000));
+  app.add_flag("--finish", f.finish, "External: report done after the last step");
+  app.add_option("--lag-rank", f.lag_rank, "This rank trails the others");
+  app.add_option("--heartbeat", f.heartbeat_s, "Seconds between heartbeats")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
-  if (workers % per_node != 0) per_node = 1;
-  if (channels <= 0) channels = std::max(1, workers / 8);
-  return ddp::Main(workers, channels, per_node, status_seconds);
+  return ddp::Main(f);
 }
