@@ -1,6 +1,5 @@
 #include "trainer/data/data_spec.h"
 
-#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -42,11 +41,10 @@ absl::StatusOr<std::vector<float>> ParseFloats(absl::string_view text, absl::str
 // Picks DIR/name or DIR/name.gz, whichever exists (the plain name when neither does, so the
 // error names a file).
 std::string FindIdxFile(const std::string& dir, const std::string& name) {
-  std::error_code ec;
   const std::string plain = dir + "/" + name;
-  if (std::filesystem::exists(plain, ec)) return plain;
+  if (PathExists(plain)) return plain;
   const std::string gz = plain + ".gz";
-  if (std::filesystem::exists(gz, ec)) return gz;
+  if (PathExists(gz)) return gz;
   return gz;
 }
 
@@ -68,10 +66,9 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenCifar(const std::string& dir,
                                                    const std::vector<std::string>& names,
                                                    const std::string& split,
                                                    const Normalization& normalization) {
-  std::error_code ec;
   std::string base = dir;
-  if (!std::filesystem::exists(base + "/" + names[0], ec) &&
-      std::filesystem::exists(base + "/cifar-10-batches-bin/" + names[0], ec)) {
+  if (!PathExists(base + "/" + names[0]) &&
+      PathExists(base + "/cifar-10-batches-bin/" + names[0])) {
     base += "/cifar-10-batches-bin";
   }
   std::vector<std::string> paths;

@@ -1,11 +1,13 @@
 #include "trainer/data/image_files.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -23,9 +25,37 @@ constexpr int64_t kCifarRecord = 1 + kCifarChannels * kCifarSide * kCifarSide;
 
 }  // namespace
 
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+absl::Status ListDirectory(const std::string& dir, std::vector<std::string>* folders,
+                           std::vector<std::string>* files) {
+  std::unique_ptr<DIR, int (*)(DIR*)> handle(::opendir(dir.c_str()), &::closedir);
+  if (handle == nullptr) {
+    const int err = errno;
+    return absl::NotFoundError(absl::StrCat(dir, ": cannot list: ", std::strerror(err)));
+  }
+  folders->clear();
+  files->clear();
+  while (const dirent* entry = ::readdir(handle.get())) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    (IsDirectory(dir + "/" + name) ? folders : files)->push_back(name);
+  }
+  std::sort(folders->begin(), folders->end());
+  std::sort(files->begin(), files->end());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  if (IsDirectory(path)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, expected a file"));
   }
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);

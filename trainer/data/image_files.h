@@ -28,6 +28,15 @@ struct RawImageSet {
   std::vector<int64_t> labels;  // count entries
 };
 
+// File-system helpers (POSIX, following symlinks). We avoid std::filesystem in binaries that link
+// LibTorch: the 2.11 wheel's libtorch.so exports its own, partly broken, std::filesystem symbols
+// (remove_all crashes through a null pointer), which interpose on libstdc++'s.
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+// Names in `dir` (without "." and ".."), split into subfolders and other entries, each sorted.
+absl::Status ListDirectory(const std::string& dir, std::vector<std::string>* folders,
+                           std::vector<std::string>* files);
+
 // The whole file as bytes.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 

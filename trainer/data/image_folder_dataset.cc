@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <system_error>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -17,8 +15,6 @@
 
 namespace ddp::data {
 namespace {
-
-namespace fs = std::filesystem;
 
 enum class FileKind { kJpeg, kOtherImage, kNotImage };
 
@@ -38,39 +34,21 @@ FileKind ClassifyFile(const std::string& name) {
   return FileKind::kNotImage;
 }
 
-// Subfolder names of `dir` (following symlinks), sorted.
-absl::StatusOr<std::vector<std::string>> SortedSubfolders(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> names;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code dir_ec;
-    if (fs::is_directory(it->path(), dir_ec)) names.push_back(it->path().filename().string());
-  }
-  if (ec) return absl::NotFoundError(absl::StrCat(dir, ": cannot list: ", ec.message()));
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // Appends the JPEG files under `class_dir`, in the order of Python's
 // `for root, _, files in sorted(os.walk(class_dir, followlinks=True)): for f in sorted(files)`.
 absl::Status CollectFiles(const std::string& class_dir, int64_t label,
                           std::vector<ImageFolderDataset::Sample>* samples) {
   std::vector<std::string> dirs = {class_dir};
+  std::vector<std::string> subs;
+  std::vector<std::string> files;
   for (size_t i = 0; i < dirs.size(); ++i) {
-    ASSIGN_OR_RETURN(std::vector<std::string> subs, SortedSubfolders(dirs[i]));
+    RETURN_IF_ERROR(ListDirectory(dirs[i], &subs, &files));
     for (const std::string& sub : subs) dirs.push_back(dirs[i] + "/" + sub);
   }
   std::sort(dirs.begin(), dirs.end());
   const size_t before = samples->size();
   for (const std::string& dir : dirs) {
-    std::error_code ec;
-    std::vector<std::string> files;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      std::error_code dir_ec;
-      if (!fs::is_directory(it->path(), dir_ec)) files.push_back(it->path().filename().string());
-    }
-    if (ec) return absl::NotFoundError(absl::StrCat(dir, ": cannot list: ", ec.message()));
-    std::sort(files.begin(), files.end());
+    RETURN_IF_ERROR(ListDirectory(dir, &subs, &files));
     for (const std::string& file : files) {
       switch (ClassifyFile(file)) {
         case FileKind::kJpeg:
@@ -94,8 +72,7 @@ absl::Status CollectFiles(const std::string& class_dir, int64_t label,
 
 absl::StatusOr<std::unique_ptr<ImageFolderDataset>> ImageFolderDataset::Open(
     const std::string& root, Options options) {
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) {
+  if (!IsDirectory(root)) {
     return absl::NotFoundError(absl::StrCat(root, ": no such folder"));
   }
   RETURN_IF_ERROR(ValidateNormalization(options.normalization, 3));
@@ -103,7 +80,9 @@ absl::StatusOr<std::unique_ptr<ImageFolderDataset>> ImageFolderDataset::Open(
     return absl::InvalidArgumentError(absl::StrCat("image folder: crop size ", options.image_size,
                                                    " must be in (0, resize=", options.resize, "]"));
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> folders, SortedSubfolders(root));
+  std::vector<std::string> folders;
+  std::vector<std::string> files;
+  RETURN_IF_ERROR(ListDirectory(root, &folders, &files));
   if (folders.empty()) {
     return absl::NotFoundError(absl::StrCat(root, ": no class subfolders"));
   }

@@ -1,0 +1,160 @@
+#include "trainer/data/image_files.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/trainer/data/test_files.h"
+#include "trainer/data/jpeg_codec.h"
+
+namespace ddp::data {
+namespace {
+
+using testing::Gzip;
+using testing::IdxImages;
+using testing::IdxLabels;
+using testing::TempDir;
+using testing::TestJpeg;
+using testing::WriteFile;
+
+TEST(ReadIdxPairTest, ReadsRawAndGzipFiles) {
+  TempDir dir;
+  WriteFile(dir / "img", IdxImages(5, 3, 4));
+  WriteFile(dir / "lab", IdxLabels(5));
+  WriteFile(dir / "img.gz", Gzip(IdxImages(5, 3, 4)));
+  WriteFile(dir / "lab.gz", Gzip(IdxLabels(5)));
+  for (const auto& [images, labels] :
+       {std::pair{"img", "lab"}, std::pair{"img.gz", "lab.gz"}, std::pair{"img.gz", "lab"}}) {
+    absl::StatusOr<RawImageSet> set = ReadIdxPair(dir / images, dir / labels, 10);
+    ASSERT_TRUE(set.ok()) << set.status();
+    EXPECT_EQ(set->count, 5);
+    EXPECT_EQ(set->channels, 1);
+    EXPECT_EQ(set->height, 3);
+    EXPECT_EQ(set->width, 4);
+    ASSERT_EQ(set->pixels.size(), 5u * 12);
+    EXPECT_EQ(set->pixels[2 * 12 + 5], (2 * 7 + 5) % 256);
+    EXPECT_EQ(set->labels, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  }
+}
+
+struct BadIdxCase {
+  const char* name;
+  std::string images;
+  std::string labels;
+  absl::StatusCode code;
+  const char* bad_file;  // which file the message must name
+  const char* message;
+};
+
+TEST(ReadIdxPairTest, RejectsCorruptFilesWithOneLineNamingTheFile) {
+  const std::string good_images = IdxImages(4, 2, 2);
+  const std::string good_labels = IdxLabels(4);
+  std::string bad_magic = good_images;
+  bad_magic[3] = 0x01;
+  std::string bad_label = good_labels;
+  bad_label.back() = 12;
+  std::string bad_gzip = Gzip(good_images);
+  bad_gzip[12] ^= 0x55;
+  bad_gzip[13] ^= 0x55;
+  const BadIdxCase cases[] = {
+      {"bad magic", bad_magic, good_labels, absl::StatusCode::kDataLoss, "img", "bad IDX magic"},
+      {"truncated images", good_images.substr(0, good_images.size() - 1), good_labels,
+       absl::StatusCode::kDataLoss, "img", "truncated"},
+      {"truncated header", good_images.substr(0, 10), good_labels, absl::StatusCode::kDataLoss,
+       "img", "truncated IDX header"},
+      {"trailing bytes", good_images + "xx", good_labels, absl::StatusCode::kDataLoss, "img",
+       "unexpected bytes"},
+      {"count mismatch", good_images, IdxLabels(3), absl::StatusCode::kDataLoss, "img",
+       "has 4 images but"},
+      {"label out of range", good_images, bad_label, absl::StatusCode::kDataLoss, "lab",
+       "is not below 10"},
+      {"truncated gzip", Gzip(good_images).substr(0, 20), good_labels, absl::StatusCode::kDataLoss,
+       "img", "truncated gzip"},
+      {"corrupt gzip", bad_gzip, good_labels, absl::StatusCode::kDataLoss, "img", "gzip"},
+      {"empty file", "", good_labels, absl::StatusCode::kDataLoss, "img", "truncated"},
+  };
+  for (const BadIdxCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    WriteFile(dir / "img", c.images);
+    WriteFile(dir / "lab", c.labels);
+    absl::StatusOr<RawImageSet> set = ReadIdxPair(dir / "img", dir / "lab", 10);
+    ASSERT_FALSE(set.ok());
+    EXPECT_EQ(set.status().code(), c.code) << set.status();
+    const std::string message(set.status().message());
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_EQ(message.rfind(dir / c.bad_file, 0), 0u) << message;
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+  }
+}
+
+TEST(ReadIdxPairTest, MissingFileIsNotFound) {
+  TempDir dir;
+  WriteFile(dir / "lab", IdxLabels(4));
+  absl::StatusOr<RawImageSet> set = ReadIdxPair(dir / "img", dir / "lab", 10);
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(set.status().message(), dir / "img" + ": no such file");
+}
+
+std::string CifarRecord(int label, int fill) {
+  std::string record(1 + 3072, static_cast<char>(fill));
+  record[0] = static_cast<char>(label);
+  record[1 + 1024] = 7;  // first green pixel
+  return record;
+}
+
+TEST(ReadCifar10BatchesTest, ConcatenatesBatchesInOrder) {
+  TempDir dir;
+  WriteFile(dir / "a.bin", CifarRecord(3, 10) + CifarRecord(9, 11));
+  WriteFile(dir / "b.bin", CifarRecord(0, 12));
+  absl::StatusOr<RawImageSet> set = ReadCifar10Batches({dir / "a.bin", dir / "b.bin"});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->count, 3);
+  EXPECT_EQ(set->channels, 3);
+  EXPECT_EQ(set->height, 32);
+  EXPECT_EQ(set->width, 32);
+  EXPECT_EQ(set->labels, (std::vector<int64_t>{3, 9, 0}));
+  ASSERT_EQ(set->pixels.size(), 3u * 3072);
+  EXPECT_EQ(set->pixels[3072 * 2], 12);
+  EXPECT_EQ(set->pixels[3072 + 1024], 7);
+}
+
+TEST(ReadCifar10BatchesTest, RejectsBadFiles) {
+  TempDir dir;
+  WriteFile(dir / "short.bin", CifarRecord(1, 0).substr(0, 3000));
+  WriteFile(dir / "label.bin", CifarRecord(10, 0));
+  absl::StatusOr<RawImageSet> set = ReadCifar10Batches({dir / "short.bin"});
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(set.status().message().find(dir / "short.bin"), std::string::npos);
+  set = ReadCifar10Batches({dir / "label.bin"});
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(set.status().message().find("label 10"), std::string::npos);
+  set = ReadCifar10Batches({dir / "missing.bin"});
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(JpegCodecTest, RoundTripsAndRejectsGarbageAndTruncation) {
+  const std::string jpeg = TestJpeg(40, 30, 200);
+  absl::StatusOr<RgbImage> image = DecodeJpeg(jpeg, "x.jpg");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->width, 40);
+  EXPECT_EQ(image->height, 30);
+  ASSERT_EQ(image->pixels.size(), 40u * 30 * 3);
+  EXPECT_NEAR(image->pixels[(15 * 40 + 20) * 3], 200, 6);
+
+  absl::StatusOr<RgbImage> garbage = DecodeJpeg("this is not a jpeg", "bad.jpg");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_EQ(garbage.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(garbage.status().message().rfind("bad.jpg: cannot decode JPEG", 0), 0u)
+      << garbage.status();
+
+  absl::StatusOr<RgbImage> truncated = DecodeJpeg(jpeg.substr(0, jpeg.size() / 2), "half.jpg");
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(std::string(truncated.status().message()).rfind("half.jpg: cannot decode JPEG: ", 0),
+            0u)
+      << truncated.status();
+}
+
+}  // namespace
+}  // namespace ddp::data
