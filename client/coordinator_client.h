@@ -28,7 +28,7 @@ struct ConnectOptions {
   // What the dist_file must say. An empty job id accepts any job (operator tools).
   std::string expected_job_id;
   int64_t min_generation = 0;
-  // How long to poll for the dist_file to appear and verify.
+  // How long to poll for the dist_file to appear and verify (zero: read it once).
   absl::Duration dist_file_timeout = absl::Seconds(60);
   // Deadline of each non-blocking call, retries included (also bounds Hello at connect time).
   absl::Duration rpc_timeout = absl::Seconds(10);

@@ -29,13 +29,22 @@ class OperatorClient {
 
   absl::StatusOr<JobStatus> GetStatus();
   // Calls `on_status` with each update (every `interval`, and the final one) until the job
-  // finishes, `on_status` returns false, or the stream breaks.
+  // finishes, `on_status` returns false, or the stream breaks. A coordinator that sends nothing
+  // for `silence` (default: 3 intervals + 5 s) is given up on with UNAVAILABLE, so a hung or
+  // vanished coordinator never hangs the caller.
   absl::Status Watch(absl::Duration interval,
-                     const std::function<bool(const JobStatus&)>& on_status);
+                     const std::function<bool(const JobStatus&)>& on_status,
+                     absl::Duration silence = absl::ZeroDuration());
   // graceful: checkpoint and stop; otherwise abort now. Returns the job state after the request.
   absl::StatusOr<std::string> Stop(bool graceful, const std::string& reason);
   // host:port of the coordinator.
   std::string address() const;
+  // What Hello reported.
+  const std::string& job_id() const;
+  int world_size() const;
+  // http://<coordinator host>:<http port>/?token=<token>; NOT_FOUND when the coordinator serves
+  // no HTTP endpoint.
+  absl::StatusOr<std::string> DashboardUrl() const;
 
  private:
   explicit OperatorClient(std::unique_ptr<RpcChannel> channel);

@@ -21,10 +21,12 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
   std::unique_ptr<RpcChannel> ch(new RpcChannel());
   ch->rpc_timeout_ = options.rpc_timeout;
   if (!options.dist_file.empty()) {
-    ASSIGN_OR_RETURN(
-        ch->endpoint_,
-        WaitForDistFile(options.dist_file, {options.expected_job_id, options.min_generation},
-                        options.dist_file_timeout));
+    const DistFileExpectation expect{options.expected_job_id, options.min_generation};
+    // A zero timeout reads once (operator tools: a missing file is an error at once).
+    ASSIGN_OR_RETURN(ch->endpoint_,
+                     options.dist_file_timeout <= absl::ZeroDuration()
+                         ? ReadDistFile(options.dist_file, expect)
+                         : WaitForDistFile(options.dist_file, expect, options.dist_file_timeout));
   } else if (!options.address.empty()) {
     if (options.token.empty()) {
       return absl::InvalidArgumentError("an address needs a token (or use a dist_file)");
@@ -43,19 +45,23 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
   ch->channel_ = grpc::CreateCustomChannel(ch->endpoint_.grpc_address,
                                            grpc::InsecureChannelCredentials(), args);
   ch->stub_ = slurm_ddp::v1::Coordinator::NewStub(ch->channel_);
-  if (!ch->endpoint_.nonce.empty()) {
-    slurm_ddp::v1::HelloRequest req;
-    req.set_nonce(ch->endpoint_.nonce);
-    slurm_ddp::v1::HelloReply reply;
-    RETURN_IF_ERROR(ch->Call("Hello", options.rpc_timeout, [&](grpc::ClientContext* ctx) {
-      return ch->stub_->Hello(ctx, req, &reply);
-    }));
-    if (reply.job_id() != ch->endpoint_.job_id) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("coordinator at ", ch->endpoint_.grpc_address, " serves job ",
-                       reply.job_id(), ", not ", ch->endpoint_.job_id));
-    }
+  // Hello proves the coordinator is there, the token is right and (with a dist_file's nonce)
+  // that the file is not a stale leftover; it also tells an address-only client the job.
+  slurm_ddp::v1::HelloRequest req;
+  req.set_nonce(ch->endpoint_.nonce);
+  slurm_ddp::v1::HelloReply reply;
+  RETURN_IF_ERROR(ch->Call("Hello", options.rpc_timeout, [&](grpc::ClientContext* ctx) {
+    return ch->stub_->Hello(ctx, req, &reply);
+  }));
+  if (!ch->endpoint_.job_id.empty() && reply.job_id() != ch->endpoint_.job_id) {
+    return absl::FailedPreconditionError(absl::StrCat("coordinator at ", ch->endpoint_.grpc_address,
+                                                      " serves job ", reply.job_id(), ", not ",
+                                                      ch->endpoint_.job_id));
   }
+  ch->endpoint_.job_id = reply.job_id();
+  ch->endpoint_.generation = reply.generation();
+  if (reply.http_port() > 0) ch->endpoint_.http_port = reply.http_port();
+  ch->world_size_ = reply.world_size();
   return ch;
 }
 

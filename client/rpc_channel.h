@@ -23,7 +23,8 @@ namespace ddp {
 class RpcChannel {
  public:
   // Resolves `options` (reads + verifies the dist_file, or takes address + token), opens a
-  // channel and confirms the nonce with Hello (skipped without a dist_file).
+  // channel and calls Hello: confirms the dist_file's nonce (none without a dist_file) and fills
+  // endpoint() with the job id, generation and HTTP port the coordinator reports.
   static absl::StatusOr<std::unique_ptr<RpcChannel>> Open(const ConnectOptions& options);
 
   // Runs `call` until it returns something other than UNAVAILABLE or `timeout` passes. Each try
@@ -35,12 +36,14 @@ class RpcChannel {
   slurm_ddp::v1::Coordinator::Stub& stub() const { return *stub_; }
   const DistFileContents& endpoint() const { return endpoint_; }
   absl::Duration rpc_timeout() const { return rpc_timeout_; }
+  int world_size() const { return world_size_; }
 
  private:
   RpcChannel() = default;
 
   DistFileContents endpoint_;  // address, token, nonce (nonce empty without a dist_file)
   absl::Duration rpc_timeout_;
+  int world_size_ = 0;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<slurm_ddp::v1::Coordinator::Stub> stub_;
 };

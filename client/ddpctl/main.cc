@@ -31,13 +31,19 @@ absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOpti
   options.address = g.address;
   options.token = g.token;
   options.expected_job_id = g.job_id;
-  options.dist_file_timeout = absl::Seconds(g.timeout_s);
+  options.dist_file_timeout = absl::ZeroDuration();  // read once: a missing file is an error
   options.rpc_timeout = absl::Seconds(g.timeout_s);
   if (options.dist_file.empty() && options.address.empty()) {
     return absl::InvalidArgumentError(
         "no job given: pass --dist-file (or set DDP_DIST_FILE), or --address with --token");
   }
-  return OperatorClient::Connect(options);
+  auto client = OperatorClient::Connect(options);
+  if (!client.ok() && absl::IsUnavailable(client.status()) && !options.dist_file.empty()) {
+    return absl::UnavailableError(absl::StrCat(client.status().message(), " (dist_file ",
+                                               options.dist_file,
+                                               " may be stale: is the job still running?)"));
+  }
+  return client;
 }
 
 }  // namespace ddp
@@ -47,11 +53,19 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("DDP_DIST_FILE")) global.dist_file = env;
   CLI::App app{"ddpctl: look at and control a slurm-ddp job"};
   app.require_subcommand(1);
+  app.footer(
+      "Finding the job: --dist-file PATH (or $DDP_DIST_FILE), or --address HOST:PORT with "
+      "--token.\n"
+      "Exit codes: 0 success; 1 error, one line on stderr (no job, unreachable or stale "
+      "coordinator, wrong token; for watch: the job FAILED); 2 usage; 3 the job stopped after a "
+      "checkpoint, resumable (watch); 4 timed out waiting for the job to acknowledge (stop).\n"
+      "Each subcommand has --help.");
   app.add_option("--dist-file", global.dist_file, "The job's dist_file (default: $DDP_DIST_FILE)");
   app.add_option("--address", global.address, "Coordinator host:port (instead of a dist_file)");
   app.add_option("--token", global.token, "Bearer token (with --address)");
   app.add_option("--job-id", global.job_id, "Refuse a dist_file that belongs to another job");
-  app.add_option("--timeout", global.timeout_s, "Seconds to wait for the file and each call")
+  app.add_option("--timeout", global.timeout_s,
+                 "Seconds to wait for each call to the coordinator (default 5)")
       ->check(CLI::PositiveNumber);
   std::vector<std::pair<CLI::App*, ddp::ToolRun>> runs;
   for (const ddp::Tool& tool : ddp::Tools()) {

@@ -1,56 +1,47 @@
-// `ddpctl status [--json]`: one snapshot of the job (the JSON form is DESIGN.md's contract).
+// `ddpctl status [--json] [--all] [--events N]`: one snapshot of the job. The JSON form is
+// DESIGN.md's contract and byte-identical to the coordinator's /api/status.
 #include <iostream>
 #include <memory>
 #include <string>
 
-#include "absl/strings/str_format.h"
+#include "client/ddpctl/status_view.h"
 #include "client/ddpctl/tool.h"
 #include "common/job_status.h"
 
 namespace ddp {
 namespace {
 
-void PrintHuman(const JobStatus& s, std::ostream& out) {
-  out << absl::StrFormat("job %s (generation %d): %s%s\n", s.job_id, s.generation,
-                         JobStateName(s.state), s.finished ? " (finished)" : "");
-  out << absl::StrFormat("workers: %d of %d registered", s.registered, s.world_size);
-  if (s.num_nodes > 0) out << absl::StrFormat(" on %d node(s)", s.num_nodes);
-  out << "\n";
-  if (s.state != JobState::kRegistering) {
-    out << absl::StrFormat("epoch %d/%d  step %d", s.epoch, s.epochs, s.step);
-    if (s.steps_per_epoch > 0) out << absl::StrFormat(" (%d per epoch)", s.steps_per_epoch);
-    out << absl::StrFormat("  loss %.4g  %.1f samples/s", s.loss, s.samples_per_second);
-    if (s.eta_seconds >= 0) out << absl::StrFormat("  eta %.0fs", s.eta_seconds);
-    out << "\n";
-  }
-  if (!s.failure_reason.empty()) out << "reason: " << s.failure_reason << "\n";
-  if (s.checkpoint_epoch >= 0) {
-    out << absl::StrFormat("checkpoint: epoch %d step %d %s\n", s.checkpoint_epoch,
-                           s.checkpoint_step, s.checkpoint_path);
-  }
-  if (!s.ranks.empty()) {
-    out << absl::StrFormat("%-6s %-20s %-5s %-6s %-13s %-10s %s\n", "RANK", "HOST", "NODE", "LOCAL",
-                           "STATE", "STEP", "LAST SEEN");
-    for (const RankStatus& r : s.ranks) {
-      out << absl::StrFormat("%-6s %-20s %-5d %-6d %-13s %-10d %.1fs ago\n",
-                             r.rank < 0 ? "-" : std::to_string(r.rank), r.host, r.node_rank,
-                             r.local_rank, r.state, r.step, r.last_seen_seconds);
-    }
-  }
-}
+struct StatusFlags {
+  bool json = false;
+  bool all = false;
+  int events = 5;
+};
 
 ToolRun Setup(CLI::App* sub) {
-  auto json = std::make_shared<bool>(false);
-  sub->add_flag("--json", *json, "Print one JSON object");
-  return [json](const GlobalOptions& global) {
+  auto flags = std::make_shared<StatusFlags>();
+  sub->add_flag("--json", flags->json,
+                "Print one JSON object (the /api/status contract: job_id, state, world_size, "
+                "registered, epoch, epochs, step, steps_per_epoch, loss, samples_per_second, "
+                "ranks[], failed_rank, failure_reason, ...)");
+  sub->add_flag("--all", flags->all, "List every rank (default: 32, flagged ranks first)");
+  sub->add_option("--events", flags->events, "Recent events to show")->check(CLI::Range(0, 1000));
+  sub->footer(
+      "Lagging ranks are flagged: BEHIND (step trails the median by more than max(2, 1%)) or "
+      "SILENT (no heartbeat for over 2 s). A failed job shows the failed rank and reason first.\n"
+      "Exit codes: 0 status printed, 1 error (no job, unreachable or stale coordinator, wrong "
+      "token), 2 usage.");
+  return [flags](const GlobalOptions& global) {
     auto client = ConnectOperator(global);
     if (!client.ok()) return Fail(std::string(client.status().message()));
     auto status = (*client)->GetStatus();
     if (!status.ok()) return Fail(std::string(status.status().message()));
-    if (*json) {
+    if (flags->json) {
       std::cout << ToJson(*status) << "\n";
     } else {
-      PrintHuman(*status, std::cout);
+      ViewOptions view;
+      view.max_ranks = flags->all ? 0 : 32;
+      view.events = flags->events;
+      std::cout << FormatStatus(*status, view);
     }
     return 0;
   };

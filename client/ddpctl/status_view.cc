@@ -1,0 +1,164 @@
+#include "client/ddpctl/status_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace ddp {
+namespace {
+
+int64_t TotalSteps(const JobStatus& s) { return s.epochs * s.steps_per_epoch; }
+
+std::string Flags(const RankFlags& f, const RankStatus& r) {
+  std::vector<std::string> parts;
+  if (f.behind_by > 0) parts.push_back(absl::StrCat("behind by ", f.behind_by));
+  if (f.silent) parts.push_back(absl::StrFormat("silent %.1fs", r.last_seen_seconds));
+  if (parts.empty()) return "";
+  return absl::StrCat("<< ", absl::StrJoin(parts, ", "));
+}
+
+}  // namespace
+
+std::string ProgressBar(double fraction, int width) {
+  fraction = std::clamp(std::isfinite(fraction) ? fraction : 0.0, 0.0, 1.0);
+  const int filled = static_cast<int>(std::lround(fraction * width));
+  return absl::StrCat("[", std::string(static_cast<size_t>(filled), '#'),
+                      std::string(static_cast<size_t>(width - filled), '.'), "]");
+}
+
+std::string FormatDuration(double seconds) {
+  if (!(seconds >= 0) || !std::isfinite(seconds)) return "-";
+  const int64_t s = std::llround(seconds);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+int ExitCodeForJob(const JobStatus& s) {
+  if (s.state == JobState::kSucceeded) return kExitOk;
+  if (s.state == JobState::kStopping && s.finished) return kExitJobStopped;
+  return kExitError;
+}
+
+std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
+  std::string out;
+  if (s.state == JobState::kFailed) {
+    absl::StrAppend(
+        &out, "FAILED", s.failed_rank >= 0 ? absl::StrCat(": rank ", s.failed_rank) : std::string(),
+        "\n  reason: ", s.failure_reason.empty() ? "(none given)" : s.failure_reason, "\n");
+  } else if (s.state == JobState::kStopping) {
+    absl::StrAppend(&out, s.finished ? "STOPPED (resumable)" : "STOPPING", ": ", s.failure_reason,
+                    "\n");
+  }
+  absl::StrAppend(&out,
+                  absl::StrFormat("job %s  generation %d  %s%s  up %s\n", s.job_id, s.generation,
+                                  JobStateName(s.state), s.finished ? " (finished)" : "",
+                                  FormatDuration(s.uptime_seconds)));
+  if (s.state == JobState::kRegistering) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat(
+            "registering %s %d/%d workers\n",
+            ProgressBar(s.world_size > 0 ? static_cast<double>(s.registered) / s.world_size : 0.0,
+                        30),
+            s.registered, s.world_size));
+  } else {
+    const int64_t total = TotalSteps(s);
+    const double fraction =
+        s.state == JobState::kSucceeded
+            ? 1.0
+            : (total > 0 ? static_cast<double>(s.step) / static_cast<double>(total) : 0.0);
+    absl::StrAppend(&out, absl::StrFormat("epoch %d/%d  %s %3.0f%%  step %d%s\n", s.epoch, s.epochs,
+                                          ProgressBar(fraction, 30), 100 * fraction, s.step,
+                                          total > 0 ? absl::StrCat("/", total) : std::string()));
+    absl::StrAppend(&out, absl::StrFormat("loss %.4g  %.1f samples/s  eta %s\n", s.loss,
+                                          s.samples_per_second, FormatDuration(s.eta_seconds)));
+  }
+  const int64_t median = MedianStep(s);
+  std::vector<std::pair<const RankStatus*, RankFlags>> rows;
+  int lagging = 0;
+  for (const RankStatus& r : s.ranks) {
+    RankFlags f = FlagRank(r, median);
+    if (f.lagging()) ++lagging;
+    rows.emplace_back(&r, f);
+  }
+  absl::StrAppend(&out, absl::StrFormat("workers %d/%d registered", s.registered, s.world_size));
+  if (s.num_nodes > 0) absl::StrAppend(&out, absl::StrFormat(" on %d node(s)", s.num_nodes));
+  if (lagging > 0) absl::StrAppend(&out, absl::StrFormat("; %d lagging", lagging));
+  absl::StrAppend(&out, "\n");
+  if (s.checkpoint_epoch >= 0) {
+    absl::StrAppend(&out, absl::StrFormat("checkpoint: epoch %d step %d %s\n", s.checkpoint_epoch,
+                                          s.checkpoint_step, s.checkpoint_path));
+  }
+  if (!rows.empty()) {
+    // Failed/lost first, then lagging, then by rank.
+    auto weight = [](const RankStatus& r, const RankFlags& f) {
+      return (r.state == "failed" || r.state == "lost") ? 2 : (f.lagging() ? 1 : 0);
+    };
+    std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+      return weight(*a.first, a.second) > weight(*b.first, b.second);
+    });
+    const size_t shown = options.max_ranks > 0
+                             ? std::min(rows.size(), static_cast<size_t>(options.max_ranks))
+                             : rows.size();
+    absl::StrAppend(&out, "\n",
+                    absl::StrFormat("%-5s %-18s %-10s %-9s %-10s %-14s\n", "RANK", "HOST",
+                                    "LOCAL/GPU", "STEP", "LAST SEEN", "STATE"));
+    for (size_t i = 0; i < shown; ++i) {
+      const RankStatus& r = *rows[i].first;
+      std::string line = absl::StrFormat(
+          "%-5s %-18s %-10d %-9d %-10s %-14s %s", r.rank < 0 ? "-" : absl::StrCat(r.rank), r.host,
+          r.local_rank, r.step, absl::StrFormat("%.1fs", r.last_seen_seconds), r.state,
+          Flags(rows[i].second, r));
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      absl::StrAppend(&out, line, "\n");
+    }
+    if (shown < rows.size()) {
+      absl::StrAppend(&out, absl::StrFormat("... %d more rank(s) (--all lists every rank)\n",
+                                            rows.size() - shown));
+    }
+  }
+  if (options.events > 0 && !s.events.empty()) {
+    absl::StrAppend(&out, "\nrecent events:\n");
+    const size_t n = std::min(s.events.size(), static_cast<size_t>(options.events));
+    for (size_t i = s.events.size() - n; i < s.events.size(); ++i) {
+      absl::StrAppend(&out, "  ", s.events[i], "\n");
+    }
+  }
+  return out;
+}
+
+std::string FormatLine(const JobStatus& s) {
+  std::string line = JobStateName(s.state);
+  if (s.state == JobState::kStopping && s.finished) line = "STOPPED";
+  if (s.state == JobState::kRegistering) {
+    absl::StrAppend(&line, absl::StrFormat(" registered %d/%d", s.registered, s.world_size));
+    return line;
+  }
+  const int64_t total = TotalSteps(s);
+  absl::StrAppend(
+      &line, absl::StrFormat(" epoch %d/%d step %d%s loss %.4g %.1f samples/s", s.epoch, s.epochs,
+                             s.step, total > 0 ? absl::StrCat("/", total) : std::string(), s.loss,
+                             s.samples_per_second));
+  const int64_t median = MedianStep(s);
+  int working = 0;
+  int lagging = 0;
+  for (const RankStatus& r : s.ranks) {
+    if (!RankFinished(r)) ++working;
+    if (FlagRank(r, median).lagging()) ++lagging;
+  }
+  absl::StrAppend(&line, absl::StrFormat(" ranks %d/%d working", working, s.world_size));
+  if (lagging > 0) absl::StrAppend(&line, absl::StrFormat(" %d lagging", lagging));
+  if (s.state == JobState::kFailed) {
+    absl::StrAppend(&line, " failed",
+                    s.failed_rank >= 0 ? absl::StrCat(" rank ", s.failed_rank) : std::string(),
+                    ": ", s.failure_reason);
+  }
+  return line;
+}
+
+}  // namespace ddp
