@@ -65,24 +65,27 @@ ToolRun Setup(CLI::App* sub) {
     JobStatus last;
     bool done = false;
     int reported = -1;
-    absl::Status st = (*client)->Watch(absl::Milliseconds(250), [&](const JobStatus& s) {
-      last = s;
+    // Polls (the watch stream ends as soon as the job is terminal, which --now makes it at once).
+    while (true) {
+      auto s = (*client)->GetStatus();
+      if (!s.ok()) return Fail(std::string(s.status().message()));
+      last = *s;
       const double since = absl::ToDoubleSeconds(absl::Now() - sent);
-      const int acked = Acknowledged(s, !graceful, since);
-      const int total = static_cast<int>(s.ranks.size());
+      const int acked = Acknowledged(last, !graceful, since);
+      const int total = static_cast<int>(last.ranks.size());
       if (acked != reported) {
         std::cout << absl::StrFormat("  %d/%d rank(s) %s\n", acked, total,
                                      graceful ? "stopped" : "aborted or gone")
                   << std::flush;
         reported = acked;
       }
-      if (graceful ? s.finished : (acked >= total)) {
+      if (graceful ? last.finished : acked >= total) {
         done = true;
-        return false;
+        break;
       }
-      return absl::Now() < deadline;
-    });
-    if (!done && !st.ok()) return Fail(std::string(st.message()));
+      if (absl::Now() >= deadline) break;
+      absl::SleepFor(absl::Milliseconds(250));
+    }
     if (!done) {
       const int acked = Acknowledged(last, !graceful, absl::ToDoubleSeconds(absl::Now() - sent));
       std::cerr << absl::StrFormat(

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# ddpctl against a real ddp-coordinator with simulated workers (ddp-loadgen): status (human and
+# JSON), watch until the job ends (exit code = outcome), stop graceful (workers get
+# CHECKPOINT_AND_STOP, report CANCELLED, job ends stopped: exit 3) and --now (ABORT), and the
+# error paths (no dist_file, missing file, wrong token, stale file of a killed coordinator,
+# coordinator killed during watch), each within seconds and in one line.
+source "$(dirname "$0")/../ops/lib.sh"
+ctl() { "$bin/ddpctl" --dist-file "$df" "$@"; }
+elapsed_ok() { (($(date +%s) - $1 <= $2)) || fail "$3 took more than $2 s"; }
+
+# --- status, human and JSON; watch until SUCCEEDED (exit 0) ---------------------------------
+start_coordinator ok 8
+start_workers ok 8 --steps-per-second 20 --epochs 2 --steps-per-epoch 40 --finish --lag-rank 5
+wait_running
+sleep 1.5
+human="$(ctl status)"
+grep -q "RUNNING" <<<"$human" || fail "status: no RUNNING in: $human"
+grep -q "RANK" <<<"$human" || fail "status: no rank table"
+grep -q "8/8 registered" <<<"$human" || fail "status: registration line"
+grep -Eq '^5 .*<< behind by' <<<"$human" || fail "status: lagging rank 5 not flagged: $human"
+grep -q "recent events" <<<"$human" || fail "status: no events"
+json="$(ctl status --json)"
+python3 - "$json" <<'PY' || fail "status --json contract"
+import json, sys
+s = json.loads(sys.argv[1])
+for k in ["job_id", "state", "world_size", "registered", "epoch", "epochs", "step",
+          "steps_per_epoch", "loss", "samples_per_second", "ranks", "failed_rank",
+          "failure_reason"]:
+    assert k in s, k
+assert s["job_id"] == "ok" and s["state"] == "RUNNING" and s["world_size"] == 8, s
+assert len(s["ranks"]) == 8
+for r in s["ranks"]:
+    for k in ["rank", "host", "local_rank", "state", "step", "last_seen_seconds"]:
+        assert k in r, k
+PY
+pass "status human + json"
+out="$(ctl watch 2>&1)" && rc=0 || rc=$?
+[[ $rc -eq 0 ]] || fail "watch on a succeeding job: exit $rc: $out"
+grep -q "SUCCEEDED" <<<"$out" || fail "watch: no SUCCEEDED line: $out"
+grep -q "event .*job SUCCEEDED" <<<"$out" || fail "watch: events not streamed"
+pass "watch ends with the job, exit 0"
+wait "$coord_pid" && rc=0 || rc=$?
+[[ $rc -eq 0 ]] || fail "coordinator exit $rc"
+
+# --- stop (graceful): CHECKPOINT_AND_STOP, workers report CANCELLED, exit 3 -----------------
+start_coordinator graceful 8
+start_workers graceful 8 --steps-per-second 5 --epochs 100
+wait_running
+ctl watch >"$work/watch.out" 2>&1 &
+watch_pid=$!
+pids+=("$watch_pid")
+sleep 1
+start=$(date +%s)
+out="$(ctl stop --reason maintenance 2>&1)" && rc=0 || rc=$?
+[[ $rc -eq 0 ]] || fail "stop: exit $rc: $out"
+elapsed_ok "$start" 10 "graceful stop"
+grep -q "CHECKPOINT_AND_STOP" <<<"$out" || fail "stop: does not say what it asked: $out"
+grep -q "8/8 rank(s) stopped" <<<"$out" || fail "stop: no acknowledgement count: $out"
+grep -q "stopped: every rank checkpointed" <<<"$out" || fail "stop: no final line: $out"
+wait "$watch_pid" && rc=0 || rc=$?
+[[ $rc -eq 3 ]] || fail "watch after a graceful stop: exit $rc (want 3): $(cat "$work/watch.out")"
+wait "$coord_pid" && rc=0 || rc=$?
+[[ $rc -eq 3 ]] || fail "coordinator after a graceful stop: exit $rc (want 3)"
+wait "$workers_pid" || true
+grep -q "reported_done=8" "$work/graceful.workers.log" ||
+  fail "workers did not all report done: $(cat "$work/graceful.workers.log")"
+grep -q "stopped after checkpoint" "$work/graceful.coord.log" ||
+  fail "coordinator did not log the CANCELLED reports"
+pass "stop: graceful, watch exits 3"
+
+# --- stop --now: ABORT -----------------------------------------------------------------------
+LINGER=10 start_coordinator now 8
+start_workers now 8 --steps-per-second 5 --epochs 100
+wait_running
+out="$(ctl stop --now --reason "bad lr" 2>&1)" && rc=0 || rc=$?
+[[ $rc -eq 0 ]] || fail "stop --now: exit $rc: $out"
+grep -q "ABORT" <<<"$out" || fail "stop --now: $out"
+grep -q "aborted: every rank received ABORT" <<<"$out" || fail "stop --now: no ack: $out"
+wait "$workers_pid" || true
+grep -q "aborted=8" "$work/now.workers.log" || fail "workers: $(cat "$work/now.workers.log")"
+json="$(ctl status --json)"
+grep -q '"state":"FAILED"' <<<"$json" || fail "after --now: $json"
+grep -q 'stopped by operator: ddpctl: bad lr' <<<"$json" || fail "reason: $json"
+out="$(ctl stop 2>&1)" && rc=0 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "already finished" <<<"$out" || fail "stop on a finished job: $rc $out"
+kill "$coord_pid"
+wait "$coord_pid" || true
+pass "stop --now aborts"
+
+# --- errors ------------------------------------------------------------------------------------
+out="$(env -u DDP_DIST_FILE "$bin/ddpctl" status 2>&1)" && rc=0 || rc=$?
+[[ $rc -eq 1 ]] && grep -q -- "--dist-file" <<<"$out" || fail "no job: $rc $out"
+start=$(date +%s)
+out="$("$bin/ddpctl" --dist-file "$work/nope" status 2>&1)" && rc=0 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "nope" <<<"$out" || fail "missing dist_file: $rc $out"
+elapsed_ok "$start" 2 "missing dist_file"
+[[ $(wc -l <<<"$out") -eq 1 ]] || fail "missing dist_file: not one line: $out"
+
+start_coordinator errs 8
+cp "$df" "$work/forged"
+sed -i "s/^token=.*/token=$(printf 'f%.0s' $(seq 64))/" "$work/forged"
+chmod 600 "$work/forged"
+out="$("$bin/ddpctl" --dist-file "$work/forged" status 2>&1)" && rc=0 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "token" <<<"$out" || fail "wrong token: $rc $out"
+[[ $(wc -l <<<"$out") -eq 1 ]] || fail "wrong token: not one line: $out"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token wrong status 2>&1)" && rc=0 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "token" <<<"$out" || fail "wrong --token: $rc $out"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token "$(dist_value token)" dashboard)"
+[[ "$out" == "http://127.0.0.1:$(dist_value http_port)/?token=$(dist_value token)" ]] ||
+  fail "dashboard via --address: $out"
+[[ "$(ctl dashboard)" == "$out" ]] || fail "dashboard via dist_file"
+pass "errors: no job, missing file, wrong token; dashboard URL"
+
+ctl watch >"$work/watch2.out" 2>&1 &
+watch_pid=$!
+pids+=("$watch_pid")
+sleep 1
+kill -9 "$coord_pid"
+start=$(date +%s)
+wait "$watch_pid" && rc=0 || rc=$?
+elapsed_ok "$start" 10 "watch after the coordinator died"
+[[ $rc -eq 1 ]] && grep -q "coordinator" "$work/watch2.out" ||
+  fail "watch, coordinator killed: $rc $(cat "$work/watch2.out")"
+start=$(date +%s)
+out="$(ctl --timeout 2 status 2>&1)" && rc=0 || rc=$?
+elapsed_ok "$start" 5 "stale dist_file"
+[[ $rc -eq 1 ]] && grep -q "stale" <<<"$out" || fail "stale dist_file: $rc $out"
+[[ $(wc -l <<<"$out") -eq 1 ]] || fail "stale: not one line: $out"
+pass "coordinator killed: watch and status fail within seconds"
+echo "PASS"
