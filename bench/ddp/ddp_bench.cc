@@ -1,0 +1,171 @@
+// Step time of our C++ DDP (Gloo, CPU) for bench/ddp.sh; bench/ddp/ddp_bench.py is the PyTorch
+// side. Runs `--world` ranks as child processes of itself (fresh processes, c10d FileStore),
+// each with one intra-op thread, trains `--warmup` + `--steps` steps on synthetic data and
+// prints from rank 0 one line:
+//   RESULT impl=cpp model=.. world=.. bucket=.. ms_per_step=.. fwd=.. bwd=.. wait=.. opt=..
+//   overlap=..
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <vector>
+
+#include "bench/ddp/models.h"
+#include "trainer/dist/ddp.h"
+#include "trainer/dist/process_group.h"
+
+namespace {
+
+std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
+  std::map<std::string, std::string> flags = {
+      {"model", "mlp"}, {"world", "2"},      {"steps", "20"}, {"warmup", "5"},
+      {"batch", "64"},  {"bucket_mb", "25"}, {"store", ""}};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto eq = arg.find('=');
+    if (arg.rfind("--", 0) != 0 || eq == std::string::npos) {
+      std::fprintf(stderr,
+                   "usage: ddp_bench --model=mlp|mlp-large|resnet18 --world=N --steps=N "
+                   "--warmup=N --batch=N --bucket_mb=MB|per-param\n");
+      std::exit(2);
+    }
+    flags[arg.substr(2, eq - 2)] = arg.substr(eq + 1);
+  }
+  return flags;
+}
+
+double Ms(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
+  torch::set_num_threads(1);
+  auto store = c10::make_intrusive<c10d::FileStore>(f.at("store"), world);
+  ddp::ProcessGroupOptions pg_options;
+  pg_options.backend = ddp::BackendKind::kGloo;
+  pg_options.gloo_hostname = "127.0.0.1";
+  pg_options.gloo_threads = 1;
+  pg_options.timeout = std::chrono::seconds(120);
+  auto pg = ddp::CreateProcessGroup(store, rank, world, pg_options);
+  if (!pg.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, std::string(pg.status().message()).c_str());
+    return 1;
+  }
+  const std::string model_name = f.at("model");
+  const int64_t batch = std::stoll(f.at("batch"));
+  torch::manual_seed(0);
+  std::shared_ptr<torch::nn::Module> module;
+  std::function<at::Tensor(const at::Tensor&)> forward;
+  at::Tensor x;
+  if (model_name == "resnet18") {
+    auto net = ddp::bench::ResNet18(10);
+    module = net.ptr();
+    forward = [net](const at::Tensor& in) mutable { return net->forward(in); };
+    x = torch::randn({batch, 3, 32, 32});
+  } else {
+    auto mlp = model_name == "mlp-large" ? ddp::bench::Mlp({784, 1024, 1024, 1024, 10})
+                                         : ddp::bench::Mlp({784, 256, 128, 10});
+    module = mlp.ptr();
+    forward = [mlp](const at::Tensor& in) mutable { return mlp->forward(in); };
+    x = torch::randn({batch, 784});
+  }
+  at::Tensor y = torch::randint(0, 10, {batch});
+  ddp::DdpOptions options;
+  if (f.at("bucket_mb") == "per-param") {
+    options.reducer.bucket_bytes = -1;
+  } else {
+    options.reducer.bucket_bytes = static_cast<int64_t>(std::stod(f.at("bucket_mb")) * (1 << 20));
+  }
+  auto created = ddp::DistributedDataParallel::Create(ddp::TensorsOf(*module), *pg, options);
+  if (!created.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, std::string(created.status().message()).c_str());
+    return 1;
+  }
+  auto& d = **created;
+  torch::optim::SGD sgd(module->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  const int warmup = std::stoi(f.at("warmup"));
+  const int steps = std::stoi(f.at("steps"));
+  double fwd = 0, bwd = 0, wait = 0, opt = 0, overlap = 0;
+  std::chrono::steady_clock::time_point start;
+  for (int step = 0; step < warmup + steps; ++step) {
+    if (step == warmup) {
+      (*pg)->barrier()->wait();
+      start = std::chrono::steady_clock::now();
+    }
+    auto status = d.BeginStep();
+    auto loss = torch::cross_entropy_loss(forward(x), y);
+    if (status.ok()) status = d.Backward(loss);
+    if (!status.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, std::string(status.message()).c_str());
+      return 1;
+    }
+    d.BeginOptimizer();
+    sgd.step();
+    d.ZeroGrad();
+    d.EndOptimizer();
+    if (step >= warmup) {
+      const auto t = d.timings();
+      fwd += t.forward_ms, bwd += t.backward_ms, wait += t.comm_wait_ms;
+      opt += t.optimizer_ms, overlap += t.overlap_share;
+    }
+  }
+  (*pg)->barrier()->wait();
+  const double total = Ms(std::chrono::steady_clock::now() - start);
+  if (rank == 0) {
+    std::printf(
+        "RESULT impl=cpp model=%s world=%d bucket=%s ms_per_step=%.3f fwd=%.3f bwd=%.3f "
+        "wait=%.3f opt=%.3f overlap=%.2f buckets=%lld\n",
+        model_name.c_str(), world, f.at("bucket_mb").c_str(), total / steps, fwd / steps,
+        bwd / steps, wait / steps, opt / steps, overlap / steps,
+        static_cast<long long>(d.reducer().bucket_assignment().size()));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto flags = ParseFlags(argc, argv);
+  const int world = std::stoi(flags["world"]);
+  if (const char* rank = std::getenv("DDP_BENCH_RANK")) {
+    return RunRank(flags, std::atoi(rank), world);
+  }
+  // Parent: no torch work here; start one fresh process per rank.
+  char store[] = "/tmp/ddp_bench_store_XXXXXX";
+  const int fd = mkstemp(store);
+  if (fd < 0) return 1;
+  close(fd);
+  unlink(store);
+  std::vector<std::string> args = {"/proc/self/exe"};
+  for (const auto& [k, v] : flags) {
+    if (k != "store") args.push_back("--" + k + "=" + v);
+  }
+  args.push_back(std::string("--store=") + store);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("DDP_BENCH_RANK", std::to_string(r).c_str(), 1);
+      std::vector<char*> argv_c;
+      for (auto& a : args) argv_c.push_back(a.data());
+      argv_c.push_back(nullptr);
+      execv("/proc/self/exe", argv_c.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int rc = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+  }
+  unlink(store);
+  return rc;
+}
