@@ -1,8 +1,8 @@
 #include "trainer/models/script_model.h"
 
+#include <sys/stat.h>
 #include <torch/csrc/jit/serialization/import.h>
 
-#include <filesystem>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -16,8 +16,9 @@ std::string FirstLine(const std::string& text) { return text.substr(0, text.find
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ScriptModel>> ScriptModel::Load(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
+  // POSIX stat rather than std::filesystem (see trainer/data/image_files.h for why).
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   }
   torch::jit::Module module;

@@ -2,9 +2,10 @@
 //   mlp  flatten -> fc1 (C*H*W -> 512) -> ReLU -> fc2 (512 -> 256) -> ReLU -> fc3 (-> classes)
 //   cnn  two stages of [conv3x3 -> BN -> ReLU] x2 + 2x2 max pool (32 then 64 channels),
 //        then fc1 (64*(H/4)*(W/4) -> 256) -> ReLU -> fc2 (-> classes). With SGD (momentum 0.9,
-//        lr 0.05, global batch 256) it reaches about 90% Fashion-MNIST test accuracy in 2 epochs.
+//        lr 0.05, global batch 256) the same network in Python reached 88.4% Fashion-MNIST test
+//        accuracy after one epoch.
 // Module and parameter names (conv1..conv4, bn1..bn4, fc1, fc2) match the equivalent Python
-// definitions in tests/trainer/models/, so state dicts line up.
+// definitions in tests/trainer/models/cnn_fashion_mnist.py, so state dicts line up.
 //
 // Thread safety: as any torch::nn::Module (one owning thread).
 #ifndef SLURM_DDP_TRAINER_MODELS_SIMPLE_NETS_H_
