@@ -6,7 +6,7 @@
 #   * SIGUSR1 or SIGTERM to a trainer task => it checkpoints and exits with code 3
 #     (DDP_EXIT_STOPPED, "stopped, resumable"). 0 = finished, anything else = failed.
 #   * A requeued job restarts with the same job id and SLURM_RESTART_COUNT=1,2,...; the
-#     templates then pass --resume so the trainer continues from its checkpoint.
+#     templates then pass --resume auto so the trainer continues from its newest checkpoint.
 #
 # Why the batch shell, not Slurm, forwards the warning signal: the templates use
 # `#SBATCH --signal=B:USR1@120`, which signals ONLY the batch shell (without "B:" Slurm
@@ -17,10 +17,13 @@
 # task's whole process tree, so workers forked by a trainer task receive it too.
 # `scancel --signal=USR1 --batch <jobid>` reaches the same trap by hand (checkpoint + requeue).
 #
-# Requeue policy (DDP_REQUEUE): "auto" (default) — when the step exits 3 and the batch shell
-# was not itself told to terminate (SIGTERM: scancel, time limit, preemption — Slurm then
+# Requeue policy (DDP_REQUEUE): "auto" (default) — when the step exits 3 after the batch shell
+# received USR1 (the time-limit warning, preemption notice, or `scancel --signal=USR1 --batch`)
+# and was not itself told to terminate (SIGTERM: scancel, time limit, preemption — Slurm then
 # decides the job's fate), run `scontrol requeue $SLURM_JOB_ID`, up to DDP_MAX_RESTARTS
-# generations (default 100). "never" — never requeue; the job ends with exit code 3.
+# generations (default 100). An operator's `ddpctl stop` also ends the step with exit 3 (a
+# checkpoint to resume from) but sends no USR1: the job then ends, resumable by hand.
+# "always" — requeue after any exit 3. "never" — never requeue; the job ends with exit code 3.
 #
 # Tested by tests/integration/slurm/ on a real 2-node cluster with a stub trainer.
 
@@ -89,6 +92,9 @@ ddp_finish() {
   if ((rc != DDP_EXIT_STOPPED)); then ddp_log "training failed (exit $rc); not requeueing"; exit "$rc"; fi
   if [[ "$policy" == never ]]; then ddp_log "stopped (exit 3); DDP_REQUEUE=never"; exit "$rc"; fi
   if ((DDP_GOT_TERM)); then ddp_log "stopped (exit 3) while Slurm ends the job; not requeueing"; exit "$rc"; fi
+  if [[ "$policy" != always ]] && ((!DDP_GOT_USR1)); then
+    ddp_log "stopped (exit 3) without a USR1 (e.g. ddpctl stop): not requeueing; resubmit to resume"; exit "$rc"
+  fi
   if ((gen >= ${DDP_MAX_RESTARTS:-100})); then
     ddp_log "stopped (exit 3) but generation $gen reached DDP_MAX_RESTARTS=${DDP_MAX_RESTARTS:-100}"; exit "$rc"
   fi
@@ -106,8 +112,8 @@ DDP_GOT_USR1=${DDP_GOT_USR1:-0} DDP_GOT_TERM=0 DDP_STEP_PID=""
 trap '_ddp_on_usr1' USR1
 trap '_ddp_on_term' TERM
 
-# DDP_RESUME_ARGS: (--resume) on a restarted generation (SLURM_RESTART_COUNT > 0), else ().
+# DDP_RESUME_ARGS: (--resume auto) on a restarted generation (SLURM_RESTART_COUNT > 0), else ().
 # shellcheck disable=SC2034  # used by the templates
 DDP_RESUME_ARGS=()
 # shellcheck disable=SC2034
-if ((${SLURM_RESTART_COUNT:-0} > 0)); then DDP_RESUME_ARGS=(--resume); fi
+if ((${SLURM_RESTART_COUNT:-0} > 0)); then DDP_RESUME_ARGS=(--resume auto); fi
