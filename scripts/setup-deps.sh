@@ -67,7 +67,7 @@ install_torch_venv() {
   mkdir -p "$CACHE_DIR"
   [[ -x "$py" ]] || python3 -m venv "$VENV"
   PIP_CACHE_DIR="$CACHE_DIR/pip" "$VENV/bin/pip" install -q --disable-pip-version-check \
-    "torch==$TORCH_VERSION" numpy
+    "torch==$TORCH_VERSION" numpy "torchvision==0.26.0" pillow
   "$py" -c "import torch; print('[setup] torch', torch.__version__, 'cuda', torch.version.cuda)" >&2
   touch "$VENV/.slurm-ddp-complete"
 }
