@@ -21,6 +21,8 @@ History::History(size_t capacity, double interval_seconds)
 
 void History::Add(const JobStatus& s) {
   if (s.state == JobState::kRegistering) return;
+  // Nothing to chart until some rank reported progress.
+  if (s.step == 0 && s.loss == 0 && s.samples_per_second == 0 && !s.finished) return;
   absl::MutexLock lock(&mu_);
   if (ended_) return;
   if (!samples_.empty() && s.uptime_seconds - samples_.back().t < interval_ && !s.finished) return;

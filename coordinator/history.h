@@ -31,7 +31,7 @@ class History {
   History(size_t capacity, double interval_seconds);
 
   // Records `status` if at least the current interval passed since the last sample (or the job
-  // just finished). Skips jobs that are not running yet.
+  // just finished). Skips jobs without progress yet (registering, or no rank reported).
   void Add(const JobStatus& status);
   std::vector<Sample> Samples() const;
   // {"interval_seconds":..,"t":[..],"step":[..],"epoch":[..],"loss":[..],

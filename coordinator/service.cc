@@ -297,10 +297,12 @@ grpc::ServerUnaryReactor* CoordinatorService::ReportDone(grpc::CallbackServerCon
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::GetStatus(grpc::CallbackServerContext* ctx,
-                                                        const pb::GetStatusRequest*,
-                                                        pb::JobStatus* resp) {
+                                                        const grpc::ByteBuffer*,
+                                                        grpc::ByteBuffer* resp) {
   if (auto* r = Refuse(ctx, "GetStatus")) return r;
-  *resp = cache_->Get()->proto;
+  std::shared_ptr<const StatusSnapshot> snapshot = cache_->Get();
+  grpc::Slice slice(snapshot->proto_bytes);
+  *resp = grpc::ByteBuffer(&slice, 1);
   return Reply(ctx, absl::OkStatus());
 }
 

@@ -28,7 +28,11 @@ class StatusWatcher;
 
 // (Built with -Wno-overloaded-virtual: the generated callback base declares sync overloads of
 // every method, which ours hide on purpose. Include this header only from coordinator/.)
-class CoordinatorService final : public slurm_ddp::v1::Coordinator::CallbackService {
+// GetStatus is a raw method: it answers with the snapshot's pre-serialized bytes, so a status
+// read costs a memcpy, not a 4096-rank message copy and serialization per request.
+class CoordinatorService final
+    : public slurm_ddp::v1::Coordinator::WithRawCallbackMethod_GetStatus<
+          slurm_ddp::v1::Coordinator::CallbackService> {
  public:
   // All pointers must outlive the service. `log` receives one line per refused call (may be empty).
   // Status reads (GetStatus, WatchStatus) are served from `cache`'s snapshots.
@@ -84,8 +88,8 @@ class CoordinatorService final : public slurm_ddp::v1::Coordinator::CallbackServ
                                        const slurm_ddp::v1::ReportDoneRequest* req,
                                        slurm_ddp::v1::ReportDoneReply* resp) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
-                                      const slurm_ddp::v1::GetStatusRequest* req,
-                                      slurm_ddp::v1::JobStatus* resp) override;
+                                      const grpc::ByteBuffer* req,
+                                      grpc::ByteBuffer* resp) override;
   grpc::ServerWriteReactor<slurm_ddp::v1::JobStatus>* WatchStatus(
       grpc::CallbackServerContext* ctx, const slurm_ddp::v1::WatchStatusRequest* req) override;
   grpc::ServerUnaryReactor* Stop(grpc::CallbackServerContext* ctx,

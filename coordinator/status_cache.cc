@@ -41,6 +41,7 @@ void StatusCache::Rebuild(bool (StatusCache::*still_due)(const StatusSnapshot&) 
   s->status = job_->Status();
   s->json = ToJson(s->status);
   ToProto(s->status, &s->proto);
+  s->proto_bytes = s->proto.SerializeAsString();
   RenderJobMetrics(s->status, &s->metrics);
   absl::MutexLock lock(&mu_);
   current_ = std::move(s);

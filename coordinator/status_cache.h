@@ -31,6 +31,7 @@ struct StatusSnapshot {
   JobStatus status;
   std::string json;                // ToJson(status)
   slurm_ddp::v1::JobStatus proto;  // ToProto(status)
+  std::string proto_bytes;         // proto, serialized (the GetStatus reply)
   std::string metrics;             // RenderJobMetrics(status)
   absl::Time built;                // clock time of the build
   uint64_t version = 0;            // Job::version() before the build

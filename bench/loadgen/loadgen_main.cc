@@ -71,11 +71,11 @@ struct Worker {
 };
 
 // The simulated training curve: every rank at the same step (DDP is synchronous), except
-// --lag-rank, which trails by 10% of the run.
+// --lag-rank, which runs 3 seconds behind.
 pb::Progress Simulate(const Flags& f, int rank, double elapsed_s) {
   const int64_t total = f.epochs * f.steps_per_epoch;
   double steps = elapsed_s * f.steps_per_second;
-  if (rank == f.lag_rank) steps = std::max(0.0, steps - 0.1 * static_cast<double>(total));
+  if (rank == f.lag_rank) steps = std::max(0.0, steps - 3 * f.steps_per_second);
   const int64_t step = std::min<int64_t>(total, static_cast<int64_t>(steps));
   pb::Progress p;
   p.set_phase(step >= total ? pb::PHASE_FINISHED : pb::PHASE_TRAINING);

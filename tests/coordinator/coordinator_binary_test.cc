@@ -111,7 +111,7 @@ TEST_F(CoordinatorBinaryTest, PublishesPrivateDistFileAndServesStatus) {
   std::string human = Ctl(dist_file_, "status", &rc);
   EXPECT_EQ(rc, 0) << human;
   EXPECT_THAT(human, HasSubstr("REGISTERING"));
-  EXPECT_THAT(human, HasSubstr("0 of 8 registered"));
+  EXPECT_THAT(human, HasSubstr("0/8 registered"));
   EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "coordinator exited";
 }
 

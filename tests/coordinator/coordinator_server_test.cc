@@ -140,12 +140,9 @@ TEST_F(ServerTest, WrongTokenIsUnauthenticatedAndTheJobKeepsServing) {
   forged.address = server_->address();
   forged.token = std::string(64, '0');
   forged.rpc_timeout = absl::Seconds(3);
+  // Connect says Hello, which already needs the token.
   auto op = OperatorClient::Connect(forged);
-  ASSERT_TRUE(op.ok());
-  auto st = (*op)->GetStatus();
-  EXPECT_TRUE(absl::IsUnauthenticated(st.status())) << st.status();
-  auto stop = (*op)->Stop(false, "evil");
-  EXPECT_TRUE(absl::IsUnauthenticated(stop.status()));
+  EXPECT_TRUE(absl::IsUnauthenticated(op.status())) << op.status();
   // The real token still works and nothing changed.
   auto good = OperatorClient::Connect(Options());
   ASSERT_TRUE(good.ok()) << good.status();

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Status read latency under load: the real ddp-coordinator (its own process, as in production),
+# N simulated workers heartbeating at 1 Hz from a second process (ddp-loadgen --dist-file), and
+# ddp-statusbench timing sequential GetStatus RPCs, GET /api/status and GET /metrics
+# (--seconds each, 20 ms apart). Bounded: about 3 x SECONDS + rendezvous.
+#   bench/status.sh [N] [SECONDS]      (default: 4096 10)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="${DDP_BIN_DIR:-}"
+for d in "$root/build-cp/bin" "$root/build/bin"; do
+  [[ -z "$bin" && -x "$d/ddp-statusbench" ]] && bin="$d"
+done
+[[ -x "$bin/ddp-statusbench" ]] || { echo "status.sh: build ddp-statusbench first" >&2; exit 1; }
+n="${1:-4096}"
+seconds="${2:-10}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/ddp-status-bench.XXXXXX")"
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ulimit -n 65536 2>/dev/null || true
+df="$work/dist_file"
+"$bin/ddp-coordinator" --world-size "$n" --job-id status-bench --dist-file "$df" \
+  --listen 127.0.0.1:0 --http-port 0 --heartbeat-timeout 60 --registration-timeout 120 \
+  >"$work/coordinator.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [[ -s "$df" ]] && break; sleep 0.1; done
+"$bin/ddp-loadgen" --dist-file "$df" --workers "$n" --steps-per-second 2 --epochs 1000 \
+  >"$work/loadgen.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1200); do grep -q heartbeating "$work/loadgen.log" && break; sleep 0.1; done
+grep -q heartbeating "$work/loadgen.log" || { cat "$work/loadgen.log" >&2; exit 1; }
+sleep 3  # one full heartbeat round at steady state
+echo "workers=$n (separate process), coordinator $(sed -n 's/^grpc_address=//p' "$df"), $(nproc) cpus"
+sed -n 's/^loadgen: //p' "$work/loadgen.log"
+"$bin/ddp-statusbench" --dist-file "$df" --seconds "$seconds"
