@@ -12,6 +12,9 @@ function(ddp_add_test)
   target_include_directories(${T_NAME} PRIVATE ${CMAKE_SOURCE_DIR})
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   ddp_apply_warnings(${T_NAME})
+  if(COMMAND ddp_use_torch_pch AND "${T_LIBS}" MATCHES "ddp_(dist|data|models|trainer_lib)")
+    ddp_use_torch_pch(${T_NAME})
+  endif()
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "DDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DDP_SOURCE_DIR=${CMAKE_SOURCE_DIR};DDP_TORCH_PYTHON=${DDP_TORCH_PYTHON};${T_ENV}"

@@ -56,20 +56,24 @@ install_debian_packages() {
     apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# Python packages of the venv: LibTorch comes from the torch wheel; torchvision and pillow are
+# the baselines of the benchmarks and tests (torchvision's ImageFolder, ResNet key names).
+PY_PACKAGES=("torch==$TORCH_VERSION" "torchvision==0.26.0" pillow numpy)
+
 install_torch_venv() {
-  local py="$VENV/bin/python"
-  # The stamp is written last, so an interrupted install is never mistaken for a good one.
-  if [[ -f "$VENV/.slurm-ddp-complete" && -x "$py" ]]; then
-    log "PyTorch $TORCH_VERSION: present in $VENV"
+  local py="$VENV/bin/python" stamp="$VENV/.slurm-ddp-complete"
+  # The stamp is written last and lists what was installed, so an interrupted install, or one
+  # from an older package list, is never mistaken for a good one.
+  if [[ -x "$py" && -f "$stamp" && "$(cat "$stamp")" == "${PY_PACKAGES[*]}" ]]; then
+    log "Python packages: ${PY_PACKAGES[*]} present in $VENV"
     return
   fi
-  log "PyTorch $TORCH_VERSION: installing into $VENV (a few GB, downloaded once)"
+  log "Python packages: installing ${PY_PACKAGES[*]} into $VENV (a few GB, downloaded once)"
   mkdir -p "$CACHE_DIR"
   [[ -x "$py" ]] || python3 -m venv "$VENV"
-  PIP_CACHE_DIR="$CACHE_DIR/pip" "$VENV/bin/pip" install -q --disable-pip-version-check \
-    "torch==$TORCH_VERSION" numpy "torchvision==0.26.0" pillow
+  PIP_CACHE_DIR="$CACHE_DIR/pip" "$py" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
   "$py" -c "import torch; print('[setup] torch', torch.__version__, 'cuda', torch.version.cuda)" >&2
-  touch "$VENV/.slurm-ddp-complete"
+  echo "${PY_PACKAGES[*]}" > "$stamp"
 }
 
 install_debian_packages

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -57,9 +56,11 @@ std::vector<RankResult> RunRanks(
   const std::string filter =
       absl::StrCat("--gtest_filter=", info->test_suite_name(), ".", info->name());
   static int call = 0;
-  const std::string store = absl::StrCat(std::filesystem::temp_directory_path().string(),
+  // POSIX, not std::filesystem: libtorch.so exports its own, partly broken, std::filesystem.
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string store = absl::StrCat(tmpdir != nullptr && *tmpdir ? tmpdir : "/tmp",
                                          "/ddp-test-store-", getpid(), "-", call++);
-  std::filesystem::remove(store);
+  unlink(store.c_str());
 
   struct Child {
     pid_t pid;
@@ -129,9 +130,9 @@ std::vector<RankResult> RunRanks(
       results[r].output = ReadAll(fd);
       close(fd);
     }
-    std::filesystem::remove(children[r].log);
+    unlink(children[r].log.c_str());
   }
-  std::filesystem::remove(store);
+  unlink(store.c_str());
   return results;
 }
 

@@ -1,0 +1,181 @@
+// Launch plans for every layout a user can start: local mode, Slurm with one task per node
+// (spawning a worker per GPU), one task per worker (including uneven layouts), and the
+// contradictions that must fail at once with a one-line error.
+#include "trainer/app/launch_plan.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+EnvMap Slurm(int ntasks, int procid, int localid, int nodeid, int nnodes,
+             const std::string& tasks_per_node) {
+  return {{"SLURM_JOB_ID", "77"},
+          {"SLURM_STEP_NUM_TASKS", std::to_string(ntasks)},
+          {"SLURM_PROCID", std::to_string(procid)},
+          {"SLURM_LOCALID", std::to_string(localid)},
+          {"SLURM_NODEID", std::to_string(nodeid)},
+          {"SLURM_STEP_NUM_NODES", std::to_string(nnodes)},
+          {"SLURM_STEP_TASKS_PER_NODE", tasks_per_node}};
+}
+
+TrainerConfig Config(int nprocs, const std::string& backend = "auto") {
+  TrainerConfig c;
+  c.nprocs_per_node = nprocs;
+  c.backend = backend;
+  return c;
+}
+
+struct Case {
+  std::string name;
+  EnvMap env;
+  TrainerConfig config;
+  int gpus;
+  // Expected.
+  std::string mode;
+  int world_size;
+  int node_rank;
+  std::vector<int> local_ranks;
+  bool start_coordinator;
+};
+
+TEST(LaunchPlan, Layouts) {
+  const std::vector<Case> cases = {
+      {"local, 4 CPU workers", {}, Config(4), 0, "local", 4, 0, {0, 1, 2, 3}, true},
+      {"local, default on a CPU node", {}, Config(0), 0, "local", 1, 0, {0}, true},
+      {"local, default = GPUs", {}, Config(0), 2, "local", 2, 0, {0, 1}, true},
+      {"slurm -N2 task per node, node 0",
+       Slurm(2, 0, 0, 0, 2, "1(x2)"),
+       Config(2),
+       0,
+       "slurm task-per-node",
+       4,
+       0,
+       {0, 1},
+       true},
+      {"slurm -N2 task per node, node 1",
+       Slurm(2, 1, 0, 1, 2, "1(x2)"),
+       Config(2),
+       0,
+       "slurm task-per-node",
+       4,
+       1,
+       {0, 1},
+       false},
+      {"slurm -N2 default = 4 GPUs",
+       Slurm(2, 1, 0, 1, 2, "1(x2)"),
+       Config(0),
+       4,
+       "slurm task-per-node",
+       8,
+       1,
+       {0, 1, 2, 3},
+       false},
+      {"slurm 2 tasks per node, task 3",
+       Slurm(4, 3, 1, 1, 2, "2(x2)"),
+       Config(0),
+       0,
+       "slurm task-per-worker",
+       4,
+       1,
+       {1},
+       false},
+      {"slurm uneven 3 tasks on 2 nodes, task 2",
+       Slurm(3, 2, 0, 1, 2, "2,1"),
+       Config(0),
+       0,
+       "slurm task-per-worker",
+       3,
+       1,
+       {0},
+       false},
+      {"slurm uneven, task 0 starts the coordinator",
+       Slurm(3, 0, 0, 0, 2, "2,1"),
+       Config(1),
+       0,
+       "slurm task-per-worker",
+       3,
+       0,
+       {0},
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto plan = PlanLaunch(c.config, c.env, c.gpus, 1234);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->mode, c.mode);
+    EXPECT_EQ(plan->base.world_size, c.world_size);
+    EXPECT_EQ(plan->base.node_rank, c.node_rank);
+    EXPECT_EQ(plan->local_ranks, c.local_ranks);
+    EXPECT_EQ(plan->start_coordinator, c.start_coordinator);
+  }
+}
+
+TEST(LaunchPlan, DefaultsAndPlacementRoundTrip) {
+  auto local = PlanLaunch(Config(2), {}, 0, 99);
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(local->base.job_id, "local-99");
+  EXPECT_EQ(local->base.dist_file.substr(local->base.dist_file.rfind('/') + 1),
+            "dist_file.local-99");
+  auto slurm = PlanLaunch(Config(1), Slurm(2, 1, 0, 1, 2, "1(x2)"), 0, 5);
+  ASSERT_TRUE(slurm.ok());
+  EXPECT_EQ(slurm->base.job_id, "77");
+
+  WorkerPlacement p = slurm->base;
+  p.local_rank = 1;
+  EnvMap env;
+  for (const std::string& kv : PlacementEnv(p)) {
+    env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  auto back = PlacementFromEnv(env);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->job_id, "77");
+  EXPECT_EQ(back->world_size, 2);
+  EXPECT_EQ(back->node_rank, 1);
+  EXPECT_EQ(back->local_rank, 1);
+  EXPECT_EQ(back->dist_file, p.dist_file);
+  EXPECT_FALSE(back->local_mode);
+  EXPECT_FALSE(PlacementFromEnv({}).ok());
+}
+
+TEST(LaunchPlan, ContradictionsFailWithOneLine) {
+  struct Bad {
+    std::string name;
+    EnvMap env;
+    TrainerConfig config;
+    int gpus;
+    std::string needle;
+  };
+  const std::vector<Bad> cases = {
+      {"more workers than GPUs", {}, Config(4), 2, "only 2 GPU"},
+      {"nccl without GPUs", {}, Config(1, "nccl"), 0, "no GPU"},
+      {"nprocs with several tasks per node", Slurm(4, 0, 0, 0, 2, "2(x2)"), Config(2), 0,
+       "not both"},
+      {"missing SLURM_PROCID",
+       [] {
+         EnvMap e = Slurm(2, 0, 0, 0, 2, "1(x2)");
+         e.erase("SLURM_PROCID");
+         return e;
+       }(),
+       Config(1), 0, "SLURM_PROCID"},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto plan = PlanLaunch(c.config, c.env, c.gpus, 1);
+    ASSERT_FALSE(plan.ok());
+    const std::string msg(plan.status().message());
+    EXPECT_NE(msg.find(c.needle), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+TEST(LaunchPlan, CountsVisibleGpusFromTheEnvironment) {
+  EXPECT_EQ(CountVisibleGpus({{"CUDA_VISIBLE_DEVICES", "0,1,3"}}), 3);
+  EXPECT_EQ(CountVisibleGpus({{"CUDA_VISIBLE_DEVICES", ""}}), 0);
+}
+
+}  // namespace
+}  // namespace ddp

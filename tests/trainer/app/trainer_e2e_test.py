@@ -1,0 +1,229 @@
+"""End-to-end tests of ddp-trainer: real processes, real coordinator, Gloo on loopback.
+
+Run as `python trainer_e2e_test.py CASE` (CTest registers one test per case). Needs
+DDP_BIN_DIR (the built binaries) and Python torch (for reading checkpoints and the reference run).
+"""
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+BIN = os.environ["DDP_BIN_DIR"]
+TRAINER = os.path.join(BIN, "ddp-trainer")
+DDPCTL = os.path.join(BIN, "ddpctl")
+SRC = os.environ.get("DDP_SOURCE_DIR", os.path.dirname(__file__) + "/../../..")
+FAST = ["--data", "synthetic:512x1x8x8x10", "--arch", "mlp", "--batch-size", "16",
+        "--workers", "0", "--print-freq", "5", "--heartbeat-timeout", "5"]
+
+
+def clean_env():
+    """The test's environment without Slurm variables (local mode)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+
+
+def run(args, cwd, env=None, timeout=300, check=None):
+    p = subprocess.run([TRAINER] + args, cwd=cwd, env=env or clean_env(), timeout=timeout,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if check is not None and p.returncode != check:
+        sys.exit(f"FAIL: ddp-trainer {' '.join(args)} exited {p.returncode}, want {check}:\n"
+                 f"{p.stdout[-6000:]}")
+    return p
+
+
+def expect(cond, msg, output=""):
+    if not cond:
+        sys.exit(f"FAIL: {msg}\n{output[-6000:]}")
+
+
+def model_state(path):
+    ckpt = torch.load(path)  # weights_only: a plain dict of tensors and numbers
+    expect(isinstance(ckpt, dict) and "model" in ckpt, f"{path} is not a checkpoint dict")
+    return ckpt
+
+
+def case_local4(tmp):
+    """4 local workers train to completion; every rank registers once."""
+    p = run(FAST + ["--nprocs-per-node", "4", "--epochs", "2", "--checkpoint-dir", "ck",
+                    "--job-id", "e2e-local"], tmp, check=0)
+    out = p.stdout
+    expect("[rank 0]" in out and "done: 2 epochs" in out, "no progress/summary from rank 0", out)
+    log = open(os.path.join(tmp, "dist_file.e2e-local.coordinator.log")).read()
+    for r in range(4):
+        expect(re.search(rf"rank {r} = node 0 local {r}\b", log),
+               f"coordinator log does not assign rank {r}", log)
+    ck = model_state(os.path.join(tmp, "ck", "final.pt"))
+    expect(ck["epoch"] == 2 and ck["step"] == 2 * 8, f"final.pt epoch/step {ck['epoch']}/{ck['step']}")
+    expect(not os.path.exists(os.path.join(tmp, "dist_file.e2e-local.tmp")), "temp dist file left")
+
+
+def slurm_env(job, ntasks, procid, localid, nodeid, nnodes, per_node):
+    env = clean_env()
+    env.update({"SLURM_JOB_ID": job, "SLURM_STEP_NUM_TASKS": str(ntasks),
+                "SLURM_PROCID": str(procid), "SLURM_LOCALID": str(localid),
+                "SLURM_NODEID": str(nodeid), "SLURM_STEP_NUM_NODES": str(nnodes),
+                "SLURM_STEP_TASKS_PER_NODE": per_node, "SLURM_RESTART_COUNT": "0"})
+    return env
+
+
+def case_slurm_faked(tmp):
+    """One task per worker under a faked Slurm step, uneven layout (2 tasks + 1 task): ranks are
+    numbered by (node, local rank)."""
+    layout = [(0, 0, 0), (1, 1, 0), (2, 0, 1)]  # (procid, localid, nodeid)
+    procs = []
+    for procid, localid, nodeid in layout:
+        env = slurm_env("4242", 3, procid, localid, nodeid, 2, "2,1")
+        procs.append(subprocess.Popen([TRAINER] + FAST + ["--epochs", "1"], cwd=tmp, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        expect(p.returncode == 0, f"task exited {p.returncode}", out)
+    log = open(os.path.join(tmp, "dist_file.4242.coordinator.log")).read()
+    # rank = order of (node, local rank): (0,0)->0, (0,1)->1, (1,0)->2
+    for rank, node, local in [(0, 0, 0), (1, 0, 1), (2, 1, 0)]:
+        expect(re.search(rf"rank {rank} = node {node} local {local}\b", log),
+               f"rank {rank} is not node {node} local {local}", log)
+
+
+def case_resume_exact(tmp):
+    """2 epochs straight == 1.5 epochs, stop, resume (bitwise, CPU, world 2)."""
+    common = FAST + ["--nprocs-per-node", "2", "--epochs", "2", "--seed", "7"]
+    run(common + ["--checkpoint-dir", "straight", "--job-id", "straight"], tmp, check=0)
+    # 512 samples / 2 ranks / batch 16 = 16 steps per epoch; stop after 24 (1.5 epochs).
+    p = run(common + ["--checkpoint-dir", "resumed", "--stop-after-steps", "24", "--job-id", "r1"],
+            tmp, check=3)
+    expect("stopped at step 24" in p.stdout, "no stop message", p.stdout)
+    p = run(common + ["--checkpoint-dir", "resumed", "--job-id", "r2"], tmp, check=0)
+    expect("resuming from" in p.stdout, "second run did not resume", p.stdout)
+    a = model_state(os.path.join(tmp, "straight", "final.pt"))
+    b = model_state(os.path.join(tmp, "resumed", "final.pt"))
+    expect(a["step"] == b["step"] == 32, f"steps {a['step']} {b['step']}")
+    for k in a["model"]:
+        expect(torch.equal(a["model"][k], b["model"][k]), f"{k} differs after resume")
+    for k in a["optimizer"]["momentum_buffer"]:
+        expect(torch.equal(a["optimizer"]["momentum_buffer"][k],
+                           b["optimizer"]["momentum_buffer"][k]), f"momentum {k} differs")
+
+
+def case_kill_worker(tmp):
+    """SIGKILL one worker mid-epoch: every process exits within 30 s, non-zero, naming the rank."""
+    args = ["--data", "synthetic:100000x1x8x8x10", "--arch", "mlp", "--batch-size", "8",
+            "--workers", "0", "--nprocs-per-node", "3", "--epochs", "50", "--heartbeat-timeout",
+            "3", "--job-id", "kill"]
+    p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    dist = os.path.join(tmp, "dist_file.kill")
+    victim = None
+    deadline = time.time() + 120
+    while time.time() < deadline and victim is None:
+        time.sleep(1)
+        st = subprocess.run([DDPCTL, "status", "--json", "--dist-file", dist],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        if st.returncode == 0 and '"RUNNING"' in st.stdout and re.search(r'"step": *[1-9]', st.stdout):
+            # Find the worker processes (children of the launcher running --internal-worker).
+            out = subprocess.run(["pgrep", "-f", "--", "--internal-worker.*|job-id kill.*--internal-worker"],
+                                 stdout=subprocess.PIPE, text=True).stdout.split()
+            workers = [int(x) for x in out if int(x) != p.pid]
+            if len(workers) >= 3:
+                victim = sorted(workers)[1]
+    expect(victim is not None, "job never reached RUNNING with 3 workers")
+    os.kill(victim, signal.SIGKILL)
+    t0 = time.time()
+    try:
+        out = p.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        sys.exit("FAIL: job still running 30 s after a worker was killed")
+    elapsed = time.time() - t0
+    expect(p.returncode != 0, "job exited 0 after losing a worker", out)
+    expect(re.search(r"rank \d+.*(lost|died|killed)|(lost|died).*rank \d+", out),
+           "output does not name the lost rank", out)
+    left = subprocess.run(["pgrep", "-f", "job-id kill"], stdout=subprocess.PIPE, text=True).stdout
+    expect(left.strip() == "", f"processes left running: {left}")
+    print(f"job ended {elapsed:.1f} s after the kill")
+
+
+def case_bad_input(tmp):
+    """Bad input: one-line errors, nothing started, nothing lost."""
+    def fails(args, needle, code=None):
+        p = run(args + ["--nprocs-per-node", "1", "--registration-timeout", "20"], tmp, timeout=120)
+        expect(p.returncode != 0, f"{args} succeeded", p.stdout)
+        if code is not None:
+            expect(p.returncode == code, f"{args} exited {p.returncode}, want {code}", p.stdout)
+        expect(needle in p.stdout, f"{args}: no '{needle}' in output", p.stdout)
+    os.makedirs(os.path.join(tmp, "empty"))
+    fails(["--data", "mnist:" + os.path.join(tmp, "empty")], "empty")
+    corrupt = os.path.join(tmp, "corrupt")
+    os.makedirs(corrupt)
+    open(os.path.join(corrupt, "train-images-idx3-ubyte"), "wb").write(b"\x00\x00\x08\x03garbage")
+    for name in ["train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]:
+        open(os.path.join(corrupt, name), "wb").write(b"junk")
+    fails(["--data", "mnist:" + os.path.join(tmp, "corrupt")], "corrupt/")
+    fails(FAST + ["--arch", "vgg99"], "vgg99", code=2)
+    open(os.path.join(tmp, "notamodule.pt"), "wb").write(b"this is not a TorchScript file")
+    fails(FAST + ["--model", os.path.join(tmp, "notamodule.pt")], "notamodule.pt", code=2)
+    fails(FAST + ["--checkpoint-dir", "/etc/passwd/ck"], "checkpoint-dir", code=2)
+    fails(FAST + ["--epochs", "0"], "--epochs", code=2)
+    fails(FAST + ["--no-such-flag"], "no-such-flag", code=2)
+    # A corrupt newest checkpoint: the previous one is used, with a warning.
+    run(FAST + ["--nprocs-per-node", "1", "--epochs", "1", "--checkpoint-dir", "ck",
+                "--checkpoint-every", "8", "--job-id", "ck1"], tmp, check=0)
+    ckpts = sorted(glob.glob(os.path.join(tmp, "ck", "ckpt-*.pt")))
+    expect(len(ckpts) >= 2, f"expected >= 2 checkpoints, got {ckpts}")
+    open(ckpts[-1], "wb").write(b"truncated")
+    p = run(FAST + ["--nprocs-per-node", "1", "--epochs", "2", "--checkpoint-dir", "ck",
+                    "--job-id", "ck2"], tmp, check=0)
+    expect("skipping checkpoint" in p.stdout and "resuming from " + ckpts[-2] in p.stdout,
+           "corrupt newest checkpoint not skipped", p.stdout)
+
+
+def case_accuracy(tmp):
+    """The demo configuration learns: >= 85% test accuracy on the real Fashion-MNIST."""
+    p = run(["--nprocs-per-node", "4", "--data", "fashion-mnist", "--arch", "cnn", "--epochs", "2",
+             "--print-freq", "100", "--job-id", "acc"], tmp, timeout=1500, check=0)
+    m = re.findall(r"test Acc@1 ([0-9.]+)", p.stdout)
+    expect(m, "no test accuracy printed", p.stdout)
+    acc = float(m[-1])
+    print(f"test Acc@1 {acc:.2f}")
+    expect(acc >= 85.0, f"test accuracy {acc} < 85", p.stdout)
+
+
+def case_python_equivalence(tmp):
+    """A TorchScript model trained by ddp-trainer --model (2 workers) ends within 1e-4 of
+    PyTorch's Python DDP + DistributedSampler + DataLoader with the same seed and settings."""
+    ref = os.path.join(SRC, "tests", "trainer", "app", "python_reference.py")
+    subprocess.run([sys.executable, ref, "export", os.path.join(tmp, "model.pt")], check=True)
+    args = ["--model", os.path.join(tmp, "model.pt"), "--data", "fashion-mnist", "--epochs", "1",
+            "--batch-size", "32", "--lr", "0.05", "--momentum", "0.9", "--weight-decay", "0.0001",
+            "--seed", "3", "--nprocs-per-node", "2", "--workers", "1", "--no-eval",
+            "--schedule", "constant", "--checkpoint-dir", "ck", "--job-id", "eq",
+            "--stop-after-steps", "300", "--print-freq", "100"]
+    run(args, tmp, timeout=900, check=3)
+    ours = model_state(sorted(glob.glob(os.path.join(tmp, "ck", "ckpt-*.pt")))[-1])["model"]
+    subprocess.run([sys.executable, ref, "train", os.path.join(tmp, "model.pt"),
+                    os.path.join(tmp, "python.pt"), "300"], check=True, timeout=900)
+    theirs = torch.load(os.path.join(tmp, "python.pt"))
+    worst = 0.0
+    for k, v in theirs.items():
+        expect(k in ours, f"{k} missing from our checkpoint")
+        worst = max(worst, (ours[k].float() - v.float()).abs().max().item())
+    print(f"max |ours - pytorch| = {worst:.3g}")
+    expect(worst <= 1e-4, f"weights differ by {worst}")
+
+
+CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
+
+if __name__ == "__main__":
+    name = sys.argv[1]
+    tmp = tempfile.mkdtemp(prefix=f"ddp-e2e-{name}-")
+    try:
+        CASES[name](tmp)
+        print(f"PASS {name}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,147 @@
+#include "trainer/app/config.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ddp {
+namespace {
+
+absl::Status Validate(const TrainerConfig& c) {
+  if (c.backend != "auto" && c.backend != "nccl" && c.backend != "gloo") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend ", c.backend, ": expected auto, nccl or gloo"));
+  }
+  if (c.schedule != "step" && c.schedule != "cosine" && c.schedule != "constant") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--schedule ", c.schedule, ": expected step, cosine or constant"));
+  }
+  if (c.resume.empty()) {
+    return absl::InvalidArgumentError("--resume needs auto, none or a checkpoint path");
+  }
+  if (c.stop_after_steps > 0 && c.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--stop-after-steps needs --checkpoint-dir to resume from");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit_code) {
+  TrainerConfig c;
+  CLI::App app{
+      "ddp-trainer: distributed data-parallel training, coordinated over gRPC.\n"
+      "Under Slurm (srun ddp-trainer ...) task 0 starts the job's coordinator and every task\n"
+      "starts its workers; without Slurm it trains with --nprocs-per-node local workers.\n"
+      "Exit codes: 0 done, 1 failed, 2 bad usage, 3 stopped after a checkpoint (requeue),\n"
+      "4 aborted because another rank failed.",
+      "ddp-trainer"};
+  app.option_defaults()->always_capture_default();
+  app.get_formatter()->column_width(34);
+
+  auto* job = "Job";
+  app.add_option("--dist-file", c.dist_file,
+                 "Rendezvous file on a shared file system (default: dist_file.<job id>)")
+      ->group(job);
+  app.add_option("--job-id", c.job_id, "Job id in local mode (default: local-<pid>)")->group(job);
+  app.add_option("--nprocs-per-node", c.nprocs_per_node,
+                 "Workers per node (0: the GPUs visible to the task, or 1 without GPUs)")
+      ->check(CLI::Range(0, 1024))
+      ->group(job);
+  app.add_option("--backend", c.backend, "auto | nccl | gloo")->group(job);
+  app.add_option("--registration-timeout", c.registration_timeout_s,
+                 "Seconds to wait for every worker to register")
+      ->check(CLI::PositiveNumber)
+      ->group(job);
+  app.add_option("--heartbeat-timeout", c.heartbeat_timeout_s,
+                 "Seconds of silence after which a rank is declared lost")
+      ->check(CLI::PositiveNumber)
+      ->group(job);
+  app.add_option("--pg-timeout", c.pg_timeout_s, "Seconds before a stuck collective fails")
+      ->check(CLI::PositiveNumber)
+      ->group(job);
+
+  auto* data = "Data and model";
+  app.add_option("--data", c.data,
+                 "fashion-mnist[:DIR] | mnist:DIR | cifar10:DIR | imagefolder:DIR | "
+                 "synthetic[:spec]")
+      ->group(data);
+  app.add_option("--normalize", c.normalize, "Override normalization: MEAN,STD")->group(data);
+  app.add_option("--arch", c.arch, "mlp | cnn | resnet18 | resnet34 | resnet50")->group(data);
+  app.add_option("--model", c.model_path, "TorchScript module to train instead of --arch")
+      ->group(data);
+  app.add_option("--workers", c.workers, "Data loading threads per worker")
+      ->check(CLI::Range(0, 64))
+      ->group(data);
+
+  auto* opt = "Optimization";
+  app.add_option("--epochs", c.epochs)->check(CLI::Range(1, 100000))->group(opt);
+  app.add_option("--batch-size", c.batch_size, "Per worker")
+      ->check(CLI::Range(1, 1 << 20))
+      ->group(opt);
+  app.add_option("--lr", c.lr, "Learning rate (for the whole job, not scaled)")
+      ->check(CLI::PositiveNumber)
+      ->group(opt);
+  app.add_option("--momentum", c.momentum)->check(CLI::Range(0.0, 1.0))->group(opt);
+  app.add_option("--weight-decay", c.weight_decay)->check(CLI::NonNegativeNumber)->group(opt);
+  app.add_flag("--nesterov", c.nesterov, "Nesterov momentum")->group(opt);
+  app.add_option("--schedule", c.schedule, "step (x0.1 every --lr-step epochs) | cosine | constant")
+      ->group(opt);
+  app.add_option("--lr-step", c.lr_step_epochs, "Epochs between x0.1 steps (step schedule)")
+      ->check(CLI::Range(1, 100000))
+      ->group(opt);
+  app.add_option("--warmup-epochs", c.warmup_epochs, "Linear warmup epochs")
+      ->check(CLI::Range(0, 100000))
+      ->group(opt);
+  app.add_option("--seed", c.seed, "Seed of initialization, data order and augmentation")
+      ->group(opt);
+  app.add_flag("--bf16", c.bf16, "bf16 autocast (GPU)")->group(opt);
+  app.add_option("--bucket-mb", c.bucket_mb, "DDP gradient bucket size in MiB")
+      ->check(CLI::Range(1, 4096))
+      ->group(opt);
+
+  auto* ckpt = "Checkpoints and stopping";
+  app.add_option("--checkpoint-dir", c.checkpoint_dir, "Where checkpoints and final.pt go")
+      ->group(ckpt);
+  app.add_option("--resume", c.resume, "auto (newest valid checkpoint) | none | PATH")->group(ckpt);
+  app.add_option("--checkpoint-every", c.checkpoint_every,
+                 "Steps between checkpoints (0: at epoch ends only)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(ckpt);
+  app.add_option("--keep-checkpoints", c.keep_checkpoints, "Checkpoints kept besides final.pt")
+      ->check(CLI::Range(1, 1000))
+      ->group(ckpt);
+  app.add_option("--stop-after-steps", c.stop_after_steps,
+                 "Checkpoint and exit with code 3 after this many steps (as on a requeue signal)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(ckpt);
+
+  auto* out = "Output";
+  app.add_option("--print-freq", c.print_freq, "Steps between progress lines (rank 0)")
+      ->check(CLI::Range(1, 1 << 30))
+      ->group(out);
+  app.add_flag("!--no-eval", c.evaluate, "Skip evaluation after each epoch")->group(out);
+  app.add_flag("--internal-worker", c.internal_worker)->group("");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    *exit_code = app.exit(e);
+    return absl::CancelledError("");
+  } catch (const CLI::ParseError& e) {
+    *exit_code = kExitUsage;
+    std::string what = e.what();
+    return absl::InvalidArgumentError(what.substr(0, what.find('\n')));
+  }
+  if (absl::Status s = Validate(c); !s.ok()) {
+    *exit_code = kExitUsage;
+    return s;
+  }
+  *exit_code = kExitOk;
+  return c;
+}
+
+}  // namespace ddp

@@ -1,0 +1,75 @@
+// ddp-trainer's configuration: every flag of the DESIGN.md contract, parsed once in main and
+// passed by value to the launcher and to each worker (workers are re-executed with the same
+// command line, so they parse the same flags).
+//
+// Thread safety: a plain value.
+#ifndef SLURM_DDP_TRAINER_APP_CONFIG_H_
+#define SLURM_DDP_TRAINER_APP_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace ddp {
+
+// Exit codes of ddp-trainer (README, "Exit codes").
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;     // training failed (a rank died, bad data, ...)
+inline constexpr int kExitUsage = 2;      // bad flags or environment; nothing was started
+inline constexpr int kExitResumable = 3;  // stopped cleanly after a checkpoint: requeue me
+inline constexpr int kExitAborted = 4;    // the coordinator aborted the job (another rank failed)
+
+struct TrainerConfig {
+  // Job and launch.
+  std::string dist_file;         // default dist_file.<job id> in the working directory
+  std::string job_id;            // local mode only; Slurm jobs use SLURM_JOB_ID
+  int nprocs_per_node = 0;       // 0 = GPUs visible to the task, or 1 on a CPU-only node
+  std::string backend = "auto";  // auto | nccl | gloo
+  double registration_timeout_s = 120;
+  double heartbeat_timeout_s = 10;
+  double pg_timeout_s = 300;  // every collective fails after this long instead of hanging
+
+  // Data and model.
+  std::string data = "fashion-mnist";
+  std::string normalize;  // MEAN,STD override
+  std::string arch = "cnn";
+  std::string model_path;  // TorchScript module to train instead of --arch
+  int workers = 2;         // loader threads per worker process
+
+  // Optimization.
+  int epochs = 2;
+  int batch_size = 64;  // per worker
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 1e-4;
+  bool nesterov = false;
+  std::string schedule = "step";  // step (x0.1 every lr_step epochs) | cosine | constant
+  int lr_step_epochs = 30;
+  int warmup_epochs = 0;
+  int64_t seed = 0;
+  bool bf16 = false;  // autocast to bf16 on GPU
+  int64_t bucket_mb = 25;
+
+  // Checkpoints and stopping.
+  std::string checkpoint_dir;    // empty: no checkpoints (final weights are not kept)
+  std::string resume = "auto";   // auto (newest valid checkpoint, if any) | none | PATH
+  int64_t checkpoint_every = 0;  // steps between checkpoints (0: epoch ends only)
+  int keep_checkpoints = 3;
+  int64_t stop_after_steps = 0;  // checkpoint and exit resumable after this many steps of this run
+
+  // Output.
+  int print_freq = 50;
+  bool evaluate = true;
+
+  // Internal: set on the command line of workers the launcher spawns.
+  bool internal_worker = false;
+};
+
+// Parses argv. On --help prints usage and returns an error whose message is empty with
+// `*exit_code` = 0; on bad flags returns a one-line error and sets `*exit_code` = kExitUsage.
+absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit_code);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_TRAINER_APP_CONFIG_H_

@@ -1,0 +1,87 @@
+#include "trainer/app/progress_reporter.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "trainer/app/config.h"
+
+namespace ddp {
+
+ProgressReporter::ProgressReporter(CoordinatorApi* api, ProgressReporterOptions options)
+    : api_(api), options_(std::move(options)) {
+  {
+    absl::MutexLock lock(&mu_);
+    last_success_ = absl::Now();
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ProgressReporter::~ProgressReporter() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutdown_ = true;
+  }
+  thread_.join();
+}
+
+void ProgressReporter::Update(const ProgressReport& report) {
+  absl::MutexLock lock(&mu_);
+  latest_ = report;
+}
+
+std::optional<std::string> ProgressReporter::abort_reason() const {
+  absl::MutexLock lock(&mu_);
+  return abort_reason_;
+}
+
+void ProgressReporter::Flush() { SendOnce(); }
+
+void ProgressReporter::SendOnce() {
+  absl::MutexLock send_lock(&send_mu_);
+  ProgressReport report;
+  {
+    absl::MutexLock lock(&mu_);
+    report = latest_;
+  }
+  absl::StatusOr<HeartbeatReply> reply = api_->Heartbeat(report);
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  if (reply.ok()) {
+    last_success_ = now;
+    if (reply->command == Command::kCheckpointAndStop) stop_requested_.store(true);
+    if (reply->command == Command::kAbort && !abort_reason_) {
+      abort_reason_ = reply->reason.empty() ? "the coordinator aborted the job" : reply->reason;
+      abort_since_ = now;
+    }
+  } else if (now - last_success_ > options_.unreachable_timeout && !abort_reason_) {
+    abort_reason_ =
+        absl::StrCat("coordinator unreachable for ", absl::FormatDuration(now - last_success_),
+                     ": ", reply.status().message());
+    abort_since_ = now;
+  }
+}
+
+void ProgressReporter::Loop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return shutdown_; };
+      mu_.AwaitWithTimeout(absl::Condition(&wake), options_.period);
+      if (shutdown_) return;
+    }
+    SendOnce();
+    absl::MutexLock lock(&mu_);
+    if (abort_reason_ && !abort_acknowledged_.load() &&
+        absl::Now() - abort_since_ > options_.abort_grace) {
+      std::fprintf(stderr, "%saborting: %s\n", options_.log_prefix.c_str(), abort_reason_->c_str());
+      std::fflush(stderr);
+      _exit(kExitAborted);
+    }
+  }
+}
+
+}  // namespace ddp

@@ -1,0 +1,70 @@
+// Sends a worker's progress to the coordinator from a background thread and carries back the
+// coordinator's commands. Update() never blocks the training step: it overwrites a one-slot
+// mailbox (the bounded queue) that the reporter thread heartbeats about once a second.
+//
+// Commands: CHECKPOINT_AND_STOP sets stop_requested(); ABORT sets abort_reason(). If the
+// coordinator stays unreachable longer than `unreachable_timeout`, abort_reason() says so. When
+// an abort is not acted on within `abort_grace` (the training thread may be blocked inside a
+// collective whose peer is gone), the reporter prints the reason and ends the process with
+// kExitAborted: a dead rank never leaves the others waiting for NCCL's or Gloo's own timeout.
+//
+// Thread safety: all public methods are safe from any thread.
+#ifndef SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
+#define SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/coordinator_api.h"
+
+namespace ddp {
+
+struct ProgressReporterOptions {
+  absl::Duration period = absl::Seconds(1);
+  absl::Duration unreachable_timeout = absl::Seconds(30);
+  absl::Duration abort_grace = absl::Seconds(3);
+  std::string log_prefix;  // "[rank 3] "
+};
+
+class ProgressReporter {
+ public:
+  ProgressReporter(CoordinatorApi* api, ProgressReporterOptions options);
+  ~ProgressReporter();  // stops the thread (sends nothing more)
+  ProgressReporter(const ProgressReporter&) = delete;
+  ProgressReporter& operator=(const ProgressReporter&) = delete;
+
+  void Update(const ProgressReport& report);
+  // Sends the latest report now (e.g. the final phase) and waits for the reply.
+  void Flush();
+
+  bool stop_requested() const { return stop_requested_.load(); }
+  std::optional<std::string> abort_reason() const;
+  // Called by the training thread once it has acted on an abort (disarms the forced exit).
+  void AcknowledgeAbort() { abort_acknowledged_.store(true); }
+
+ private:
+  void Loop();
+  void SendOnce();
+
+  CoordinatorApi* const api_;
+  const ProgressReporterOptions options_;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> abort_acknowledged_{false};
+  absl::Mutex send_mu_;  // serializes heartbeats from Loop() and Flush()
+  mutable absl::Mutex mu_;
+  ProgressReport latest_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> abort_reason_ ABSL_GUARDED_BY(mu_);
+  absl::Time abort_since_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_success_ ABSL_GUARDED_BY(mu_);
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
