@@ -38,7 +38,7 @@ struct ServerOptions {
   std::string token;                   // bearer token every RPC must carry
   absl::Duration tick = absl::Milliseconds(50);
   // Status snapshots are rebuilt at most this often (readers see progress at most this old).
-  absl::Duration status_max_age = absl::Milliseconds(100);
+  absl::Duration status_max_age = absl::Milliseconds(200);
   // Chart history: finest sample spacing and the number of samples kept.
   absl::Duration history_interval = absl::Seconds(1);
   size_t history_capacity = 720;

@@ -20,6 +20,9 @@ std::shared_ptr<const StatusSnapshot> StatusCache::Current() const {
 bool StatusCache::Due(const StatusSnapshot& s) const {
   const absl::Duration age = clock_->Now() - s.built;
   if (age < max_age_) return false;
+  // While workers register, readers rebuild on demand (registrations are major changes); the
+  // ticker keeps out of the registration lock's way except once a second.
+  if (s.status.state == JobState::kRegistering) return age >= absl::Seconds(1);
   return job_->version() != s.version || age >= absl::Seconds(1);
 }
 

@@ -4,7 +4,8 @@
 // Prometheus gauges, built together from one Job::Status() call.
 //
 // Freshness: the server's ticker calls Refresh(), which rebuilds at most every `max_age` (and
-// only when the job changed, or once a second so ages keep moving). Get() rebuilds first when
+// only when the job changed, or once a second so ages keep moving; while workers register, only
+// once a second, so it stays out of the registration lock's way). Get() rebuilds first when
 // the job's major version moved (a registration, state change, event, checkpoint or finished
 // rank), so a reader never misses a state change it caused; heartbeat progress may be up to
 // `max_age` old.
