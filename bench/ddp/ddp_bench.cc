@@ -50,7 +50,7 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   ddp::ProcessGroupOptions pg_options;
   pg_options.backend = ddp::BackendKind::kGloo;
   pg_options.gloo_hostname = "127.0.0.1";
-  pg_options.gloo_threads = 1;
+  pg_options.gloo_threads = 2;  // ProcessGroupGloo's default, as Python
   pg_options.timeout = std::chrono::seconds(120);
   auto pg = ddp::CreateProcessGroup(store, rank, world, pg_options);
   if (!pg.ok()) {

@@ -77,7 +77,7 @@ class DistributedDataParallel {
   absl::Status Backward(const at::Tensor& loss);
   void BeginOptimizer();
   void EndOptimizer();
-  // Zeroes gradients in place (keeps param.grad() as bucket views: no copy in the next step).
+  // Sets gradients to none (PyTorch's default zero_grad); same as optimizer.zero_grad().
   void ZeroGrad() { reducer_->ZeroGrad(); }
 
   // Timings of the last completed step (optimizer_ms once EndOptimizer() ran).

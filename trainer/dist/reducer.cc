@@ -160,10 +160,11 @@ void Reducer::MarkBackwardStart() {
 }
 
 void Reducer::ZeroGrad() {
+  // set_to_none, as PyTorch's default: AccumulateGrad then hands over the fresh gradient and the
+  // hook divides it while copying it into the bucket (one pass). Zeroing the buckets in place
+  // instead costs two extra passes per step (the zeroing, and AccumulateGrad's in-place add).
   std::lock_guard<std::mutex> lock(mu_);
-  at::NoGradGuard no_grad;
-  for (auto& b : buckets_) b.flat.zero_();
-  for (size_t i = 0; i < params_.size(); ++i) params_[i].mutable_grad() = slots_[i].view;
+  for (const auto& p : params_) p.mutable_grad().reset();
 }
 
 StepTimings Reducer::last_timings() const {

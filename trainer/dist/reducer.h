@@ -11,8 +11,8 @@
 //     every rank agrees).
 //   * Gradients live in the buckets: after a synchronized backward, param.grad() is a view into
 //     its bucket's flat tensor (PyTorch's gradient_as_bucket_view=True). When param.grad() is
-//     not a bucket view (first step, or after optimizer.zero_grad() with set_to_none) the hook
-//     copies it in (one extra copy); ZeroGrad() zeroes the buckets in place and avoids it.
+//     a bucket view (after ZeroGrad() or optimizer.zero_grad(), which set grads to none, as
+//     PyTorch does) the hook divides it while copying it into the bucket and repoints grad().
 //   * Averaging is PyTorch's: each gradient is multiplied by 1/world_size when it enters its
 //     bucket, then the bucket is SUM-allreduced. With comm_dtype set (bf16/fp16) the bucket is
 //     cast after the division, allreduced in that dtype and cast back.
@@ -88,7 +88,8 @@ class Reducer {
   // Marks the start of backward (for timings); optional.
   void MarkBackwardStart();
 
-  // Zeroes all buckets in place and points every param.grad() at its bucket view.
+  // Sets every param.grad() to none (PyTorch's zero_grad(set_to_none=True)); the next backward
+  // moves fresh gradients into the buckets with one pass.
   void ZeroGrad();
 
   StepTimings last_timings() const;
