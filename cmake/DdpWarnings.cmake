@@ -1,7 +1,7 @@
 # One warning list, applied privately to our own targets (never to generated code or deps).
 set(DDP_WARNING_FLAGS
   -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wcast-align
-  -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough -Wformat=2
+  -Woverloaded-virtual -Wimplicit-fallthrough -Wformat=2
   -Wmissing-declarations -Wno-unused-parameter)
 
 find_program(DDP_CLANG_TIDY_EXE clang-tidy)

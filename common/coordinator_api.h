@@ -20,23 +20,23 @@ namespace ddp {
 
 // Who a worker is before it has a rank: its place in the launch layout.
 struct WorkerIdentity {
-  std::string host;           // hostname, for status views and error messages
-  int node_rank = 0;          // index of this worker's node in the job (SLURM_NODEID or 0)
-  int local_rank = 0;         // index of this worker on its node (GPU index)
-  int local_world_size = 1;   // workers on this node
+  std::string host;          // hostname, for status views and error messages
+  int node_rank = 0;         // index of this worker's node in the job (SLURM_NODEID or 0)
+  int local_rank = 0;        // index of this worker on its node (GPU index)
+  int local_world_size = 1;  // workers on this node
   int pid = 0;
-  std::string nonce;          // generation nonce read from the dist_file (verified by the server)
+  std::string nonce;  // generation nonce read from the dist_file (verified by the server)
 };
 
 // What registration returns once the whole world has joined.
 struct RankAssignment {
-  int rank = 0;               // global rank: ordered by node, then local rank
+  int rank = 0;  // global rank: ordered by node, then local rank
   int world_size = 1;
   int local_rank = 0;
   int local_world_size = 1;
   int node_rank = 0;
   int num_nodes = 1;
-  int64_t generation = 0;     // Slurm restart count of this job
+  int64_t generation = 0;  // Slurm restart count of this job
 };
 
 // What a worker asks for at the start of each epoch. Every rank must send the same dataset_size,
@@ -79,16 +79,16 @@ struct ProgressReport {
   WorkerPhase phase = WorkerPhase::kStarting;
   int64_t epoch = 0;
   int64_t epochs = 0;
-  int64_t step = 0;             // global step count since the start of training
+  int64_t step = 0;  // global step count since the start of training
   int64_t steps_per_epoch = 0;
-  double loss = 0.0;            // recent training loss (rank-local)
+  double loss = 0.0;                // recent training loss (rank-local)
   double samples_per_second = 0.0;  // rank-local throughput
   double data_wait_share = 0.0;     // fraction of step time spent waiting for data
   double forward_ms = 0.0;
   double backward_ms = 0.0;
   double comm_wait_ms = 0.0;
   double optimizer_ms = 0.0;
-  double overlap_share = 0.0;   // fraction of allreduce time hidden behind backward
+  double overlap_share = 0.0;  // fraction of allreduce time hidden behind backward
 };
 
 // What the coordinator tells a worker in a heartbeat reply.
@@ -96,14 +96,14 @@ enum class Command { kContinue, kCheckpointAndStop, kAbort };
 
 struct HeartbeatReply {
   Command command = Command::kContinue;
-  std::string reason;           // why (for kAbort: names the failed rank)
+  std::string reason;  // why (for kAbort: names the failed rank)
 };
 
 // A checkpoint that rank 0 has durably written.
 struct CommittedCheckpoint {
   int64_t epoch = 0;
   int64_t step = 0;
-  int64_t consumed = 0;         // global positions of `epoch` consumed (sampler_plan.h)
+  int64_t consumed = 0;  // global positions of `epoch` consumed (sampler_plan.h)
   std::string path;
 };
 

@@ -180,6 +180,16 @@ void Job::CompleteRegistrationLocked(std::vector<Completion>* out) {
     slot.waiting.clear();
     ++rank;
   }
+  // The rank table goes to the log only (one line per rank), not into the bounded event list.
+  if (config_.log) {
+    int r = 0;
+    for (const auto& [key, slot] : slots_) {
+      out->push_back(
+          [log = config_.log, line = absl::StrCat("rank ", r++, " = node ", key.first, " local ",
+                                                  key.second, " (host ", slot.who.host, ", pid ",
+                                                  slot.who.pid, ")")] { log(line); });
+    }
+  }
   ranks_ = std::move(ranks);
   num_ranks_ = rank;
   world_complete_.store(true, std::memory_order_release);
