@@ -9,6 +9,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/trainer_lib.sh"
 tr_require
+# 256 steps per epoch at world 4: long enough to catch the job RUNNING in ddpctl status.
+TR_FLAGS=(--backend gloo --data synthetic:16384x1x8x8:10 --arch mlp --batch-size 16 --workers 0
+          --epochs 2 --print-freq 100 --heartbeat-timeout 5)
 
 # run_layout NAME SRUN-OPTS... -- TRAINER-OPTS...
 run_layout() {
