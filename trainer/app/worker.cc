@@ -1,5 +1,6 @@
 #include "trainer/app/worker.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/ops/zeros_like.h>
 #include <c10/core/GradMode.h>
 #include <signal.h>
@@ -7,11 +8,14 @@
 #include <torch/utils.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -193,6 +197,11 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     }
   }
   torch::manual_seed(static_cast<uint64_t>(c.seed));
+  // Several CPU workers on one node share its cores (as torchrun sets OMP_NUM_THREADS=1).
+  if (p.local_world_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    at::set_num_threads(std::max(1, cores / p.local_world_size));
+  }
   Setup s;
   auto data = OpenData(c);
   if (!data.ok()) return Fail(prefix, kExitUsage, std::string(data.status().message()));

@@ -19,7 +19,7 @@ BIN = os.environ["DDP_BIN_DIR"]
 TRAINER = os.path.join(BIN, "ddp-trainer")
 DDPCTL = os.path.join(BIN, "ddpctl")
 SRC = os.environ.get("DDP_SOURCE_DIR", os.path.dirname(__file__) + "/../../..")
-FAST = ["--data", "synthetic:512x1x8x8x10", "--arch", "mlp", "--batch-size", "16",
+FAST = ["--data", "synthetic:512x1x8x8:10", "--arch", "mlp", "--batch-size", "16",
         "--workers", "0", "--print-freq", "5", "--heartbeat-timeout", "5"]
 
 
@@ -113,7 +113,7 @@ def case_resume_exact(tmp):
 
 def case_kill_worker(tmp):
     """SIGKILL one worker mid-epoch: every process exits within 30 s, non-zero, naming the rank."""
-    args = ["--data", "synthetic:100000x1x8x8x10", "--arch", "mlp", "--batch-size", "8",
+    args = ["--data", "synthetic:100000x1x8x8:10", "--arch", "mlp", "--batch-size", "8",
             "--workers", "0", "--nprocs-per-node", "3", "--epochs", "50", "--heartbeat-timeout",
             "3", "--job-id", "kill"]
     p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
