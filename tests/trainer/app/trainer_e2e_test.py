@@ -14,6 +14,7 @@ import tempfile
 import time
 
 import torch
+import torch.jit._pickle  # noqa: F401  (restore_type_tag, see model_state)
 
 BIN = os.environ["DDP_BIN_DIR"]
 TRAINER = os.path.join(BIN, "ddp-trainer")
@@ -43,7 +44,10 @@ def expect(cond, msg, output=""):
 
 
 def model_state(path):
-    ckpt = torch.load(path)  # weights_only: a plain dict of tensors and numbers
+    # A plain dict of tensors and numbers; LibTorch's pickler tags typed containers with
+    # torch.jit._pickle.restore_type_tag, which weights_only loading accepts once allowed.
+    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
+        ckpt = torch.load(path)
     expect(isinstance(ckpt, dict) and "model" in ckpt, f"{path} is not a checkpoint dict")
     return ckpt
 
