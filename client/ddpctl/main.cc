@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("DDP_DIST_FILE")) global.dist_file = env;
   CLI::App app{"ddpctl: look at and control a slurm-ddp job"};
   app.require_subcommand(1);
+  // Job-finding flags work before or after the subcommand: `ddpctl status --dist-file F`.
+  app.fallthrough();
   app.footer(
       "Finding the job: --dist-file PATH (or $DDP_DIST_FILE), or --address HOST:PORT with "
       "--token.\n"
