@@ -30,9 +30,8 @@ class StatusWatcher;
 // every method, which ours hide on purpose. Include this header only from coordinator/.)
 // GetStatus is a raw method: it answers with the snapshot's pre-serialized bytes, so a status
 // read costs a memcpy, not a 4096-rank message copy and serialization per request.
-class CoordinatorService final
-    : public slurm_ddp::v1::Coordinator::WithRawCallbackMethod_GetStatus<
-          slurm_ddp::v1::Coordinator::CallbackService> {
+class CoordinatorService final : public slurm_ddp::v1::Coordinator::WithRawCallbackMethod_GetStatus<
+                                     slurm_ddp::v1::Coordinator::CallbackService> {
  public:
   // All pointers must outlive the service. `log` receives one line per refused call (may be empty).
   // Status reads (GetStatus, WatchStatus) are served from `cache`'s snapshots.
@@ -87,8 +86,7 @@ class CoordinatorService final
   grpc::ServerUnaryReactor* ReportDone(grpc::CallbackServerContext* ctx,
                                        const slurm_ddp::v1::ReportDoneRequest* req,
                                        slurm_ddp::v1::ReportDoneReply* resp) override;
-  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
-                                      const grpc::ByteBuffer* req,
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                       grpc::ByteBuffer* resp) override;
   grpc::ServerWriteReactor<slurm_ddp::v1::JobStatus>* WatchStatus(
       grpc::CallbackServerContext* ctx, const slurm_ddp::v1::WatchStatusRequest* req) override;
