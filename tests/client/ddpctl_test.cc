@@ -8,21 +8,14 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/run_shell.h"
 
 namespace ddp {
 namespace {
 
 using ::testing::HasSubstr;
 
-int RunShell(const std::string& cmd, std::string* out) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
-  int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+using ::ddp::testing::RunShell;
 
 std::string Ddpctl() {
   const char* bin = std::getenv("DDP_BIN_DIR");

@@ -16,22 +16,14 @@
 #include "common/dist_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/run_shell.h"
 
 namespace ddp {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Runs a shell command; returns exit code and stdout+stderr.
-int RunShell(const std::string& cmd, std::string* out) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
-  int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+using ::ddp::testing::RunShell;
 
 class CoordinatorBinaryTest : public ::testing::Test {
  protected:
