@@ -59,7 +59,7 @@ free_port() {
     fi
     [[ -n "${p:-}" ]] || p=$((20000 + RANDOM % 40000))
     # Not listening on any address, not taken by us already.
-    if [[ "$PORTS_TAKEN" != *" $p "* ]] && ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then
+    if [[ "$PORTS_TAKEN" != *" $p "* ]] && [[ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ]]; then
       PORTS_TAKEN+="$p "
       echo "$p"
       return 0

@@ -26,7 +26,13 @@ for d in common proto coordinator client; do
 done
 while IFS= read -r hit; do err "$hit"; done < <(grep -rnE "$rpc_re|#include *\"(coordinator|client|trainer)/" "$src/common")
 
-links_torch() { ldd "$1" | grep -q 'libtorch'; }
+# ldd's output is captured first: `ldd | grep -q` under pipefail fails at random when grep exits
+# before ldd has written everything (SIGPIPE).
+links_torch() {
+  local deps
+  deps=$(ldd "$1") || { err "ldd $1 failed"; return 1; }
+  [[ "$deps" == *libtorch* ]]
+}
 for b in ddp-coordinator ddpctl; do
   if [[ ! -x "$bin/$b" ]]; then err "$bin/$b was not built"; continue; fi
   links_torch "$bin/$b" && err "$b links LibTorch"
