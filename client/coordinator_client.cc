@@ -190,6 +190,20 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     });
   }
 
+  absl::StatusOr<std::string> ReportLost(const LostWorker& lost) override {
+    pb::ReportLostRequest req;
+    req.set_node_rank(lost.node_rank);
+    req.set_local_rank(lost.local_rank);
+    req.set_pid(lost.pid);
+    req.set_what(lost.what);
+    pb::ReportLostReply reply;
+    absl::Status st = ch_->Call("ReportLost", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().ReportLost(ctx, req, &reply);
+    });
+    if (!st.ok()) return st;
+    return reply.description();
+  }
+
  private:
   void SetWorker(pb::WorkerRef* ref) const {
     absl::MutexLock lock(&mu_);

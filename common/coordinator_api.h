@@ -107,6 +107,14 @@ struct CommittedCheckpoint {
   std::string path;
 };
 
+// A worker that died without reporting, as its launcher saw it.
+struct LostWorker {
+  int node_rank = 0;
+  int local_rank = 0;
+  int pid = 0;
+  std::string what;  // "killed by signal 9"
+};
+
 class CoordinatorApi {
  public:
   virtual ~CoordinatorApi() = default;
@@ -140,6 +148,10 @@ class CoordinatorApi {
   virtual absl::Status CommitCheckpoint(const CommittedCheckpoint& checkpoint) = 0;
   // The worker's outcome: OK when it finished training, else why it failed.
   virtual absl::Status ReportDone(const absl::Status& outcome) = 0;
+  // --- launcher -------------------------------------------------------------------------------
+  // One of this node's workers died without reporting: fails the job naming its rank (see
+  // Job::ReportLost). Returns the rank's description ("rank 3 (host h, node 1, ...)").
+  virtual absl::StatusOr<std::string> ReportLost(const LostWorker& lost) = 0;
 };
 
 }  // namespace ddp

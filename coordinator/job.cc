@@ -364,7 +364,9 @@ absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
     const std::string who = DescribeRank(rank);
     const std::string message = ClampReason(std::string(outcome.message()));
     if (!outcome.ok() && !absl::IsCancelled(outcome)) {
+      const bool was_finished = FinishedLocked();
       FailLocked(rank, absl::StrCat(who, " failed: ", message), absl::StatusCode::kAborted, &out);
+      if (!was_finished) failure_revisable_until_ = clock_->Now() + kRootCauseWindow;
     } else if (absl::IsCancelled(outcome)) {
       EventLocked(absl::StrCat(who, " stopped", message.empty() ? "" : ": ", message), &out);
       if (state_ == JobState::kRunning) {
@@ -380,6 +382,59 @@ absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
   }
   Run(out);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Job::ReportLost(int node_rank, int local_rank, int pid,
+                                            const std::string& what) {
+  std::vector<Completion> out;
+  std::string who;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = slots_.find({node_rank, local_rank});
+    if (it == slots_.end() || it->second.who.pid != pid) {
+      return absl::NotFoundError(absl::StrCat("no registered worker at node ", node_rank,
+                                              " local rank ", local_rank, " with pid ", pid));
+    }
+    const std::string how = ClampReason(what);
+    if (!world_complete_.load(std::memory_order_acquire)) {
+      who = absl::StrCat("worker (host ", it->second.who.host, ", node ", node_rank,
+                         ", local rank ", local_rank, ", pid ", pid, ")");
+      FailLocked(-1, absl::StrCat(who, " ", how, " during registration"),
+                 absl::StatusCode::kAborted, &out);
+    } else {
+      int rank = 0;
+      while (rank < num_ranks_ && (ranks_[static_cast<size_t>(rank)].who.node_rank != node_rank ||
+                                   ranks_[static_cast<size_t>(rank)].who.local_rank != local_rank)) {
+        ++rank;
+      }
+      if (rank == num_ranks_) return absl::InternalError("registered worker has no rank");
+      RankSlot& slot = ranks_[static_cast<size_t>(rank)];
+      {
+        absl::MutexLock slot_lock(&slot.mu);
+        slot.state = "lost";
+        slot.sticky = true;
+      }
+      who = DescribeRank(rank);
+      const std::string cause = absl::StrCat(who, " ", how);
+      if (!FinishedLocked()) {
+        FailLocked(rank, cause, absl::StatusCode::kAborted, &out);
+      } else if (state_ == JobState::kFailed && failed_rank_ != rank &&
+                 clock_->Now() <= failure_revisable_until_) {
+        // The earlier report (typically a peer's "connection reset" in a collective) followed
+        // from this death: name the dead rank as the cause.
+        EventLocked(absl::StrCat("root cause: ", cause, " (", DescribeRank(failed_rank_),
+                                 " failed after it)"),
+                    &out);
+        failed_rank_ = rank;
+        failure_reason_ = absl::StrCat(cause, "; then ", failure_reason_);
+        failure_revisable_until_ = absl::InfinitePast();
+      } else {
+        EventLocked(cause, &out);
+      }
+    }
+  }
+  Run(out);
+  return who;
 }
 
 absl::Status Job::Stop(bool graceful, const std::string& reason) {

@@ -73,6 +73,14 @@ class Job {
   // graceful stop; one arriving while RUNNING starts a graceful stop of the whole job, as when
   // Slurm signals a node before preemption). Any other error fails the job naming the rank.
   absl::Status ReportDone(int rank, int pid, const absl::Status& outcome);
+  // A launcher reports that its worker (node_rank, local_rank, pid) died without reporting, e.g.
+  // killed by a signal; `what` says how ("killed by signal 9"). Fails the job naming that rank.
+  // When the job already failed in the last kRootCauseWindow because another rank reported a
+  // (communication) error, the death is the root cause: the job's failure is re-attributed to
+  // the dead rank. Returns the rank's description ("rank 3 (host h, node 1, ...)").
+  absl::StatusOr<std::string> ReportLost(int node_rank, int local_rank, int pid,
+                                         const std::string& what);
+  static constexpr absl::Duration kRootCauseWindow = absl::Seconds(5);
   // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
   absl::Status Stop(bool graceful, const std::string& reason);
 
@@ -137,6 +145,8 @@ class Job {
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;  // every rank stopped after a graceful stop
   int failed_rank_ ABSL_GUARDED_BY(mu_) = -1;
   std::string failure_reason_ ABSL_GUARDED_BY(mu_);
+  // Until when a failure reported by a rank itself may be re-attributed by ReportLost.
+  absl::Time failure_revisable_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Registration: (node_rank, local_rank) -> slot. Ordered, so ranks follow map order.
   std::map<std::pair<int, int>, Slot> slots_ ABSL_GUARDED_BY(mu_);
   int num_nodes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -85,11 +85,15 @@ int Run(const Flags& flags) {
   const std::string dist_file =
       flags.dist_file.empty() ? DefaultDistFilePath(job_id) : flags.dist_file;
 
-  // Signals go to a dedicated thread (blocked here, before any other thread starts).
+  // Signals go to a dedicated thread (blocked here, before any other thread starts). Slurm
+  // delivers a job step's signals to every process of the task, this one included: SIGUSR1
+  // (time limit near, `scancel --signal=USR1`) must not kill the coordinator while the workers
+  // checkpoint; it asks for the same graceful stop they are doing.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto contents = NewDistFileContents(job_id, generation, "", flags.http_port);
@@ -155,8 +159,15 @@ int Run(const Flags& flags) {
     int count = 0;
     while (sigwait(&signals, &sig) == 0) {
       if (sig == 0) return;  // woken by pthread_kill(…, 0)? never delivered; kept for safety
+      const JobState state = job.Status().state;
+      if (sig == SIGUSR1) {
+        if (state != JobState::kRunning) continue;  // already stopping, or nothing to save
+        log("signal SIGUSR1: checkpoint and stop");
+        (void)job.Stop(true, "SIGUSR1");
+        continue;
+      }
       ++count;
-      const bool graceful = count == 1 && job.Status().state == JobState::kRunning;
+      const bool graceful = count == 1 && state == JobState::kRunning;
       log(absl::StrCat("signal ", sig, ": ", graceful ? "checkpoint and stop" : "abort"));
       (void)job.Stop(graceful, absl::StrCat("signal ", sig));
       if (!graceful) return;

@@ -296,6 +296,17 @@ grpc::ServerUnaryReactor* CoordinatorService::ReportDone(grpc::CallbackServerCon
   return Reply(ctx, job_->ReportDone(req->worker().rank(), req->worker().pid(), outcome));
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::ReportLost(grpc::CallbackServerContext* ctx,
+                                                         const pb::ReportLostRequest* req,
+                                                         pb::ReportLostReply* resp) {
+  if (auto* r = Refuse(ctx, "ReportLost")) return r;
+  absl::StatusOr<std::string> who = job_->ReportLost(
+      req->node_rank(), req->local_rank(), req->pid(),
+      req->what().empty() ? std::string("died") : req->what());
+  if (who.ok()) resp->set_description(*who);
+  return Reply(ctx, who.status());
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::GetStatus(grpc::CallbackServerContext* ctx,
                                                         const grpc::ByteBuffer*,
                                                         grpc::ByteBuffer* resp) {

@@ -225,6 +225,62 @@ TEST_F(JobTest, ShardParametersMustAgreeAndEpochsGoForward) {
   EXPECT_EQ(resumed->consumed_world_size, 2);
 }
 
+TEST_F(JobTest, LostWorkerFailsTheJobNamingItsRank) {
+  auto job = MakeJob(4);
+  RegisterAll(*job, {Who(0, 0, 2, 10), Who(0, 1, 2, 11), Who(1, 0, 2, 12), Who(1, 1, 2, 13)});
+  // A report about a process that is not (or no longer) the registered one changes nothing.
+  EXPECT_TRUE(absl::IsNotFound(job->ReportLost(1, 1, 99, "killed by signal 9").status()));
+  EXPECT_TRUE(absl::IsNotFound(job->ReportLost(7, 0, 13, "killed by signal 9").status()));
+  EXPECT_EQ(job->Status().state, JobState::kRunning);
+  auto who = job->ReportLost(1, 1, 13, "killed by signal 9");
+  ASSERT_TRUE(who.ok()) << who.status();
+  EXPECT_EQ(*who, "rank 3 (host host1, node 1, local rank 1, pid 13)");
+  JobStatus s = job->Status();
+  EXPECT_EQ(s.state, JobState::kFailed);
+  EXPECT_EQ(s.failed_rank, 3);
+  EXPECT_THAT(s.failure_reason, HasSubstr("rank 3 (host host1, node 1, local rank 1, pid 13) "
+                                          "killed by signal 9"));
+  EXPECT_EQ(s.ranks[3].state, "lost");
+  auto hb = job->Heartbeat(0, 10, {});
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->command, Command::kAbort);
+  EXPECT_THAT(hb->reason, HasSubstr("rank 3"));
+}
+
+TEST_F(JobTest, DeathReportedSoonAfterAPeerErrorBecomesTheRootCause) {
+  auto job = MakeJob(2);
+  RegisterAll(*job, {Who(0, 0, 1, 10), Who(1, 0, 1, 11)});
+  // Rank 0 sees the broken connection first and reports it; the launcher of rank 1 then says
+  // rank 1 was killed: the failure is re-attributed to rank 1, with rank 0's error kept.
+  ASSERT_TRUE(job->ReportDone(0, 10, absl::UnavailableError("Connection reset by peer")).ok());
+  EXPECT_EQ(job->Status().failed_rank, 0);
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(job->ReportLost(1, 0, 11, "killed by signal 9").ok());
+  JobStatus s = job->Status();
+  EXPECT_EQ(s.failed_rank, 1);
+  EXPECT_THAT(s.failure_reason, HasSubstr("rank 1 (host host1, node 1, local rank 0, pid 11) "
+                                          "killed by signal 9; then rank 0"));
+  EXPECT_THAT(s.failure_reason, HasSubstr("Connection reset by peer"));
+
+  // Too late (outside the window): the first failure stands, the death is only an event.
+  auto late = MakeJob(2);
+  RegisterAll(*late, {Who(0, 0, 1, 10), Who(1, 0, 1, 11)});
+  ASSERT_TRUE(late->ReportDone(0, 10, absl::InternalError("bad input")).ok());
+  clock_.Advance(Job::kRootCauseWindow + absl::Seconds(1));
+  ASSERT_TRUE(late->ReportLost(1, 0, 11, "killed by signal 9").ok());
+  EXPECT_EQ(late->Status().failed_rank, 0);
+  EXPECT_THAT(late->Status().events.back(), HasSubstr("rank 1"));
+}
+
+TEST_F(JobTest, DeathDuringRegistrationFailsTheJob) {
+  auto job = MakeJob(2);
+  auto r = RegisterAll(*job, {Who(0, 0, 2, 10)});
+  ASSERT_TRUE(job->ReportLost(0, 0, 10, "killed by signal 11").ok());
+  EXPECT_EQ(job->Status().state, JobState::kFailed);
+  EXPECT_THAT(job->Status().failure_reason, HasSubstr("killed by signal 11 during registration"));
+  EXPECT_FALSE(r[0].ok());
+}
+
 TEST_F(JobTest, CallsBeforeRegistrationAreRefused) {
   auto job = MakeJob(2);
   EXPECT_TRUE(absl::IsFailedPrecondition(job->Heartbeat(0, 1, {}).status()));

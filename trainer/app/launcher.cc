@@ -73,7 +73,8 @@ std::string Describe(int status) {
 
 }  // namespace
 
-int RunLauncher(const LaunchPlan& plan, const TrainerConfig& config, int argc, char** argv) {
+int RunLauncher(const LaunchPlan& plan, const TrainerConfig& config, int argc, char** argv,
+                const LostReporter& report_lost) {
   const WorkerPlacement& base = plan.base;
   const std::string task =
       base.local_mode ? "local" : absl::StrCat("node ", base.node_rank, " task");
@@ -132,7 +133,8 @@ int RunLauncher(const LaunchPlan& plan, const TrainerConfig& config, int argc, c
   }
 
   int result = kExitOk;
-  bool stopping = false;  // a worker failed: the others are being stopped
+  bool stopping = false;   // a worker failed: the others are being stopped
+  bool forwarded = false;  // a signal was forwarded to the workers
   absl::Time kill_at = absl::InfiniteFuture();
   int running = static_cast<int>(workers.size());
   while (running > 0) {
@@ -140,6 +142,7 @@ int RunLauncher(const LaunchPlan& plan, const TrainerConfig& config, int argc, c
     const int sig = sigtimedwait(&wanted, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGUSR1 || sig == SIGINT) {
       Log(task, absl::StrCat("received ", strsignal(sig), "; forwarding to workers"));
+      forwarded = true;
       for (const Worker& w : workers) {
         if (w.running) kill(w.pid, sig);
       }
@@ -157,17 +160,27 @@ int RunLauncher(const LaunchPlan& plan, const TrainerConfig& config, int argc, c
         if (result == kExitOk) result = kExitResumable;
         continue;
       }
-      Log(task, absl::StrCat("worker (local rank ", w.local_rank, ", pid ", w.pid, ") ",
-                             Describe(status), (stopping ? "" : "; stopping the other workers")));
-      if (result == kExitOk || result == kExitResumable) {
-        result = code == kExitAborted || code == kExitUsage ? code : kExitFailed;
-      }
-      if (!stopping) {
+      const bool first = !stopping;
+      if (first) {
         stopping = true;
         for (const Worker& other : workers) {
           if (other.running) kill(other.pid, SIGTERM);
         }
         kill_at = absl::Now() + absl::Seconds(10);
+      }
+      std::string rank;
+      // Only a death nobody asked for: not a worker we stopped, nor one after a forwarded signal.
+      if (first && !forwarded && WIFSIGNALED(status) && report_lost) {
+        rank = report_lost(LostWorker{base.node_rank, w.local_rank, static_cast<int>(w.pid),
+                                      Describe(status)});
+      }
+      Log(task, absl::StrCat("worker ",
+                             rank.empty() ? absl::StrCat("(local rank ", w.local_rank, ", pid ",
+                                                         w.pid, ")")
+                                          : rank,
+                             " ", Describe(status), first ? "; stopping the other workers" : ""));
+      if (result == kExitOk || result == kExitResumable) {
+        result = code == kExitAborted || code == kExitUsage ? code : kExitFailed;
       }
     }
     if (absl::Now() > kill_at) {

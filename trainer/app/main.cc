@@ -4,13 +4,51 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 
+#include "absl/time/time.h"
+#include "client/coordinator_client.h"
 #include "common/slurm_env.h"
 #include "trainer/app/config.h"
 #include "trainer/app/launch_plan.h"
 #include "trainer/app/launcher.h"
 #include "trainer/app/worker.h"
+
+namespace {
+
+// Tells the coordinator about a worker that died without reporting (connecting on first use:
+// only after every worker has been forked). Bounded: a few seconds at most, errors logged.
+ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
+  const ddp::WorkerPlacement base = plan.base;
+  return [base, api = std::shared_ptr<ddp::CoordinatorApi>()](
+             const ddp::LostWorker& lost) mutable -> std::string {
+    if (api == nullptr) {
+      ddp::ConnectOptions co;
+      co.dist_file = base.dist_file;
+      co.expected_job_id = base.job_id;
+      co.min_generation = base.generation;
+      co.dist_file_timeout = absl::ZeroDuration();
+      co.rpc_timeout = absl::Seconds(3);
+      auto connected = ddp::ConnectToCoordinator(co);
+      if (!connected.ok()) {
+        std::fprintf(stderr, "ddp-trainer: cannot report the lost worker to the coordinator: %s\n",
+                     std::string(connected.status().message()).c_str());
+        return "";
+      }
+      api = std::move(*connected);
+    }
+    auto who = api->ReportLost(lost);
+    if (!who.ok()) {
+      std::fprintf(stderr, "ddp-trainer: coordinator did not take the lost worker report: %s\n",
+                   std::string(who.status().message()).c_str());
+      return "";
+    }
+    return *who;
+  };
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int exit_code = ddp::kExitOk;
@@ -38,7 +76,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ddp-trainer: %s\n", std::string(plan.status().message()).c_str());
       return ddp::kExitUsage;
     }
-    return ddp::RunLauncher(*plan, *config, argc, argv);
+    return ddp::RunLauncher(*plan, *config, argc, argv, LostReporter(*plan));
   } catch (const std::exception& e) {
     // The one boundary where exceptions (c10::Error, std::) become an exit code.
     std::string what = e.what();

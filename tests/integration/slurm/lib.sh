@@ -24,6 +24,17 @@ wait_until() {
   done
 }
 
+# wait_eval TIMEOUT DESCRIPTION 'SHELL CODE': like wait_until, but the code (which may use
+# command substitutions and functions) is evaluated afresh on every poll.
+wait_eval() {
+  local t=$1 what=$2 code=$3
+  local deadline=$((SECONDS + t))
+  until eval "$code" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || { note "timed out after ${t}s waiting for: $what"; return 1; }
+    sleep 0.5
+  done
+}
+
 job_field() {  # job_field JOBID FIELD -> value of FIELD= in scontrol show job
   scontrol show job "$1" -o 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }

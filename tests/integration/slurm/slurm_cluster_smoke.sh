@@ -41,7 +41,7 @@ check_scancel_step() {
   [[ -n "$(procs_in "$T_WORK/cancel")" ]] || fail "no task process found in the job's working dir"
   scancel "$job.0" || fail "scancel $job.0"
   wait_until 30 "job $job to end" job_done "$job" || { show_job "$job"; fail "job did not end after step cancel"; }
-  wait_until 20 "no process left in the job dir" test -z "$(procs_in "$T_WORK/cancel")" ||
+  wait_eval 20 "no process left in the job dir" '[[ -z "$(procs_in "$T_WORK/cancel")" ]]' ||
     { ps -o pid,args -p "$(procs_in "$T_WORK/cancel" | tr '\n' ,)0"; fail "processes left after scancel"; }
 }
 

@@ -85,7 +85,7 @@ case_single_node_paths() {
   wait_until 60 "job $job to end" job_done "$job" || { dump_case $c "$job"; fail "did not end"; }
   [[ "$(job_field "$job" JobState)/$(job_field "$job" Restarts)" == CANCELLED/0 ]] ||
     { dump_case $c "$job"; fail "cancel case: want CANCELLED/0"; }
-  wait_until 20 "no process left in $w" test -z "$(procs_in "$w")" || fail "processes left after scancel"
+  wait_eval 20 "no process left in $w" '[[ -z "$(procs_in "$w")" ]]' || fail "processes left after scancel"
   sleep 3
   [[ "$(job_field "$job" JobState)" == CANCELLED ]] || { dump_case $c "$job"; fail "cancelled job came back"; }
 }

@@ -25,7 +25,7 @@ run_layout() {
   srun --job-name="$name" --chdir="$w" "${sopts[@]}" "$TR_TRAINER" "${TR_FLAGS[@]}" \
     --checkpoint-dir "$w/ckpt" "${topts[@]}" >"$w/out" 2>&1 &
   local srun_pid=$!
-  wait_until 30 "job $name to get an id" test -n "$(squeue -h -n "$name" -o %i)" || { cat "$w/out"; fail "$name: no job"; }
+  wait_eval 30 "job $name to get an id" '[[ -n "$(squeue -h -n "$name" -o %i)" ]]' || { cat "$w/out"; fail "$name: no job"; }
   job=$(squeue -h -n "$name" -o %i | head -1)
   local df=$w/dist_file.$job
   if wait_until 90 "$name RUNNING in ddpctl status" tr_state_is "$df" RUNNING; then

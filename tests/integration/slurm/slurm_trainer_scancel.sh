@@ -32,7 +32,7 @@ body() {
   [[ "$(job_field "$job" JobState)/$(job_field "$job" Restarts)" == CANCELLED/0 ]] ||
     { show_job "$job"; dump_file "$w/job.out"; fail "want CANCELLED/0, got $(job_field "$job" JobState)/$(job_field "$job" Restarts)"; }
   local t0=$SECONDS
-  wait_until 30 "every process of job $job gone" test -z "$(procs_mentioning "$w"; procs_in "$w")" || {
+  wait_eval 30 "every process of job $job gone" '[[ -z "$(procs_mentioning "$w"; procs_in "$w")" ]]' || {
     ps -o pid,ppid,args -p "$( (procs_mentioning "$w"; procs_in "$w") | tr '\n' ,)0" >&2
     fail "processes survived scancel"
   }

@@ -10,6 +10,7 @@
 #                   both jobs finish, each with only its own 2 workers registered.
 # (A stale file of an earlier generation of the same job: slurm_trainer_requeue.)
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/kit_lib.sh"
 source "$(dirname "$0")/trainer_lib.sh"
 tr_require
 

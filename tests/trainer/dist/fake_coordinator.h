@@ -89,6 +89,9 @@ class FakeCoordinator : public CoordinatorApi {
     return absl::UnimplementedError("fake");
   }
   absl::Status ReportDone(const absl::Status&) override { return absl::OkStatus(); }
+  absl::StatusOr<std::string> ReportLost(const LostWorker&) override {
+    return absl::UnimplementedError("fake");
+  }
 
  private:
   bool AwaitLocked(const std::vector<std::string>& keys, absl::Duration timeout)
