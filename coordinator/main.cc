@@ -14,6 +14,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/dist_file.h"
@@ -154,11 +155,16 @@ int Run(const Flags& flags) {
                      "/ (token in the dist_file; `ddpctl dashboard` prints the full URL)"));
   }
 
+  absl::Notification end_linger;
   std::thread signal_thread([&] {
     int sig = 0;
     int count = 0;
     while (sigwait(&signals, &sig) == 0) {
       if (sig == 0) return;  // woken by pthread_kill(…, 0)? never delivered; kept for safety
+      if (job.Finished()) {  // lingering: a signal now means "go"
+        if (!end_linger.HasBeenNotified()) end_linger.Notify();
+        continue;
+      }
       const JobState state = job.Status().state;
       if (sig == SIGUSR1) {
         if (state != JobState::kRunning) continue;  // already stopping, or nothing to save
@@ -170,18 +176,21 @@ int Run(const Flags& flags) {
       const bool graceful = count == 1 && state == JobState::kRunning;
       log(absl::StrCat("signal ", sig, ": ", graceful ? "checkpoint and stop" : "abort"));
       (void)job.Stop(graceful, absl::StrCat("signal ", sig));
-      if (!graceful) return;
     }
   });
   signal_thread.detach();
 
   while (!job.WaitFinished(absl::Seconds(1))) {
   }
-  JobStatus final_status = job.Status();
-  log(absl::StrCat("job finished: ", JobStateName(final_status.state),
-                   final_status.failure_reason.empty() ? "" : ": ", final_status.failure_reason,
-                   "; lingering ", flags.linger_s, "s"));
-  absl::SleepFor(absl::Seconds(flags.linger_s));
+  {
+    const JobStatus s = job.Status();
+    log(absl::StrCat("job finished: ", JobStateName(s.state),
+                     s.failure_reason.empty() ? "" : ": ", s.failure_reason, "; lingering ",
+                     flags.linger_s, "s (a signal ends it)"));
+  }
+  end_linger.WaitForNotificationWithTimeout(absl::Seconds(flags.linger_s));
+  // Read again: a late report may have named the failure's root cause while we lingered.
+  const JobStatus final_status = job.Status();
   if (http) http->Stop();
   (*server)->Shutdown(absl::Seconds(2));
   auto still_ours = ReadDistFile(dist_file, {job_id, generation});

@@ -43,7 +43,7 @@ class CoordinatorBinaryTest : public ::testing::Test {
     }
     if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
   }
-  void StartCoordinator() {
+  void StartCoordinator(const char* linger = "10") {
     std::string exe = bin_ + "/ddp-coordinator";
     std::string log = dir_ + "/coordinator.log";
     pid_ = ::fork();
@@ -51,7 +51,7 @@ class CoordinatorBinaryTest : public ::testing::Test {
     if (pid_ == 0) {
       std::freopen(log.c_str(), "w", stderr);
       ::execl(exe.c_str(), exe.c_str(), "--world-size", "8", "--job-id", "bin-test", "--dist-file",
-              dist_file_.c_str(), "--listen", "127.0.0.1:0", nullptr);
+              dist_file_.c_str(), "--listen", "127.0.0.1:0", "--linger", linger, nullptr);
       ::_exit(127);
     }
     auto file = WaitForDistFile(dist_file_, {"bin-test", 0}, absl::Seconds(20));
@@ -105,6 +105,37 @@ TEST_F(CoordinatorBinaryTest, PublishesPrivateDistFileAndServesStatus) {
   EXPECT_THAT(human, HasSubstr("REGISTERING"));
   EXPECT_THAT(human, HasSubstr("0/8 registered"));
   EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "coordinator exited";
+}
+
+// Slurm signals every process of a job step: SIGUSR1 (time limit near) must not kill the
+// coordinator. Once the job has ended, a signal ends the linger at once.
+TEST_F(CoordinatorBinaryTest, SurvivesUsr1AndASignalEndsTheLinger) {
+  StartCoordinator("60");
+  ASSERT_EQ(::kill(pid_, SIGUSR1), 0);
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "coordinator died of SIGUSR1";
+  int rc = 0;
+  std::string json = Ctl(dist_file_, "status --json", &rc);
+  EXPECT_EQ(rc, 0) << json;
+  EXPECT_THAT(json, HasSubstr("\"state\":\"REGISTERING\""));
+
+  // SIGTERM while registering aborts the job; the coordinator then lingers (60 s) ...
+  ASSERT_EQ(::kill(pid_, SIGTERM), 0);
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "no linger";
+  json = Ctl(dist_file_, "status --json", &rc);
+  EXPECT_THAT(json, HasSubstr("\"state\":\"FAILED\""));
+  // ... until the next signal, which ends it within a few seconds (server shutdown included).
+  const absl::Time sent = absl::Now();
+  ASSERT_EQ(::kill(pid_, SIGTERM), 0);
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0 && absl::Now() - sent < absl::Seconds(10)) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "still running 10 s after the second SIGTERM";
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_LT(absl::Now() - sent, absl::Seconds(5));
+  pid_ = -1;
 }
 
 TEST_F(CoordinatorBinaryTest, HelpAndBadFlags) {

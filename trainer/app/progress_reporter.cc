@@ -53,9 +53,10 @@ void ProgressReporter::SendOnce() {
   if (reply.ok()) {
     last_success_ = now;
     if (reply->command == Command::kCheckpointAndStop) stop_requested_.store(true);
-    if (reply->command == Command::kAbort && !abort_reason_) {
+    if (reply->command == Command::kAbort) {
+      // The latest reason wins: the coordinator may re-attribute a failure to its root cause.
+      if (!abort_reason_) abort_since_ = now;
       abort_reason_ = reply->reason.empty() ? "the coordinator aborted the job" : reply->reason;
-      abort_since_ = now;
     }
   } else if (now - last_success_ > options_.unreachable_timeout && !abort_reason_) {
     abort_reason_ =

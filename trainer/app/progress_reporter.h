@@ -2,7 +2,8 @@
 // coordinator's commands. Update() never blocks the training step: it overwrites a one-slot
 // mailbox (the bounded queue) that the reporter thread heartbeats about once a second.
 //
-// Commands: CHECKPOINT_AND_STOP sets stop_requested(); ABORT sets abort_reason(). If the
+// Commands: CHECKPOINT_AND_STOP sets stop_requested(); ABORT sets abort_reason() (updated by
+// every later ABORT reply: the coordinator may name the root cause a moment later). If the
 // coordinator stays unreachable longer than `unreachable_timeout`, abort_reason() says so. When
 // an abort is not acted on within `abort_grace` (the training thread may be blocked inside a
 // collective whose peer is gone), the reporter prints the reason and ends the process with

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -313,18 +314,28 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     std::string reason(result.status().message());
     int code = result.status().code() == absl::StatusCode::kAborted ? kExitAborted : kExitFailed;
     report_done(result.status());
+    reporter.AcknowledgeAbort();  // this thread acts on it now: no forced exit meanwhile
     if (code != kExitAborted) {
-      // A collective failed: usually a peer died. The coordinator learns which one within its
-      // heartbeat timeout; wait that long for it to name the rank.
+      // A collective failed: usually a peer died. The coordinator learns which one from that
+      // peer's launcher at once, or within its heartbeat timeout; wait that long for it to name
+      // the rank. If the reason names this rank (our own report got there first), give the
+      // coordinator a moment to re-attribute it to a dead peer (Job::kRootCauseWindow).
       const absl::Time deadline = absl::Now() + absl::Seconds(c.heartbeat_timeout_s + 3);
-      while (absl::Now() < deadline && !reporter.abort_reason())
-        absl::SleepFor(absl::Milliseconds(200));
+      const std::string self = absl::StrCat("rank ", s.rank.rank, " (");
+      absl::Time settle = absl::InfiniteFuture();
+      for (;;) {
+        const absl::Time now = absl::Now();
+        auto why = reporter.abort_reason();
+        if (now >= deadline || (why && !absl::StartsWith(*why, self)) || now >= settle) break;
+        if (why && settle == absl::InfiniteFuture()) settle = now + absl::Seconds(2);
+        absl::SleepFor(absl::Milliseconds(300));
+        if (why) reporter.Flush();
+      }
       if (auto why = reporter.abort_reason()) {
         reason = absl::StrCat(*why, " (", reason, ")");
         code = kExitAborted;
       }
     }
-    reporter.AcknowledgeAbort();
     return Fail(prefix, code, reason);
   }
   if (result->outcome == LoopOutcome::kStopped) {
