@@ -18,54 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 
 namespace ddp {
 namespace {
-
-// Owns a file descriptor; closes it on destruction.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-  // Closes now and reports the error (close after write can report a deferred I/O error).
-  int Close() {
-    int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
-absl::Status Errno(absl::string_view what, const std::string& path) {
-  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
-}
-
-absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno("write", path);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-std::string DirName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 bool IsHex(absl::string_view s) {
   for (char c : s) {
@@ -78,13 +35,13 @@ bool IsHex(absl::string_view s) {
 
 absl::StatusOr<std::string> RandomHex(int bytes) {
   ScopedFd fd(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return Errno("open", "/dev/urandom");
+  if (fd.get() < 0) return ErrnoError("open", "/dev/urandom");
   std::string raw(static_cast<size_t>(bytes), '\0');
   size_t got = 0;
   while (got < raw.size()) {
     ssize_t n = ::read(fd.get(), raw.data() + got, raw.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno("read", "/dev/urandom");
+    if (n <= 0) return ErrnoError("read", "/dev/urandom");
     got += static_cast<size_t>(n);
   }
   return absl::BytesToHexString(raw);
@@ -173,24 +130,7 @@ absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
 }
 
 absl::Status PublishDistFile(const std::string& path, const DistFileContents& contents) {
-  ASSIGN_OR_RETURN(std::string suffix, RandomHex(6));
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", suffix);
-  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (fd.get() < 0) return Errno("create", tmp);
-  absl::Status st = WriteAll(fd.get(), SerializeDistFile(contents), tmp);
-  if (st.ok() && ::fchmod(fd.get(), 0600) != 0) st = Errno("chmod", tmp);
-  if (st.ok() && ::fsync(fd.get()) != 0) st = Errno("fsync", tmp);
-  if (fd.Close() != 0 && st.ok()) st = Errno("close", tmp);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = Errno("rename to " + path, tmp);
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  std::string dir = DirName(path);
-  ScopedFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd.get() < 0) return Errno("open folder", dir);
-  if (::fsync(dfd.get()) != 0) return Errno("fsync folder", dir);
-  return absl::OkStatus();
+  return WriteFileAtomically(path, SerializeDistFile(contents), 0600);
 }
 
 absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
@@ -199,7 +139,7 @@ absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT)
       return absl::NotFoundError(absl::StrCat("dist_file ", path, " does not exist"));
-    return Errno("stat", path);
+    return ErrnoError("stat", path);
   }
   if (S_ISLNK(st.st_mode)) {
     return absl::PermissionDeniedError(
@@ -212,9 +152,9 @@ absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
     if (errno == ELOOP)
       return absl::PermissionDeniedError(
           absl::StrCat("dist_file ", path, " is a symlink; refusing it"));
-    return Errno("open", path);
+    return ErrnoError("open", path);
   }
-  if (::fstat(fd.get(), &st) != 0) return Errno("fstat", path);
+  if (::fstat(fd.get(), &st) != 0) return ErrnoError("fstat", path);
   if (!S_ISREG(st.st_mode)) {
     return absl::PermissionDeniedError(absl::StrCat("dist_file ", path, " is not a regular file"));
   }
@@ -236,7 +176,7 @@ absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
   while (got < text.size()) {
     ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("read", path);
+    if (n < 0) return ErrnoError("read", path);
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }

@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/file_util.h"
 
 namespace ddp {
 namespace {
@@ -24,22 +25,6 @@ namespace {
 constexpr char kFormat[] = "slurm-ddp-checkpoint-v1";
 constexpr char kPrefix[] = "ckpt-";
 constexpr char kSuffix[] = ".pt";
-
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
-
-// Writes all of `data` to `fd`, retrying on EINTR and short writes.
-absl::Status WriteAll(int fd, const char* data, size_t size, const std::string& path) {
-  while (size > 0) {
-    ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno(absl::StrCat("writing ", path));
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
 
 c10::impl::GenericDict NewDict() {
   return c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
@@ -163,27 +148,7 @@ absl::Status WriteCheckpoint(const std::string& path, const CheckpointState& s) 
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("serializing checkpoint: ", e.what()));
   }
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno(absl::StrCat("creating ", tmp));
-  absl::Status st = WriteAll(fd, bytes.data(), bytes.size(), tmp);
-  if (st.ok() && fsync(fd) != 0) st = Errno(absl::StrCat("fsync ", tmp));
-  close(fd);
-  if (st.ok() && rename(tmp.c_str(), path.c_str()) != 0)
-    st = Errno(absl::StrCat("renaming to ", path));
-  if (!st.ok()) {
-    unlink(tmp.c_str());
-    return st;
-  }
-  const size_t slash = path.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
-  const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()), 0644);
 }
 
 absl::StatusOr<CheckpointState> ReadCheckpoint(const std::string& path) {
