@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/ddp/models.h"
+#include "trainer/app/optimizer.h"
 #include "trainer/dist/ddp.h"
 #include "trainer/dist/process_group.h"
 
@@ -88,7 +89,10 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
     return 1;
   }
   auto& d = **created;
-  torch::optim::SGD sgd(module->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  // ddp-trainer's optimizer (the arithmetic of torch.optim.SGD, multi-tensor kernels).
+  std::vector<ddp::models::NamedTensor> named;
+  for (const auto& p : module->named_parameters()) named.push_back({p.key(), p.value()});
+  ddp::Sgd sgd(std::move(named), ddp::SgdOptions{0.9, 0.0, false});
   const int warmup = std::stoi(f.at("warmup"));
   const int steps = std::stoi(f.at("steps"));
   double fwd = 0, bwd = 0, wait = 0, opt = 0, overlap = 0;
@@ -106,7 +110,7 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
       return 1;
     }
     d.BeginOptimizer();
-    sgd.step();
+    sgd.Step(0.01);
     d.ZeroGrad();
     d.EndOptimizer();
     if (step >= warmup) {

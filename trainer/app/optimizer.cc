@@ -15,23 +15,41 @@ Sgd::Sgd(std::vector<models::NamedTensor> params, SgdOptions options)
     : params_(std::move(params)), momentum_(params_.size()), options_(options) {}
 
 void Sgd::Step(double lr) {
+  // The same arithmetic as torch.optim.SGD's foreach path: a few multi-tensor kernels per step
+  // instead of three or four per parameter (ResNet-50 has 161 parameters).
   c10::NoGradGuard no_grad;
+  std::vector<at::Tensor> params, grads, bufs;
   for (size_t i = 0; i < params_.size(); ++i) {
-    at::Tensor& p = params_[i].tensor;
-    const at::Tensor& grad = p.grad();
+    const at::Tensor& grad = params_[i].tensor.grad();
     if (!grad.defined()) continue;
-    at::Tensor d_p = options_.weight_decay != 0 ? grad.add(p, options_.weight_decay) : grad;
-    if (options_.momentum != 0) {
+    params.push_back(params_[i].tensor);
+    grads.push_back(grad);
+  }
+  if (params.empty()) return;
+  std::vector<at::Tensor> d_p =
+      options_.weight_decay != 0 ? at::_foreach_add(grads, params, options_.weight_decay) : grads;
+  if (options_.momentum != 0) {
+    size_t k = 0;
+    std::vector<at::Tensor> old_bufs, old_d_p;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!params_[i].tensor.grad().defined()) continue;
       at::Tensor& buf = momentum_[i];
       if (!buf.defined()) {
-        buf = d_p.clone().detach();
+        buf = d_p[k].clone().detach();
       } else {
-        buf.mul_(options_.momentum).add_(d_p);
+        old_bufs.push_back(buf);
+        old_d_p.push_back(d_p[k]);
       }
-      d_p = options_.nesterov ? d_p.add(buf, options_.momentum) : buf;
+      bufs.push_back(buf);
+      ++k;
     }
-    p.add_(d_p, -lr);
+    if (!old_bufs.empty()) {
+      at::_foreach_mul_(old_bufs, options_.momentum);
+      at::_foreach_add_(old_bufs, old_d_p);
+    }
+    d_p = options_.nesterov ? at::_foreach_add(d_p, bufs, options_.momentum) : bufs;
   }
+  at::_foreach_add_(params, d_p, -lr);
 }
 
 std::vector<models::NamedTensor> Sgd::MomentumBuffers() const {
