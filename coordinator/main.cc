@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/dist_file.h"
+#include "common/mutex_mode.h"
 #include "common/slurm_env.h"
 #include "coordinator/clock.h"
 #include "coordinator/http_endpoint.h"
@@ -207,6 +208,7 @@ int Run(const Flags& flags) {
 }  // namespace ddp
 
 int main(int argc, char** argv) {
+  ddp::UseReleaseMutexMode();
   ddp::Flags flags;
   CLI::App app{"ddp-coordinator: the per-job control plane of slurm-ddp"};
   app.add_option("--world-size", flags.world_size, "Number of workers in the job")

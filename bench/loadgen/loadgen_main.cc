@@ -26,6 +26,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/dist_file.h"
+#include "common/mutex_mode.h"
 #include "coordinator/job.h"
 #include "coordinator/kv_store.h"
 #include "coordinator/server.h"
@@ -345,6 +346,7 @@ int Main(const Flags& f) {
 }  // namespace ddp
 
 int main(int argc, char** argv) {
+  ddp::UseReleaseMutexMode();
   ddp::Flags f;
   CLI::App app{"ddp-loadgen: simulated workers against an in-process or a running coordinator"};
   app.add_option("--workers", f.workers, "Simulated workers")->check(CLI::Range(1, 65536));

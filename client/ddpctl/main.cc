@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "client/ddpctl/tool.h"
+#include "common/mutex_mode.h"
 
 namespace ddp {
 
@@ -49,6 +50,7 @@ absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOpti
 }  // namespace ddp
 
 int main(int argc, char** argv) {
+  ddp::UseReleaseMutexMode();
   ddp::GlobalOptions global;
   if (const char* env = std::getenv("DDP_DIST_FILE")) global.dist_file = env;
   CLI::App app{"ddpctl: look at and control a slurm-ddp job"};

@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
+#include "common/mutex_mode.h"
 #include "common/slurm_env.h"
 #include "trainer/app/config.h"
 #include "trainer/app/launch_plan.h"
@@ -51,6 +52,7 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ddp::UseReleaseMutexMode();
   int exit_code = ddp::kExitOk;
   auto config = ddp::ParseTrainerFlags(argc, argv, &exit_code);
   if (!config.ok()) {
