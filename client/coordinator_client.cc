@@ -2,11 +2,15 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/rpc_channel.h"
+#include "common/dist_file.h"
 #include "common/status_macros.h"
 #include "proto/convert.h"
 
@@ -26,7 +30,8 @@ int64_t ToMillis(absl::Duration d) { return std::max<int64_t>(1, absl::ToInt64Mi
 
 class GrpcCoordinatorClient final : public CoordinatorApi {
  public:
-  explicit GrpcCoordinatorClient(std::unique_ptr<RpcChannel> channel) : ch_(std::move(channel)) {}
+  explicit GrpcCoordinatorClient(std::unique_ptr<RpcChannel> channel)
+      : ch_(std::move(channel)), client_id_(NewClientId()) {}
 
   absl::StatusOr<RankAssignment> Register(const WorkerIdentity& who,
                                           absl::Duration timeout) override {
@@ -74,6 +79,8 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     pb::StoreAddRequest req;
     req.set_key(key);
     req.set_delta(delta);
+    // Every try of this call carries the same id, so a retry after a lost reply adds once.
+    req.set_request_id(absl::StrCat(client_id_, ":", next_add_.fetch_add(1)));
     pb::StoreAddReply reply;
     RETURN_IF_ERROR(ch_->Call("StoreAdd", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().StoreAdd(ctx, req, &reply);
@@ -211,7 +218,15 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     ref->set_pid(pid_);
   }
 
+  // Unique per client object (StoreAdd request ids): random, else pid and address of this.
+  std::string NewClientId() const {
+    absl::StatusOr<std::string> r = RandomHex(12);
+    return r.ok() ? *r : absl::StrCat(::getpid(), "-", reinterpret_cast<uintptr_t>(this));
+  }
+
   const std::unique_ptr<RpcChannel> ch_;
+  const std::string client_id_;
+  std::atomic<uint64_t> next_add_{0};
   mutable absl::Mutex mu_;
   int rank_ ABSL_GUARDED_BY(mu_) = -1;
   int pid_ ABSL_GUARDED_BY(mu_) = 0;

@@ -84,11 +84,16 @@ void KvStore::Wait(std::vector<std::string> keys, absl::Time deadline, WaitCallb
   done(absl::OkStatus());
 }
 
-absl::StatusOr<int64_t> KvStore::Add(const std::string& key, int64_t delta) {
+absl::StatusOr<int64_t> KvStore::Add(const std::string& key, int64_t delta,
+                                     const std::string& request_id) {
   std::vector<Completion> done;
   int64_t sum = 0;
   {
     absl::MutexLock lock(&mu_);
+    if (!request_id.empty()) {
+      auto seen = add_results_.find(request_id);
+      if (seen != add_results_.end()) return seen->second;  // a retry: already added
+    }
     auto it = data_.find(key);
     int64_t current = 0;
     if (it != data_.end() && !absl::SimpleAtoi(it->second, &current)) {
@@ -97,6 +102,14 @@ absl::StatusOr<int64_t> KvStore::Add(const std::string& key, int64_t delta) {
     }
     sum = current + delta;
     data_[key] = absl::StrCat(sum);
+    if (!request_id.empty()) {
+      add_results_[request_id] = sum;
+      add_order_.push_back(request_id);
+      if (add_order_.size() > kRememberedAdds) {
+        add_results_.erase(add_order_.front());
+        add_order_.pop_front();
+      }
+    }
     WakeLocked(key, &done);
   }
   Run(done);

@@ -9,6 +9,7 @@
 #define SLURM_DDP_COORDINATOR_KV_STORE_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -35,8 +36,12 @@ class KvStore {
   void Set(const std::string& key, std::string value);
   // Calls `done` with the value once `key` exists, or DEADLINE_EXCEEDED at `deadline`.
   void Get(const std::string& key, absl::Time deadline, GetCallback done);
-  // INVALID_ARGUMENT when the stored value is not a decimal integer.
-  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta);
+  // INVALID_ARGUMENT when the stored value is not a decimal integer. A non-empty `request_id`
+  // seen before (among the last kRememberedAdds) returns that call's sum and adds nothing: a
+  // client retrying after a lost reply must not count twice.
+  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta,
+                              const std::string& request_id = "");
+  static constexpr size_t kRememberedAdds = 65536;
   std::string CompareSet(const std::string& key, const std::string& expected, std::string desired);
   bool Delete(const std::string& key);
   bool Check(const std::vector<std::string>& keys) const;
@@ -71,6 +76,9 @@ class KvStore {
   std::map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<std::string, std::vector<uint64_t>> waiters_by_key_ ABSL_GUARDED_BY(mu_);
   uint64_t next_waiter_id_ ABSL_GUARDED_BY(mu_) = 0;
+  // Results of recent Adds by request id, oldest first in add_order_.
+  std::unordered_map<std::string, int64_t> add_results_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> add_order_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp

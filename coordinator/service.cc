@@ -183,7 +183,10 @@ grpc::ServerUnaryReactor* CoordinatorService::StoreAdd(grpc::CallbackServerConte
   if (auto* r = Refuse(ctx, "StoreAdd")) return r;
   absl::Status st = ValidateKey(req->key());
   if (!st.ok()) return Reply(ctx, st);
-  absl::StatusOr<int64_t> sum = store_->Add(req->key(), req->delta());
+  if (req->request_id().size() > 64) {
+    return Reply(ctx, absl::InvalidArgumentError("StoreAdd request_id longer than 64 bytes"));
+  }
+  absl::StatusOr<int64_t> sum = store_->Add(req->key(), req->delta(), req->request_id());
   if (sum.ok()) resp->set_value(*sum);
   return Reply(ctx, sum.status());
 }

@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace ddp {
@@ -63,6 +64,23 @@ TEST(KvStoreTest, AddCreatesAndSumsAndRejectsNonIntegers) {
   EXPECT_EQ(*s.Add("n", -2), 3);
   s.Set("text", "abc");
   EXPECT_TRUE(absl::IsInvalidArgument(s.Add("text", 1).status()));
+}
+
+TEST(KvStoreTest, AddWithTheSameRequestIdAddsOnce) {
+  KvStore store;
+  ASSERT_EQ(*store.Add("n", 1, "client-a:0"), 1);
+  EXPECT_EQ(*store.Add("n", 1, "client-a:0"), 1);  // the retry of a call whose reply was lost
+  EXPECT_EQ(*store.Add("n", 1, "client-a:1"), 2);
+  EXPECT_EQ(*store.Add("n", 1, "client-b:0"), 3);
+  EXPECT_EQ(*store.Add("n", 1), 4);  // no id: never deduplicated
+  EXPECT_EQ(*store.Add("n", 1), 5);
+  // Only the most recent kRememberedAdds ids are remembered.
+  for (size_t i = 0; i < KvStore::kRememberedAdds; ++i) {
+    ASSERT_TRUE(store.Add("other", 1, absl::StrCat("bulk:", i)).ok());
+  }
+  EXPECT_EQ(*store.Add("n", 1, "client-a:0"), 6);
+  EXPECT_EQ(*store.Add("other", 0, absl::StrCat("bulk:", KvStore::kRememberedAdds - 1)),
+            static_cast<int64_t>(KvStore::kRememberedAdds));
 }
 
 TEST(KvStoreTest, AddWakesWaiters) {
