@@ -9,8 +9,12 @@ source "$(dirname "$0")/kit_lib.sh"
 source "$(dirname "$0")/trainer_lib.sh"
 tr_require
 
+# start_time PID: the process's start time in clock ticks since boot (/proc/PID/stat field 22);
+# nothing for a zombie (it has ended; only its parent has not collected it yet).
+start_time() { awk '{ sub(/.*\) /, ""); if ($1 != "Z") print $20 }' "/proc/$1/stat" 2>/dev/null; }
+
 body() {
-  local w=$T_WORK/cancel job df j before
+  local w=$T_WORK/cancel job df j before p
   mkdir -p "$w"
   job=$(cd "$w" && DDP_BIN_DIR=$TR_BIN BACKEND=gloo DATA=synthetic:262144x1x8x8:10 ARCH=mlp EPOCHS=2 \
         BATCH_SIZE=16 PRINT_FREQ=200 EXTRA_ARGS="--workers 0 --heartbeat-timeout 5" \
@@ -23,6 +27,8 @@ body() {
   j=$(tr_status "$df")
   tr_check_ranks "$j" 4 2 || fail "rank table wrong"
   before=$(procs_mentioning "$w" | tr '\n' ' ')
+  local -A starts=()
+  for p in $before; do starts[$p]=$(start_time "$p"); done
   local pids_by_node; pids_by_node=$(python3 -c 'import json,sys; s=json.loads(sys.argv[1]); print(" ".join("node%d:%d" % (r["node_rank"], r["pid"]) for r in s["ranks"]))' "$j")
   note "processes mentioning $w: $before; workers: $pids_by_node"
   [[ "$pids_by_node" == *node0:* && "$pids_by_node" == *node1:* ]] || fail "workers not on both nodes"
@@ -37,7 +43,12 @@ body() {
     fail "processes survived scancel"
   }
   note "all processes gone $((SECONDS - t0))s after the job ended (pids before: $before)"
-  local p; for p in $before; do kill -0 "$p" 2>/dev/null && fail "pid $p survived"; done
+  # A pid alive now is the same process only if its start time matches (pids get reused);
+  # a zombie has ended.
+  for p in $before; do
+    [[ -n "${starts[$p]:-}" && "$(start_time "$p")" == "${starts[$p]:-}" ]] &&
+      { ps -o pid,ppid,stat,args -p "$p" >&2; fail "pid $p survived"; }
+  done
   sleep 3
   [[ "$(job_field "$job" JobState)" == CANCELLED ]] || fail "cancelled job came back"
   grep -E 'ddp-kit|received|error' "$w/job.out" | sed 's/^/    | /' | tail -12
