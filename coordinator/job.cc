@@ -403,8 +403,9 @@ absl::StatusOr<std::string> Job::ReportLost(int node_rank, int local_rank, int p
                  absl::StatusCode::kAborted, &out);
     } else {
       int rank = 0;
-      while (rank < num_ranks_ && (ranks_[static_cast<size_t>(rank)].who.node_rank != node_rank ||
-                                   ranks_[static_cast<size_t>(rank)].who.local_rank != local_rank)) {
+      while (rank < num_ranks_ &&
+             (ranks_[static_cast<size_t>(rank)].who.node_rank != node_rank ||
+              ranks_[static_cast<size_t>(rank)].who.local_rank != local_rank)) {
         ++rank;
       }
       if (rank == num_ranks_) return absl::InternalError("registered worker has no rank");

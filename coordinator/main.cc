@@ -185,9 +185,8 @@ int Run(const Flags& flags) {
   }
   {
     const JobStatus s = job.Status();
-    log(absl::StrCat("job finished: ", JobStateName(s.state),
-                     s.failure_reason.empty() ? "" : ": ", s.failure_reason, "; lingering ",
-                     flags.linger_s, "s (a signal ends it)"));
+    log(absl::StrCat("job finished: ", JobStateName(s.state), s.failure_reason.empty() ? "" : ": ",
+                     s.failure_reason, "; lingering ", flags.linger_s, "s (a signal ends it)"));
   }
   end_linger.WaitForNotificationWithTimeout(absl::Seconds(flags.linger_s));
   // Read again: a late report may have named the failure's root cause while we lingered.

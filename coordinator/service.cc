@@ -303,9 +303,9 @@ grpc::ServerUnaryReactor* CoordinatorService::ReportLost(grpc::CallbackServerCon
                                                          const pb::ReportLostRequest* req,
                                                          pb::ReportLostReply* resp) {
   if (auto* r = Refuse(ctx, "ReportLost")) return r;
-  absl::StatusOr<std::string> who = job_->ReportLost(
-      req->node_rank(), req->local_rank(), req->pid(),
-      req->what().empty() ? std::string("died") : req->what());
+  absl::StatusOr<std::string> who =
+      job_->ReportLost(req->node_rank(), req->local_rank(), req->pid(),
+                       req->what().empty() ? std::string("died") : req->what());
   if (who.ok()) resp->set_description(*who);
   return Reply(ctx, who.status());
 }

@@ -74,8 +74,7 @@ TEST_F(FileUtilTest, FailureLeavesTheOldFileAndNoTempFile) {
   // A missing folder: a one-line error naming the temp file's path.
   st = WriteFileAtomically(dir_ + "/missing/f", "x", 0600);
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(std::string(st.message()).find("create " + dir_ + "/missing/f.tmp."),
-            std::string::npos)
+  EXPECT_NE(std::string(st.message()).find("create " + dir_ + "/missing/f.tmp."), std::string::npos)
       << st;
 }
 

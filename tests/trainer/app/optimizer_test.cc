@@ -26,9 +26,9 @@ struct Case {
 };
 
 TEST(SgdTest, MatchesLibTorchSgdBitwise) {
-  for (const Case& c : {Case{"plain", 0, 0, false}, Case{"momentum", 0.9, 0, false},
-                        Case{"momentum+wd", 0.9, 1e-4, false},
-                        Case{"nesterov+wd", 0.9, 5e-4, true}}) {
+  for (const Case& c :
+       {Case{"plain", 0, 0, false}, Case{"momentum", 0.9, 0, false},
+        Case{"momentum+wd", 0.9, 1e-4, false}, Case{"nesterov+wd", 0.9, 5e-4, true}}) {
     SCOPED_TRACE(c.name);
     std::vector<at::Tensor> ours = MakeParams(), ref = MakeParams();
     std::vector<models::NamedTensor> named;
