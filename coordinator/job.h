@@ -4,6 +4,7 @@
 // history of events. Pure domain logic: no gRPC, no threads of its own. Time comes from the
 // injected Clock; the server calls Tick() periodically to detect lost ranks and the registration
 // deadline. (Named Job because common/job_status.h already calls the state enum JobState.)
+// Registration is implemented in job_registration.cc, everything else in job.cc.
 //
 // Registration waits without a thread: Register takes a callback that runs once the world is
 // complete (or the job fails). Callbacks and the log sink run without the lock held.
@@ -134,6 +135,7 @@ class Job {
   std::string DescribeRank(int rank) const;
   bool FinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   static void Run(std::vector<Completion>& completions);
+  static std::string SecondsText(absl::Duration d);  // "1.5s"
 
   const JobConfig config_;
   const Clock* const clock_;
