@@ -6,6 +6,7 @@
 #
 #   BUILD_DIR=build-fd bench/trainer.sh        env: REPEAT=1 (runs per side, alternated; the best
 #                                              counts)  LOGS=DIR (keep the timestamped logs)  QUICK=1 (fewer steps)
+#                                              CASES="mlp resnet18" (which cases, in order)
 #
 # Conditions, both sides: CPU, Gloo, 2 ranks on this machine, 1 intra-op thread per rank
 # (OMP_NUM_THREADS=1 for both; the recipe also calls torch.set_num_threads(1)), in-process data
@@ -87,13 +88,16 @@ bench() {  # case batch warmup steps data arch python_extra
 }
 
 echo "# load average at start: $(uptime | sed 's/.*load average: //')" >&2
-if [[ -n ${QUICK:-} ]]; then
-  bench mlp 64 20 100 "fashion-mnist:$FMNIST" mlp "$FMNIST"
-  bench resnet18 32 3 9 synthetic:2048 resnet18 2048
-else
-  bench mlp 64 50 400 "fashion-mnist:$FMNIST" mlp "$FMNIST"
-  bench resnet18 32 5 20 synthetic:4096 resnet18 4096
-fi
+CASES=${CASES:-mlp resnet18}
+for c in $CASES; do
+  case $c:${QUICK:+quick} in
+    mlp:quick) bench mlp 64 20 100 "fashion-mnist:$FMNIST" mlp "$FMNIST" ;;
+    mlp:) bench mlp 64 50 400 "fashion-mnist:$FMNIST" mlp "$FMNIST" ;;
+    resnet18:quick) bench resnet18 32 3 9 synthetic:2048 resnet18 2048 ;;
+    resnet18:) bench resnet18 32 5 20 synthetic:4096 resnet18 4096 ;;
+    *) echo "bench/trainer.sh: unknown case '$c' (CASES: mlp resnet18)" >&2; exit 1 ;;
+  esac
+done
 echo "# load average at end: $(uptime | sed 's/.*load average: //')" >&2
 printf "%-9s %5s %9s %12s %12s %7s\n" case batch steps/warm ours_samp/s python_samp/s ratio
 printf "%s\n" "${results[@]}"

@@ -26,14 +26,14 @@ namespace {
 std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
   std::map<std::string, std::string> flags = {
       {"model", "mlp"}, {"world", "2"},      {"steps", "20"}, {"warmup", "5"},
-      {"batch", "64"},  {"bucket_mb", "25"}, {"store", ""}};
+      {"batch", "64"},  {"bucket_mb", "25"}, {"store", ""},  {"numel", "262144"}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto eq = arg.find('=');
     if (arg.rfind("--", 0) != 0 || eq == std::string::npos) {
       std::fprintf(stderr,
-                   "usage: ddp_bench --model=mlp|mlp-large|resnet18 --world=N --steps=N "
-                   "--warmup=N --batch=N --bucket_mb=MB|per-param\n");
+                   "usage: ddp_bench --model=mlp|mlp-large|resnet18|allreduce --world=N --steps=N "
+                   "--warmup=N --batch=N --bucket_mb=MB|per-param --numel=N\n");
       std::exit(2);
     }
     flags[arg.substr(2, eq - 2)] = arg.substr(eq + 1);
@@ -43,6 +43,30 @@ std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
 
 double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
+}
+
+// --model=allreduce: the communication floor under every DDP step, one blocking SUM allreduce
+// of --numel floats per step on the same process group.
+int RunAllreduce(const std::map<std::string, std::string>& f, c10d::Backend& pg, int rank,
+                 int world) {
+  std::vector<at::Tensor> tensors = {torch::ones({std::stoll(f.at("numel"))})};
+  const int warmup = std::stoi(f.at("warmup"));
+  const int steps = std::stoi(f.at("steps"));
+  std::chrono::steady_clock::time_point start;
+  for (int step = 0; step < warmup + steps; ++step) {
+    if (step == warmup) {
+      pg.barrier()->wait();
+      start = std::chrono::steady_clock::now();
+    }
+    pg.allreduce(tensors)->wait();
+  }
+  pg.barrier()->wait();
+  const double total = Ms(std::chrono::steady_clock::now() - start);
+  if (rank == 0) {
+    std::printf("RESULT impl=cpp model=allreduce world=%d numel=%s ms_per_step=%.3f\n", world,
+                f.at("numel").c_str(), total / steps);
+  }
+  return 0;
 }
 
 int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
@@ -60,6 +84,7 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   }
   const std::string model_name = f.at("model");
   const int64_t batch = std::stoll(f.at("batch"));
+  if (model_name == "allreduce") return RunAllreduce(f, **pg, rank, world);
   torch::manual_seed(0);
   std::shared_ptr<torch::nn::Module> module;
   std::function<at::Tensor(const at::Tensor&)> forward;

@@ -68,6 +68,20 @@ def worker(rank, args, store):
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank,
                             world_size=args.world)
     torch.manual_seed(0)
+    if args.model == "allreduce":  # the communication floor: one SUM allreduce per step
+        x = torch.ones(args.numel)
+        for step in range(args.warmup + args.steps):
+            if step == args.warmup:
+                dist.barrier()
+                start = time.perf_counter()
+            dist.all_reduce(x)
+        dist.barrier()
+        ms = (time.perf_counter() - start) * 1000 / args.steps
+        if rank == 0:
+            print(f"RESULT impl=python model=allreduce world={args.world} numel={args.numel} "
+                  f"ms_per_step={ms:.3f}", flush=True)
+        dist.destroy_process_group()
+        return
     if args.model == "resnet18":
         model, x = ResNet18(), torch.randn(args.batch, 3, 32, 32)
     elif args.model == "mlp-large":
@@ -105,6 +119,7 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--bucket_mb", default="25")
+    p.add_argument("--numel", type=int, default=262144)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         mp.spawn(worker, args=(args, os.path.join(tmp, "store")), nprocs=args.world, join=True)

@@ -47,12 +47,14 @@ class BlockImpl : public nn::Module {
     if (downsample) downsample_ = register_module("downsample", std::move(downsample));
   }
 
+  // ReLU runs in place on BatchNorm outputs and on the residual sum, as torchvision's
+  // (inplace=True): their backward needs neither, so this only saves allocations.
   at::Tensor forward(const at::Tensor& x) {
-    at::Tensor out = at::relu(bn1_(conv1_(x)));
+    at::Tensor out = bn1_(conv1_(x)).relu_();
     out = bn2_(conv2_(out));
-    if (bottleneck_) out = bn3_(conv3_(at::relu(out)));
+    if (bottleneck_) out = bn3_(conv3_(at::relu_(out)));
     out += downsample_ ? downsample_->forward(x) : x;
-    return at::relu(out);
+    return at::relu_(out);
   }
 
   // The BatchNorm whose weight zero_init_residual zeroes.
@@ -110,7 +112,7 @@ class ResNet : public ForwardModule {
   }
 
   at::Tensor forward(const at::Tensor& input) override {
-    at::Tensor x = at::relu(bn1_(conv1_(input)));
+    at::Tensor x = bn1_(conv1_(input)).relu_();
     x = at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
     for (auto& layer : layers_) x = layer->forward(x);
     x = at::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
