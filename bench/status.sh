@@ -17,7 +17,9 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/ddp-status-bench.XXXXXX")"
 pids=()
 cleanup() {
   local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # SIGKILL: on SIGTERM the coordinator would stop gracefully and wait for the (gone) simulated
+  # workers until the heartbeat timeout.
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }

@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/rpc_channel.h"
 #include "common/status_macros.h"
+#include "google/protobuf/arena.h"
 #include "proto/convert.h"
 
 namespace ddp {
@@ -39,11 +40,13 @@ absl::StatusOr<std::string> OperatorClient::DashboardUrl() const {
 
 absl::StatusOr<JobStatus> OperatorClient::GetStatus() {
   pb::GetStatusRequest req;
-  pb::JobStatus reply;
+  // One arena for the reply: a large job's status holds thousands of RankStatus messages.
+  google::protobuf::Arena arena;
+  auto* reply = google::protobuf::Arena::CreateMessage<pb::JobStatus>(&arena);
   RETURN_IF_ERROR(ch_->Call("GetStatus", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-    return ch_->stub().GetStatus(ctx, req, &reply);
+    return ch_->stub().GetStatus(ctx, req, reply);
   }));
-  return FromProto(reply);
+  return FromProto(*reply);
 }
 
 absl::Status OperatorClient::Watch(absl::Duration interval,
