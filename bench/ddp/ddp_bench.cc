@@ -26,7 +26,7 @@ namespace {
 std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
   std::map<std::string, std::string> flags = {
       {"model", "mlp"}, {"world", "2"},      {"steps", "20"}, {"warmup", "5"},
-      {"batch", "64"},  {"bucket_mb", "25"}, {"store", ""},  {"numel", "262144"}};
+      {"batch", "64"},  {"bucket_mb", "25"}, {"store", ""},   {"numel", "262144"}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto eq = arg.find('=');

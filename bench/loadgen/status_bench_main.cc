@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
     ctx.AddMetadata("authorization", auth);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::GetStatusRequest req;
-    // Parsed into an arena, as ddpctl (OperatorClient) does: 4096 RankStatus messages otherwise cost thousands
-    // of mallocs and frees per reply.
+    // Parsed into an arena, as ddpctl (OperatorClient) does: 4096 RankStatus messages otherwise
+    // cost thousands of mallocs and frees per reply.
     google::protobuf::Arena arena;
     auto* reply = google::protobuf::Arena::CreateMessage<pb::JobStatus>(&arena);
     if (!stub->GetStatus(&ctx, req, reply).ok()) return -1;
