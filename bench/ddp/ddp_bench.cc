@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
@@ -45,26 +46,37 @@ double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
+// Runs step(i) for --warmup + --steps iterations; the timed window starts at a barrier after
+// the warm-up and ends at a barrier after the last step. Returns ms per timed step, or -1 as
+// soon as a step returns false.
+double TimedSteps(const std::map<std::string, std::string>& f, c10d::Backend& pg,
+                  const std::function<bool(int)>& step) {
+  const int warmup = std::stoi(f.at("warmup"));
+  const int steps = std::stoi(f.at("steps"));
+  std::chrono::steady_clock::time_point start;
+  for (int i = 0; i < warmup + steps; ++i) {
+    if (i == warmup) {
+      pg.barrier()->wait();
+      start = std::chrono::steady_clock::now();
+    }
+    if (!step(i)) return -1;
+  }
+  pg.barrier()->wait();
+  return Ms(std::chrono::steady_clock::now() - start) / steps;
+}
+
 // --model=allreduce: the communication floor under every DDP step, one blocking SUM allreduce
 // of --numel floats per step on the same process group.
 int RunAllreduce(const std::map<std::string, std::string>& f, c10d::Backend& pg, int rank,
                  int world) {
   std::vector<at::Tensor> tensors = {torch::ones({std::stoll(f.at("numel"))})};
-  const int warmup = std::stoi(f.at("warmup"));
-  const int steps = std::stoi(f.at("steps"));
-  std::chrono::steady_clock::time_point start;
-  for (int step = 0; step < warmup + steps; ++step) {
-    if (step == warmup) {
-      pg.barrier()->wait();
-      start = std::chrono::steady_clock::now();
-    }
+  const double ms = TimedSteps(f, pg, [&](int) {
     pg.allreduce(tensors)->wait();
-  }
-  pg.barrier()->wait();
-  const double total = Ms(std::chrono::steady_clock::now() - start);
+    return true;
+  });
   if (rank == 0) {
     std::printf("RESULT impl=cpp model=allreduce world=%d numel=%s ms_per_step=%.3f\n", world,
-                f.at("numel").c_str(), total / steps);
+                f.at("numel").c_str(), ms);
   }
   return 0;
 }
@@ -119,20 +131,14 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   for (const auto& p : module->named_parameters()) named.push_back({p.key(), p.value()});
   ddp::Sgd sgd(std::move(named), ddp::SgdOptions{0.9, 0.0, false});
   const int warmup = std::stoi(f.at("warmup"));
-  const int steps = std::stoi(f.at("steps"));
   double fwd = 0, bwd = 0, wait = 0, opt = 0, overlap = 0;
-  std::chrono::steady_clock::time_point start;
-  for (int step = 0; step < warmup + steps; ++step) {
-    if (step == warmup) {
-      (*pg)->barrier()->wait();
-      start = std::chrono::steady_clock::now();
-    }
+  const double ms = TimedSteps(f, **pg, [&](int step) {
     auto status = d.BeginStep();
     auto loss = torch::cross_entropy_loss(forward(x), y);
     if (status.ok()) status = d.Backward(loss);
     if (!status.ok()) {
       std::fprintf(stderr, "rank %d: %s\n", rank, std::string(status.message()).c_str());
-      return 1;
+      return false;
     }
     d.BeginOptimizer();
     sgd.Step(0.01);
@@ -143,15 +149,16 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
       fwd += t.forward_ms, bwd += t.backward_ms, wait += t.comm_wait_ms;
       opt += t.optimizer_ms, overlap += t.overlap_share;
     }
-  }
-  (*pg)->barrier()->wait();
-  const double total = Ms(std::chrono::steady_clock::now() - start);
+    return true;
+  });
+  if (ms < 0) return 1;
+  const int steps = std::stoi(f.at("steps"));
   if (rank == 0) {
     std::printf(
         "RESULT impl=cpp model=%s world=%d bucket=%s ms_per_step=%.3f fwd=%.3f bwd=%.3f "
         "wait=%.3f opt=%.3f overlap=%.2f buckets=%lld\n",
-        model_name.c_str(), world, f.at("bucket_mb").c_str(), total / steps, fwd / steps,
-        bwd / steps, wait / steps, opt / steps, overlap / steps,
+        model_name.c_str(), world, f.at("bucket_mb").c_str(), ms, fwd / steps, bwd / steps,
+        wait / steps, opt / steps, overlap / steps,
         static_cast<long long>(d.reducer().bucket_assignment().size()));
   }
   return 0;

@@ -63,6 +63,18 @@ class ResNet18(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))
 
 
+def timed(args, step):
+    """Runs step() warmup + steps times; returns ms per step of the timed window, which starts
+    at a barrier after the warm-up and ends at a barrier after the last step."""
+    for i in range(args.warmup + args.steps):
+        if i == args.warmup:
+            dist.barrier()
+            start = time.perf_counter()
+        step()
+    dist.barrier()
+    return (time.perf_counter() - start) * 1000 / args.steps
+
+
 def worker(rank, args, store):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank,
@@ -70,13 +82,7 @@ def worker(rank, args, store):
     torch.manual_seed(0)
     if args.model == "allreduce":  # the communication floor: one SUM allreduce per step
         x = torch.ones(args.numel)
-        for step in range(args.warmup + args.steps):
-            if step == args.warmup:
-                dist.barrier()
-                start = time.perf_counter()
-            dist.all_reduce(x)
-        dist.barrier()
-        ms = (time.perf_counter() - start) * 1000 / args.steps
+        ms = timed(args, lambda: dist.all_reduce(x))
         if rank == 0:
             print(f"RESULT impl=python model=allreduce world={args.world} numel={args.numel} "
                   f"ms_per_step={ms:.3f}", flush=True)
@@ -95,16 +101,13 @@ def worker(rank, args, store):
     else:
         ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=float(args.bucket_mb))
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
-    for step in range(args.warmup + args.steps):
-        if step == args.warmup:
-            dist.barrier()
-            start = time.perf_counter()
-        loss = F.cross_entropy(ddp(x), y)
-        loss.backward()
+
+    def step():
+        F.cross_entropy(ddp(x), y).backward()
         opt.step()
         opt.zero_grad()
-    dist.barrier()
-    ms = (time.perf_counter() - start) * 1000 / args.steps
+
+    ms = timed(args, step)
     if rank == 0:
         print(f"RESULT impl=python model={args.model} world={args.world} "
               f"bucket={args.bucket_mb} ms_per_step={ms:.3f}", flush=True)
