@@ -2,18 +2,13 @@
 # Control-plane load benchmark: N simulated workers against ddp-coordinator's service versus the
 # same rendezvous through PyTorch's TCPStore, same N, same machine, same run.
 #   bench/loadgen.sh [N...]        (default: 1024 4096)
-# Needs a build (build-cp or build) and a Python with torch ($DDP_TORCH_PYTHON or the venv).
+# Needs a build ($BUILD_DIR, default build; or DDP_BIN_DIR=its bin folder) and a Python with
+# torch ($DDP_TORCH_PYTHON, or the venv of scripts/setup-deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="${DDP_BIN_DIR:-}"
-for d in "$root/build-cp/bin" "$root/build/bin"; do
-  [[ -z "$bin" && -x "$d/ddp-loadgen" ]] && bin="$d"
-done
+bin="${DDP_BIN_DIR:-$root/${BUILD_DIR:-build}/bin}"   # BUILD_DIR: relative to the source root
 [[ -x "$bin/ddp-loadgen" ]] || { echo "loadgen.sh: build ddp-loadgen first" >&2; exit 1; }
-py="${DDP_TORCH_PYTHON:-}"
-for p in /root/.cache/slurm-ddp/venv-torch-2.11.0/bin/python /root/.cache/slurm-ddp/venv/bin/python; do
-  [[ -z "$py" && -x "$p" ]] && py="$p"
-done
+py="${DDP_TORCH_PYTHON:-$("$root/scripts/setup-deps.sh" --print-venv)/bin/python}"
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(1024 4096)
 printf "%-8s %-14s %-14s %-8s %-14s %-14s\n" workers grpc_rdzv_s tcpstore_s speedup status_p50_ms status_p99_ms

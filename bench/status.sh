@@ -6,10 +6,7 @@
 #   bench/status.sh [N] [SECONDS]      (default: 4096 10)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="${DDP_BIN_DIR:-}"
-for d in "$root/build-cp/bin" "$root/build/bin"; do
-  [[ -z "$bin" && -x "$d/ddp-statusbench" ]] && bin="$d"
-done
+bin="${DDP_BIN_DIR:-$root/${BUILD_DIR:-build}/bin}"   # BUILD_DIR: relative to the source root
 [[ -x "$bin/ddp-statusbench" ]] || { echo "status.sh: build ddp-statusbench first" >&2; exit 1; }
 n="${1:-4096}"
 seconds="${2:-10}"

@@ -29,6 +29,13 @@
 namespace ddp {
 namespace {
 
+// How a finished job ended, for the log: a graceful stop keeps the state STOPPING (the status
+// contract's word for it), but the job is over and resumable, and the log should say so.
+std::string OutcomeName(JobState state) {
+  return state == JobState::kStopping ? "STOPPED (resumable, state STOPPING)"
+                                      : std::string(JobStateName(state));
+}
+
 struct Flags {
   int world_size = 0;
   std::string dist_file;
@@ -185,7 +192,7 @@ int Run(const Flags& flags) {
   }
   {
     const JobStatus s = job.Status();
-    log(absl::StrCat("job finished: ", JobStateName(s.state), s.failure_reason.empty() ? "" : ": ",
+    log(absl::StrCat("job finished: ", OutcomeName(s.state), s.failure_reason.empty() ? "" : ": ",
                      s.failure_reason, "; lingering ", flags.linger_s, "s (a signal ends it)"));
   }
   end_linger.WaitForNotificationWithTimeout(absl::Seconds(flags.linger_s));
@@ -197,7 +204,7 @@ int Run(const Flags& flags) {
   if (still_ours.ok() && still_ours->nonce == contents->nonce) ::unlink(dist_file.c_str());
   const int code = job.ExitCode();
   if (code != 0) {
-    std::cerr << "ddp-coordinator: job " << JobStateName(final_status.state) << ": "
+    std::cerr << "ddp-coordinator: job " << OutcomeName(final_status.state) << ": "
               << final_status.failure_reason << "\n";
   }
   std::_Exit(code);  // the detached signal thread is still in sigwait

@@ -1,12 +1,19 @@
 // Step time of our C++ DDP (Gloo, CPU) for bench/ddp.sh; bench/ddp/ddp_bench.py is the PyTorch
 // side. Runs `--world` ranks as child processes of itself (fresh processes, c10d FileStore),
-// each with one intra-op thread, trains `--warmup` + `--steps` steps on synthetic data and
-// prints from rank 0 one line:
-//   RESULT impl=cpp model=.. world=.. bucket=.. ms_per_step=.. fwd=.. bwd=.. wait=.. opt=..
-//   overlap=..
+// each with one intra-op thread, trains `--warmup` steps, then `--rounds` timed rounds of
+// `--steps` steps on synthetic data, and prints from rank 0 one line per round and a summary:
+//   ROUND impl=cpp round=.. ms_per_step=..
+//   RESULT impl=cpp model=.. world=.. bucket=.. ms_per_step=<median round> fwd=.. bwd=..
+//   wait=.. opt=.. overlap=..
+// `--handoff=IN,OUT` (two FIFOs) makes rank 0 wait for a byte on IN before the warm-up and
+// before each round, and write one to OUT after each: bench/ddp.sh runs this binary and the
+// Python side at the same time, taking turns round by round, so both meet the same machine.
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +25,7 @@
 #include <vector>
 
 #include "bench/ddp/models.h"
+#include "trainer/app/host_memory.h"
 #include "trainer/app/optimizer.h"
 #include "trainer/dist/ddp.h"
 #include "trainer/dist/process_group.h"
@@ -26,15 +34,16 @@ namespace {
 
 std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
   std::map<std::string, std::string> flags = {
-      {"model", "mlp"}, {"world", "2"},      {"steps", "20"}, {"warmup", "5"},
-      {"batch", "64"},  {"bucket_mb", "25"}, {"store", ""},   {"numel", "262144"}};
+      {"model", "mlp"},    {"world", "2"}, {"steps", "20"},     {"warmup", "5"}, {"batch", "64"},
+      {"bucket_mb", "25"}, {"store", ""},  {"numel", "262144"}, {"rounds", "1"}, {"handoff", ""}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto eq = arg.find('=');
     if (arg.rfind("--", 0) != 0 || eq == std::string::npos) {
       std::fprintf(stderr,
                    "usage: ddp_bench --model=mlp|mlp-large|resnet18|allreduce --world=N --steps=N "
-                   "--warmup=N --batch=N --bucket_mb=MB|per-param --numel=N\n");
+                   "--warmup=N --rounds=N --batch=N --bucket_mb=MB|per-param --numel=N "
+                   "--handoff=IN_FIFO,OUT_FIFO\n");
       std::exit(2);
     }
     flags[arg.substr(2, eq - 2)] = arg.substr(eq + 1);
@@ -46,23 +55,71 @@ double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-// Runs step(i) for --warmup + --steps iterations; the timed window starts at a barrier after
-// the warm-up and ends at a barrier after the last step. Returns ms per timed step, or -1 as
-// soon as a step returns false.
-double TimedSteps(const std::map<std::string, std::string>& f, c10d::Backend& pg,
-                  const std::function<bool(int)>& step) {
+// --handoff=IN,OUT: turn-taking with another benchmark through two FIFOs (rank 0 only).
+class Turns {
+ public:
+  explicit Turns(const std::string& spec) {
+    const auto comma = spec.find(',');
+    if (spec.empty() || comma == std::string::npos) return;
+    // O_RDWR: opening a FIFO this way never blocks, whichever side starts first.
+    in_ = open(spec.substr(0, comma).c_str(), O_RDWR | O_CLOEXEC);
+    out_ = open(spec.substr(comma + 1).c_str(), O_RDWR | O_CLOEXEC);
+    if (in_ < 0 || out_ < 0) {
+      std::fprintf(stderr, "ddp_bench: cannot open --handoff FIFOs %s: %s\n", spec.c_str(),
+                   std::strerror(errno));
+      std::exit(2);
+    }
+  }
+  ~Turns() {
+    if (in_ >= 0) close(in_);
+    if (out_ >= 0) close(out_);
+  }
+  Turns(const Turns&) = delete;
+  Turns& operator=(const Turns&) = delete;
+  void Wait() const {
+    char c;
+    if (in_ >= 0 && read(in_, &c, 1) != 1) std::exit(2);
+  }
+  void Pass() const {
+    if (out_ >= 0 && write(out_, "x", 1) != 1) std::exit(2);
+  }
+
+ private:
+  int in_ = -1;
+  int out_ = -1;
+};
+
+// Runs step(i, timed): --warmup untimed steps, then --rounds rounds of --steps steps, each
+// timed from a barrier to a barrier. Rank 0 prints a ROUND line per round. Returns the median
+// ms per step over the rounds, or -1 as soon as a step returns false.
+double TimedSteps(const std::map<std::string, std::string>& f, c10d::Backend& pg, int rank,
+                  const std::function<bool(int, bool)>& step) {
   const int warmup = std::stoi(f.at("warmup"));
   const int steps = std::stoi(f.at("steps"));
-  std::chrono::steady_clock::time_point start;
-  for (int i = 0; i < warmup + steps; ++i) {
-    if (i == warmup) {
-      pg.barrier()->wait();
-      start = std::chrono::steady_clock::now();
+  const int rounds = std::max(1, std::stoi(f.at("rounds")));
+  const Turns turns(rank == 0 ? f.at("handoff") : "");
+  std::vector<double> per_round;
+  int i = 0;
+  for (int r = 0; r <= rounds; ++r) {  // round 0: the warm-up
+    turns.Wait();
+    pg.barrier()->wait();
+    const auto start = std::chrono::steady_clock::now();
+    for (int k = 0; k < (r == 0 ? warmup : steps); ++k, ++i) {
+      if (!step(i, r > 0)) return -1;
     }
-    if (!step(i)) return -1;
+    pg.barrier()->wait();
+    if (r > 0) {
+      per_round.push_back(Ms(std::chrono::steady_clock::now() - start) / steps);
+      if (rank == 0) {
+        std::printf("ROUND impl=cpp round=%d ms_per_step=%.3f\n", r, per_round.back());
+        std::fflush(stdout);
+      }
+    }
+    turns.Pass();
   }
-  pg.barrier()->wait();
-  return Ms(std::chrono::steady_clock::now() - start) / steps;
+  std::sort(per_round.begin(), per_round.end());
+  const size_t n = per_round.size();
+  return n % 2 ? per_round[n / 2] : (per_round[n / 2 - 1] + per_round[n / 2]) / 2;
 }
 
 // --model=allreduce: the communication floor under every DDP step, one blocking SUM allreduce
@@ -70,7 +127,7 @@ double TimedSteps(const std::map<std::string, std::string>& f, c10d::Backend& pg
 int RunAllreduce(const std::map<std::string, std::string>& f, c10d::Backend& pg, int rank,
                  int world) {
   std::vector<at::Tensor> tensors = {torch::ones({std::stoll(f.at("numel"))})};
-  const double ms = TimedSteps(f, pg, [&](int) {
+  const double ms = TimedSteps(f, pg, rank, [&](int, bool) {
     pg.allreduce(tensors)->wait();
     return true;
   });
@@ -82,6 +139,7 @@ int RunAllreduce(const std::map<std::string, std::string>& f, c10d::Backend& pg,
 }
 
 int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
+  ddp::TuneHostAllocator();  // as ddp-trainer's workers do
   torch::set_num_threads(1);
   auto store = c10::make_intrusive<c10d::FileStore>(f.at("store"), world);
   ddp::ProcessGroupOptions pg_options;
@@ -130,9 +188,9 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   std::vector<ddp::models::NamedTensor> named;
   for (const auto& p : module->named_parameters()) named.push_back({p.key(), p.value()});
   ddp::Sgd sgd(std::move(named), ddp::SgdOptions{0.9, 0.0, false});
-  const int warmup = std::stoi(f.at("warmup"));
   double fwd = 0, bwd = 0, wait = 0, opt = 0, overlap = 0;
-  const double ms = TimedSteps(f, **pg, [&](int step) {
+  int timed_steps = 0;
+  const double ms = TimedSteps(f, **pg, rank, [&](int, bool timed) {
     auto status = d.BeginStep();
     auto loss = torch::cross_entropy_loss(forward(x), y);
     if (status.ok()) status = d.Backward(loss);
@@ -144,7 +202,8 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
     sgd.Step(0.01);
     d.ZeroGrad();
     d.EndOptimizer();
-    if (step >= warmup) {
+    if (timed) {
+      ++timed_steps;
       const auto t = d.timings();
       fwd += t.forward_ms, bwd += t.backward_ms, wait += t.comm_wait_ms;
       opt += t.optimizer_ms, overlap += t.overlap_share;
@@ -152,7 +211,7 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
     return true;
   });
   if (ms < 0) return 1;
-  const int steps = std::stoi(f.at("steps"));
+  const int steps = std::max(1, timed_steps);
   if (rank == 0) {
     std::printf(
         "RESULT impl=cpp model=%s world=%d bucket=%s ms_per_step=%.3f fwd=%.3f bwd=%.3f "

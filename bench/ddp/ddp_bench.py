@@ -1,9 +1,13 @@
 """PyTorch side of bench/ddp.sh: the same models, data, optimizer and world size as ddp_bench.cc,
 trained with torch.nn.parallel.DistributedDataParallel over Gloo, one intra-op thread per rank.
-Prints from rank 0:  RESULT impl=python model=.. world=.. bucket=.. ms_per_step=..
+Prints from rank 0 a ROUND line per timed round and a summary (the median round):
+  ROUND impl=python round=.. ms_per_step=..
+  RESULT impl=python model=.. world=.. bucket=.. ms_per_step=..
+--handoff=IN,OUT takes turns with ddp_bench.cc through two FIFOs, as described there.
 """
 import argparse
 import os
+import statistics
 import tempfile
 import time
 
@@ -63,16 +67,31 @@ class ResNet18(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))
 
 
-def timed(args, step):
-    """Runs step() warmup + steps times; returns ms per step of the timed window, which starts
-    at a barrier after the warm-up and ends at a barrier after the last step."""
-    for i in range(args.warmup + args.steps):
-        if i == args.warmup:
-            dist.barrier()
-            start = time.perf_counter()
-        step()
-    dist.barrier()
-    return (time.perf_counter() - start) * 1000 / args.steps
+def timed(args, rank, step):
+    """Runs step(): args.warmup untimed steps, then args.rounds rounds of args.steps steps, each
+    timed from a barrier to a barrier; with --handoff, rank 0 waits for a byte on the IN FIFO
+    before the warm-up and before each round and writes one to OUT after each. Returns the
+    median ms per step over the rounds."""
+    fifo_in = fifo_out = None
+    if rank == 0 and args.handoff:
+        names = args.handoff.split(",")
+        fifo_in, fifo_out = os.open(names[0], os.O_RDWR), os.open(names[1], os.O_RDWR)
+    per_round = []
+    for r in range(args.rounds + 1):  # round 0: the warm-up
+        if fifo_in is not None:
+            os.read(fifo_in, 1)
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(args.steps if r else args.warmup):
+            step()
+        dist.barrier()
+        if r:
+            per_round.append((time.perf_counter() - start) * 1000 / args.steps)
+            if rank == 0:
+                print(f"ROUND impl=python round={r} ms_per_step={per_round[-1]:.3f}", flush=True)
+        if fifo_out is not None:
+            os.write(fifo_out, b"x")
+    return statistics.median(per_round)
 
 
 def worker(rank, args, store):
@@ -82,7 +101,7 @@ def worker(rank, args, store):
     torch.manual_seed(0)
     if args.model == "allreduce":  # the communication floor: one SUM allreduce per step
         x = torch.ones(args.numel)
-        ms = timed(args, lambda: dist.all_reduce(x))
+        ms = timed(args, rank, lambda: dist.all_reduce(x))
         if rank == 0:
             print(f"RESULT impl=python model=allreduce world={args.world} numel={args.numel} "
                   f"ms_per_step={ms:.3f}", flush=True)
@@ -107,7 +126,7 @@ def worker(rank, args, store):
         opt.step()
         opt.zero_grad()
 
-    ms = timed(args, step)
+    ms = timed(args, rank, step)
     if rank == 0:
         print(f"RESULT impl=python model={args.model} world={args.world} "
               f"bucket={args.bucket_mb} ms_per_step={ms:.3f}", flush=True)
@@ -120,6 +139,8 @@ def main():
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--handoff", default="")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--bucket_mb", default="25")
     p.add_argument("--numel", type=int, default=262144)

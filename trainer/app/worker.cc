@@ -27,6 +27,7 @@
 #include "client/coordinator_client.h"
 #include "common/status_macros.h"
 #include "trainer/app/checkpoint.h"
+#include "trainer/app/host_memory.h"
 #include "trainer/app/optimizer.h"
 #include "trainer/app/progress_reporter.h"
 #include "trainer/app/training_loop.h"
@@ -190,6 +191,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGTERM, SIGUSR1, SIGINT}) sigaction(sig, &sa, nullptr);
+  const std::string host_memory = TuneHostAllocator();  // before the first tensor
 
   // Cheap, local checks first: a bad flag or file must fail before the job waits on us.
   if (!c.checkpoint_dir.empty()) {
@@ -306,6 +308,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
                 s.device.str().c_str(), s.model->description().c_str(),
                 s.data.train->description().c_str(), static_cast<long>(s.data.train->size()),
                 static_cast<long>(s.data.test->size()));
+    std::printf("%s%s\n", prefix.c_str(), host_memory.c_str());
     std::fflush(stdout);
   }
 

@@ -25,9 +25,14 @@ FAST = ["--data", "synthetic:512x1x8x8:10", "--arch", "mlp", "--batch-size", "16
         "--workers", "0", "--print-freq", "5", "--heartbeat-timeout", "5"]
 
 
+MALLOC_ENV = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+
+
 def clean_env():
-    """The test's environment without Slurm variables (local mode)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    """The test's environment without Slurm variables (local mode) or malloc tunables (the
+    workers' own host memory policy applies)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("SLURM") and k not in MALLOC_ENV}
 
 
 def run(args, cwd, env=None, timeout=300, check=None):
@@ -59,6 +64,8 @@ def case_local4(tmp):
                     "--job-id", "e2e-local"], tmp, check=0)
     out = p.stdout
     expect("[rank 0]" in out and "done: 2 epochs" in out, "no progress/summary from rank 0", out)
+    expect("host malloc: blocks up to 32 MiB from the heap" in out,
+           "rank 0 does not report the host memory policy", out)
     log = open(os.path.join(tmp, "dist_file.e2e-local.coordinator.log")).read()
     for r in range(4):
         expect(re.search(rf"rank {r} = node 0 local {r}\b", log),
