@@ -6,7 +6,7 @@
 # are faster); the table shows each side's median round, the median ratio and the middle half
 # of the per-round ratios (quartiles).
 #   bench/ddp.sh [BUILD_DIR]        (default: build)   QUICK=1: fewer steps and rounds
-#   env: ROUNDS (9), ROUNDS_RES (21, for ResNet-18), CASES ("mlp resnet18 sweep": which rows)
+#   env: ROUNDS (9), ROUNDS_RES (21, for ResNet-18), CASES ("mlp resnet18 tv-resnet18 sweep")
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
@@ -24,7 +24,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-printf "%-10s %-5s %-9s %11s %11s %7s %11s   %s\n" model world bucket_MB python_ms cpp_ms ratio \
+printf "%-11s %-5s %-9s %11s %11s %7s %11s   %s\n" model world bucket_MB python_ms cpp_ms ratio \
   ratio_q1-q3 "cpp: fwd/bwd/wait/opt ms, overlap"
 quartiles() { sort -g | awk '{ v[NR] = $1 } END { printf "%.2f-%.2f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }'; }
 run() {  # model world bucket steps_per_round warmup batch rounds
@@ -48,20 +48,22 @@ run() {  # model world bucket steps_per_round warmup batch rounds
   pm=$(grep '^ROUND' "$TMP/py" | field ms_per_step | median)
   cm=$(grep '^ROUND' "$TMP/cpp" | field ms_per_step | median)
   cpp=$(grep '^RESULT' "$TMP/cpp")
-  printf "%-10s %-5s %-9s %11.2f %11.2f %7.2f %11s   %s/%s/%s/%s, %s\n" "$1" "$2" "$3" "$pm" "$cm" \
+  printf "%-11s %-5s %-9s %11.2f %11.2f %7.2f %11s   %s/%s/%s/%s, %s\n" "$1" "$2" "$3" "$pm" "$cm" \
     "$(echo "$ratios" | median)" \
     "$(echo "$ratios" | quartiles)" \
     "$(echo "$cpp" | field fwd)" "$(echo "$cpp" | field bwd)" \
     "$(echo "$cpp" | field wait)" "$(echo "$cpp" | field opt)" "$(echo "$cpp" | field overlap)"
 }
-for c in ${CASES:-mlp resnet18 sweep}; do
+for c in ${CASES:-mlp resnet18 tv-resnet18 sweep}; do
   case $c in
     mlp) run mlp 2 25 "$STEPS_MLP" 10 64 "$ROUNDS"; run mlp 4 25 "$STEPS_MLP" 10 64 "$ROUNDS" ;;
     resnet18) run resnet18 2 25 "$STEPS_RES" 2 16 "$ROUNDS_RES"
               run resnet18 4 25 "$STEPS_RES" 2 8 "$ROUNDS_RES" ;;
+    # ddp-trainer's --arch resnet18 (torchvision's layout) vs torchvision's resnet18
+    tv-resnet18) run tv-resnet18 2 25 "$STEPS_RES" 2 32 "$ROUNDS_RES" ;;
     sweep)
       echo "# bucket-size sweep: mlp-large (784-1024x3-10, 11.2 MB of gradients), world 2"
       for b in per-param 1 5 25; do run mlp-large 2 "$b" "$((STEPS_MLP / 4))" 5 64 "$ROUNDS"; done ;;
-    *) echo "bench/ddp.sh: unknown case '$c' (CASES: mlp resnet18 sweep)" >&2; exit 1 ;;
+    *) echo "bench/ddp.sh: unknown case '$c' (CASES: mlp resnet18 tv-resnet18 sweep)" >&2; exit 1 ;;
   esac
 done

@@ -29,6 +29,7 @@
 #include "trainer/app/optimizer.h"
 #include "trainer/dist/ddp.h"
 #include "trainer/dist/process_group.h"
+#include "trainer/models/model_factory.h"
 
 namespace {
 
@@ -41,7 +42,8 @@ std::map<std::string, std::string> ParseFlags(int argc, char** argv) {
     auto eq = arg.find('=');
     if (arg.rfind("--", 0) != 0 || eq == std::string::npos) {
       std::fprintf(stderr,
-                   "usage: ddp_bench --model=mlp|mlp-large|resnet18|allreduce --world=N --steps=N "
+                   "usage: ddp_bench --model=mlp|mlp-large|resnet18|tv-resnet18|allreduce "
+                   "--world=N --steps=N "
                    "--warmup=N --rounds=N --batch=N --bucket_mb=MB|per-param --numel=N "
                    "--handoff=IN_FIFO,OUT_FIFO\n");
       std::exit(2);
@@ -157,9 +159,16 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   if (model_name == "allreduce") return RunAllreduce(f, **pg, rank, world);
   torch::manual_seed(0);
   std::shared_ptr<torch::nn::Module> module;
+  std::unique_ptr<ddp::models::Model> trainer_model;  // --model=tv-resnet18
   std::function<at::Tensor(const at::Tensor&)> forward;
   at::Tensor x;
-  if (model_name == "resnet18") {
+  if (model_name == "tv-resnet18") {  // ddp-trainer's --arch resnet18 (torchvision's layout)
+    auto created = ddp::models::CreateModel("resnet18", 10, {3, 32, 32});
+    if (!created.ok()) return 1;
+    trainer_model = std::move(*created);
+    forward = [m = trainer_model.get()](const at::Tensor& in) { return m->forward(in); };
+    x = torch::randn({batch, 3, 32, 32});
+  } else if (model_name == "resnet18") {
     auto net = ddp::bench::ResNet18(10);
     module = net.ptr();
     forward = [net](const at::Tensor& in) mutable { return net->forward(in); };
@@ -178,15 +187,25 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   } else {
     options.reducer.bucket_bytes = static_cast<int64_t>(std::stod(f.at("bucket_mb")) * (1 << 20));
   }
-  auto created = ddp::DistributedDataParallel::Create(ddp::TensorsOf(*module), *pg, options);
+  ddp::ModuleTensors tensors;
+  std::vector<ddp::models::NamedTensor> named;
+  if (trainer_model) {
+    for (const auto& t : trainer_model->named_parameters())
+      tensors.parameters.push_back({t.name, t.tensor});
+    for (const auto& t : trainer_model->named_buffers())
+      tensors.buffers.push_back({t.name, t.tensor});
+    named = trainer_model->named_parameters();
+  } else {
+    tensors = ddp::TensorsOf(*module);
+    for (const auto& p : module->named_parameters()) named.push_back({p.key(), p.value()});
+  }
+  auto created = ddp::DistributedDataParallel::Create(std::move(tensors), *pg, options);
   if (!created.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, std::string(created.status().message()).c_str());
     return 1;
   }
   auto& d = **created;
   // ddp-trainer's optimizer (the arithmetic of torch.optim.SGD, multi-tensor kernels).
-  std::vector<ddp::models::NamedTensor> named;
-  for (const auto& p : module->named_parameters()) named.push_back({p.key(), p.value()});
   ddp::Sgd sgd(std::move(named), ddp::SgdOptions{0.9, 0.0, false});
   double fwd = 0, bwd = 0, wait = 0, opt = 0, overlap = 0;
   int timed_steps = 0;

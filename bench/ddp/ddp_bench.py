@@ -109,6 +109,9 @@ def worker(rank, args, store):
         return
     if args.model == "resnet18":
         model, x = ResNet18(), torch.randn(args.batch, 3, 32, 32)
+    elif args.model == "tv-resnet18":  # ddp-trainer's --arch resnet18 is torchvision's layout
+        import torchvision
+        model, x = torchvision.models.resnet18(num_classes=10), torch.randn(args.batch, 3, 32, 32)
     elif args.model == "mlp-large":
         model, x = mlp([784, 1024, 1024, 1024, 10]), torch.randn(args.batch, 784)
     else:
