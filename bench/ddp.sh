@@ -38,8 +38,18 @@ run() {  # model world bucket steps_per_round warmup batch rounds
   local py_pid=$!
   local go; exec {go}<>"$TMP/to_cpp"   # held open until both finish, so the token is not lost
   printf x >&"$go"
-  local rc=0
-  wait "$cpp_pid" || rc=$?; wait "$py_pid" || rc=$?
+  # Whichever side ends first: on a failure stop the other, which would wait for its turn forever.
+  local rc=0 r ended pids=("$cpp_pid" "$py_pid")
+  while ((${#pids[@]})); do
+    ended=""
+    r=0; wait -n -p ended "${pids[@]}" || r=$?
+    if ((r != 0)); then
+      ((rc)) || rc=$r
+      kill "${pids[@]}" 2>/dev/null || true
+    fi
+    [[ -n $ended ]] || break
+    pids=("${pids[@]/$ended/}"); read -ra pids <<<"${pids[*]}"
+  done
   exec {go}>&-
   if ((rc != 0)); then echo "bench/ddp.sh: $1 world $2 failed (exit $rc)" >&2; cat "$TMP/cpp" "$TMP/py" >&2; exit 1; fi
   local ratios pm cm cpp

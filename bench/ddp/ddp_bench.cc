@@ -80,13 +80,17 @@ class Turns {
   Turns& operator=(const Turns&) = delete;
   void Wait() const {
     char c;
-    if (in_ >= 0 && read(in_, &c, 1) != 1) std::exit(2);
+    if (in_ >= 0 && read(in_, &c, 1) != 1) Fail("read");
   }
   void Pass() const {
-    if (out_ >= 0 && write(out_, "x", 1) != 1) std::exit(2);
+    if (out_ >= 0 && write(out_, "x", 1) != 1) Fail("write");
   }
 
  private:
+  [[noreturn]] static void Fail(const char* what) {
+    std::fprintf(stderr, "ddp_bench: --handoff %s failed: %s\n", what, std::strerror(errno));
+    std::exit(2);
+  }
   int in_ = -1;
   int out_ = -1;
 };
