@@ -4,9 +4,10 @@
 # batch size, optimizer and threads, both measured in this run. Prints samples/s of each and
 # ratio = ours / python (> 1: we are faster). Targets: >= 1.2 on the MLP, >= 1.0 on ResNet-18.
 #
-#   BUILD_DIR=build-fd bench/trainer.sh        env: REPEAT=1 (runs per side, alternated; the best
-#                                              counts)  LOGS=DIR (keep the timestamped logs)  QUICK=1 (fewer steps)
-#                                              CASES="mlp resnet18" (which cases, in order)
+#   BUILD_DIR=build-fd bench/trainer.sh
+#   env: REPEAT=3 (runs per side; the table shows medians)  CASES="mlp resnet18" (which, in order)
+#        PAIRED=auto|1|0 (see below)  SLICE=1.0 (seconds per turn when paired)
+#        QUICK=1 (fewer steps)  LOGS=DIR (keep the timestamped logs and the turn records)
 #
 # Conditions, both sides: CPU, Gloo, 2 ranks on this machine, 1 intra-op thread per rank
 # (OMP_NUM_THREADS=1 for both; the recipe also calls torch.set_num_threads(1)), in-process data
@@ -20,84 +21,214 @@
 # Metric: steady-state samples/s of the training loop, startup excluded. Each side runs
 # W + N + 1 steps of epoch 0 with rank 0 printing a progress line every W steps; the script
 # timestamps rank 0's output lines as they arrive (flushed) and takes
-#   samples/s = N * batch * 2 / (t(line of step W+N) - t(line of step W)),
+#   samples/s = N * batch * 2 / (run time between the lines of steps W and W+N),
 # i.e. N steps after W warm-up steps, everything in the loop included (data loading, forward,
 # backward, allreduce, optimizer, progress printing). Ours stops via --stop-after-steps (exit 3,
 # after a checkpoint that falls outside the timed window).
+#
+# Paired runs (PAIRED=1; auto = when the cgroup-v1 freezer at /sys/fs/cgroup/freezer is
+# writable): a single run's speed on a shared machine drifts by more than the difference being
+# measured, so the two jobs run at the same time, each in its own freezer cgroup. Both start
+# at once; each is frozen when it prints its step-W line (start-up and warm-up are not timed),
+# and then they take turns of SLICE seconds: one job (every process of it: launcher,
+# coordinator, workers; or mp.spawn's parent and children) is frozen while the other runs, so a
+# slow stretch of the machine falls on both. Each side's run time is its own unfrozen time only
+# (the turn records), and the per-run ratio compares two runs that shared the same minutes;
+# the first turn alternates between the sides from run to run. Sequential runs (PAIRED=0):
+# ours, then Python, REPEAT times, wall time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN=${BUILD_DIR:-build}/bin
 [[ $BIN = /* ]] || BIN="$PWD/$BIN"
 PY="${DDP_TORCH_PYTHON:-$("$ROOT/scripts/setup-deps.sh" --print-venv)/bin/python}"
 RECIPE="$ROOT/bench/trainer/python_recipe.py"
-REPEAT=${REPEAT:-1}
+REPEAT=${REPEAT:-3}
+SLICE=${SLICE:-1.0}
 FMNIST=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+FREEZER=/sys/fs/cgroup/freezer
 [[ -x $BIN/ddp-trainer ]] || { echo "bench/trainer.sh: $BIN/ddp-trainer not built" >&2; exit 1; }
 "$PY" -c "import torchvision" 2>/dev/null ||
   { echo "bench/trainer.sh: $PY lacks torchvision (run scripts/setup-deps.sh)" >&2; exit 1; }
 
+can_freeze() {
+  local probe="$FREEZER/ddp-bench-probe.$$"
+  mkdir "$probe" 2>/dev/null || return 1
+  [[ -w $probe/freezer.state ]]; local ok=$?
+  rmdir "$probe"; return $ok
+}
+case ${PAIRED:-auto} in
+  1) can_freeze || { echo "bench/trainer.sh: PAIRED=1 needs a writable cgroup-v1 freezer at $FREEZER" >&2; exit 1; }
+     paired=1 ;;
+  0) paired=0 ;;
+  auto) if can_freeze; then paired=1; else paired=0
+          echo "# no writable cgroup freezer at $FREEZER: sequential runs (wall time), not paired" >&2; fi ;;
+  *) echo "bench/trainer.sh: PAIRED must be auto, 1 or 0" >&2; exit 1 ;;
+esac
+
 tmp=$(mktemp -d)
-if [[ -n ${LOGS:-} ]]; then mkdir -p "$LOGS"; trap 'cp "$tmp"/*.ours.* "$tmp"/*.py.* "$LOGS"/ 2>/dev/null; rm -rf "$tmp"' EXIT
-else trap 'rm -rf "$tmp"' EXIT; fi
+cgroups=()
+cleanup() {
+  local cg
+  for cg in "${cgroups[@]}"; do
+    [[ -d $cg ]] || continue
+    echo THAWED >"$cg/freezer.state" 2>/dev/null || true
+    xargs -r kill -KILL <"$cg/cgroup.procs" 2>/dev/null || true
+    for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
+  done
+  [[ -z ${LOGS:-} ]] || { mkdir -p "$LOGS"; cp "$tmp"/*.log "$tmp"/*.turns "$LOGS"/ 2>/dev/null || true; }
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 export OMP_NUM_THREADS=1
 
 # Prefixes each line with the time it arrived (seconds, microsecond resolution).
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
 
-# rate LOG W N BATCH: samples/s between the progress lines of steps W and W+N.
-rate() {
-  awk -v w="$2" -v e="$(($2 + $3))" -v s="$(($3 * $4 * 2))" '
+# span LOG W N [TURNS]: seconds of run time between the progress lines of steps W and W+N;
+# with TURNS (lines "start end" of the intervals the job ran), only the time inside them.
+span() {
+  awk -v w="$2" -v e="$(($2 + $3))" '
+    FNR == NR && FILENAME != "-" && ARGC == 3 { a[++k] = $1; b[k] = $2; next }
     match($0, /Epoch: \[0\]\[ *[0-9]+\//) {
-      i = substr($0, RSTART, RLENGTH); gsub(/[^0-9\/]/, " ", i); split(i, a, " "); step = a[2] + 0
+      i = substr($0, RSTART, RLENGTH); gsub(/[^0-9\/]/, " ", i); split(i, f, " "); step = f[2] + 0
       if (step == w) t0 = $1; if (step == e) t1 = $1
     }
-    END { if (t0 == "" || t1 == "" || t1 <= t0) exit 1; printf "%.1f", s / (t1 - t0) }' "$1"
+    END {
+      if (t0 == "" || t1 == "" || t1 <= t0) exit 1
+      if (!k) { printf "%.6f", t1 - t0; exit }
+      for (j = 1; j <= k; j++) {
+        lo = a[j] > t0 ? a[j] : t0; hi = b[j] < t1 ? b[j] : t1
+        if (hi > lo) s += hi - lo
+      }
+      if (s <= 0) exit 1
+      printf "%.6f", s
+    }' ${4:+"$4"} "$1"
 }
 
-ours() {  # case log batch warmup steps data arch
-  local rc=0
-  rm -rf "$tmp/ck"
-  (cd "$tmp" && "$BIN/ddp-trainer" --nprocs-per-node 2 --backend gloo --job-id "bench-$1" \
-     --dist-file "$tmp/dist_file.$1" --data "$6" --arch "$7" --workers 0 --batch-size "$3" \
-     --lr 0.05 --momentum 0.9 --weight-decay 1e-4 --no-eval --print-freq "$4" \
-     --stop-after-steps "$(($4 + $5 + 1))" --checkpoint-dir "$tmp/ck" --resume none 2>&1) |
-    stamp >"$2" || rc=$?
-  if ((rc != 0 && rc != 3)); then tail -20 "$2" >&2; echo "ddp-trainer failed ($rc)" >&2; exit 1; fi
+# The two jobs of a case; each writes its exit status to $tmp/NAME.rc and its output, stamped,
+# to $tmp/NAME.log. Started in freezer cgroup CG when one is given.
+ours() {  # name case batch warmup steps data arch [cg]
+  rm -rf "$tmp/ck.$1"
+  ( [[ -z ${8:-} ]] || echo "$BASHPID" >"$8/cgroup.procs"
+    rc=0
+    cd "$tmp" && "$BIN/ddp-trainer" --nprocs-per-node 2 --backend gloo --job-id "bench-$1" \
+      --dist-file "$tmp/dist_file.$1" --data "$6" --arch "$7" --workers 0 --batch-size "$3" \
+      --lr 0.05 --momentum 0.9 --weight-decay 1e-4 --no-eval --print-freq "$4" \
+      --stop-after-steps "$(($4 + $5 + 1))" --checkpoint-dir "$tmp/ck.$1" --resume none 2>&1 || rc=$?
+    echo "$rc" >"$tmp/$1.rc" ) | stamp >"$tmp/$1.log"
+}
+theirs() {  # name arch batch warmup steps extra [cg]
+  ( [[ -z ${7:-} ]] || echo "$BASHPID" >"$7/cgroup.procs"
+    rc=0
+    cd "$tmp" && "$PY" "$RECIPE" "$2" "$3" "$4" "$5" "$4" "$6" 2>&1 || rc=$?
+    echo "$rc" >"$tmp/$1.rc" ) | stamp >"$tmp/$1.log"
+}
+check_rc() {  # name ok_codes...
+  local name=$1 rc; shift
+  rc=$(cat "$tmp/$name.rc" 2>/dev/null || echo "none")
+  local ok; for ok in "$@"; do [[ $rc == "$ok" ]] && return 0; done
+  tail -20 "$tmp/$name.log" >&2; echo "bench/trainer.sh: $name failed (exit $rc)" >&2; exit 1
 }
 
-theirs() {  # log arch batch warmup steps extra
-  (cd "$tmp" && "$PY" "$RECIPE" "$2" "$3" "$4" "$5" "$4" "$6" 2>&1) | stamp >"$1" ||
-    { tail -20 "$1" >&2; echo "python recipe failed" >&2; exit 1; }
+cg_alive() { [[ -n $(cat "$1/cgroup.procs" 2>/dev/null) ]]; }
+freeze() {
+  echo FROZEN >"$1/freezer.state"
+  local s; for ((s = 0; s < 5000; s++)); do [[ $(<"$1/freezer.state") == FROZEN ]] && return; sleep 0.001; done
+  echo "bench/trainer.sh: $1 did not freeze" >&2; exit 1
+}
+thaw() { echo THAWED >"$1/freezer.state"; }
+
+# line_time LOG STEP: when rank 0's progress line of STEP arrived (empty: not yet).
+line_time() {
+  awk -v w="$2" 'match($0, /Epoch: \[0\]\[ *[0-9]+\//) {
+      i = substr($0, RSTART, RLENGTH); gsub(/[^0-9\/]/, " ", i); split(i, f, " ")
+      if (f[2] + 0 == w) { print $1; exit } }' "$1"
 }
 
-max() { awk -v a="$1" -v b="$2" 'BEGIN { print (b == "" || a + 0 > b + 0) ? a : b }'; }
+# take_turns W CG1 TURNS1 LOG1 CG2 TURNS2 LOG2: first lets both jobs run (at once) until each
+# has printed its line of step W, freezing each as it gets there, so that both timed windows
+# start together; then runs them SLICE seconds at a time, CG1 first, until both have exited.
+# Writes the intervals each ran after its step W to its TURNS file. Once one has exited, the
+# other runs alone to its end (the timed windows end close together when the speeds are close).
+take_turns() {
+  local w=$1 cg=("$2" "$5") turns=("$3" "$6") logs=("$4" "$7") cur=0 start now i t
+  local ready=(0 0)
+  : >"${turns[0]}"; : >"${turns[1]}"
+  while ((ready[0] + ready[1] < 2)); do
+    for i in 0 1; do
+      ((ready[i])) && continue
+      t=$(line_time "${logs[i]}" "$w")
+      if [[ -n $t ]] || ! cg_alive "${cg[i]}"; then
+        freeze "${cg[i]}"; ready[i]=1
+        [[ -z $t ]] || echo "$t $EPOCHREALTIME" >>"${turns[i]}"
+      fi
+    done
+    sleep 0.02
+  done
+  thaw "${cg[0]}"; start=$EPOCHREALTIME
+  while cg_alive "${cg[0]}" || cg_alive "${cg[1]}"; do
+    sleep "$SLICE"
+    if cg_alive "${cg[1 - cur]}"; then
+      freeze "${cg[cur]}"; now=$EPOCHREALTIME
+      echo "$start $now" >>"${turns[cur]}"
+      cur=$((1 - cur)); thaw "${cg[cur]}"; start=$EPOCHREALTIME
+    fi
+  done
+  echo "$start $EPOCHREALTIME" >>"${turns[cur]}"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 results=()
 bench() {  # case batch warmup steps data arch python_extra
-  local best_o="" best_p="" r o p
+  local c=$1 b=$2 w=$3 n=$4 r o p so sp os=() ps=() rs=()
   for ((r = 1; r <= REPEAT; r++)); do
-    ours "$1" "$tmp/$1.ours.$r" "$2" "$3" "$4" "$5" "$6"
-    o=$(rate "$tmp/$1.ours.$r" "$3" "$4" "$2") || { echo "no rate in ours' log" >&2; exit 1; }
-    theirs "$tmp/$1.py.$r" "$6" "$2" "$3" "$4" "$7"
-    p=$(rate "$tmp/$1.py.$r" "$3" "$4" "$2") || { echo "no rate in python's log" >&2; exit 1; }
-    echo "# $1 run $r: ours $o samples/s, python $p samples/s" >&2
-    best_o=$(max "$o" "$best_o"); best_p=$(max "$p" "$best_p")
+    local on="$c.ours.$r" pn="$c.py.$r"
+    if ((paired)); then
+      local cgo="$FREEZER/ddp-bench.$$.$on" cgp="$FREEZER/ddp-bench.$$.$pn"
+      mkdir "$cgo" "$cgp"; cgroups+=("$cgo" "$cgp")
+      ours "$on" "$c" "$b" "$w" "$n" "$5" "$6" "$cgo" & local jo=$!
+      theirs "$pn" "$6" "$b" "$w" "$n" "$7" "$cgp" & local jp=$!
+      local s; for ((s = 0; s < 500; s++)); do  # until both jobs have joined their cgroups
+        { cg_alive "$cgo" || [[ -e $tmp/$on.rc ]]; } && { cg_alive "$cgp" || [[ -e $tmp/$pn.rc ]]; } && break
+        sleep 0.01
+      done
+      local jobo=("$cgo" "$tmp/$on.turns" "$tmp/$on.log") jobp=("$cgp" "$tmp/$pn.turns" "$tmp/$pn.log")
+      if ((r % 2)); then take_turns "$w" "${jobo[@]}" "${jobp[@]}"; else take_turns "$w" "${jobp[@]}" "${jobo[@]}"; fi
+      wait "$jo" "$jp" || true
+      rmdir "$cgo" "$cgp"
+      check_rc "$on" 0 3; check_rc "$pn" 0
+      so=$(span "$tmp/$on.log" "$w" "$n" "$tmp/$on.turns") || { echo "no rate in $on.log" >&2; exit 1; }
+      sp=$(span "$tmp/$pn.log" "$w" "$n" "$tmp/$pn.turns") || { echo "no rate in $pn.log" >&2; exit 1; }
+    else
+      ours "$on" "$c" "$b" "$w" "$n" "$5" "$6"; check_rc "$on" 0 3
+      theirs "$pn" "$6" "$b" "$w" "$n" "$7"; check_rc "$pn" 0
+      so=$(span "$tmp/$on.log" "$w" "$n") || { echo "no rate in $on.log" >&2; exit 1; }
+      sp=$(span "$tmp/$pn.log" "$w" "$n") || { echo "no rate in $pn.log" >&2; exit 1; }
+    fi
+    o=$(awk -v s="$so" -v k="$((n * b * 2))" 'BEGIN { printf "%.1f", k / s }')
+    p=$(awk -v s="$sp" -v k="$((n * b * 2))" 'BEGIN { printf "%.1f", k / s }')
+    os+=("$o"); ps+=("$p"); rs+=("$(awk -v o="$o" -v p="$p" 'BEGIN { printf "%.3f", o / p }')")
+    echo "# $c run $r: ours $o samples/s, python $p samples/s, ratio ${rs[-1]}" >&2
   done
-  results+=("$(awk -v c="$1" -v o="$best_o" -v p="$best_p" -v b="$2" -v n="$4" -v w="$3" \
-    'BEGIN { printf "%-9s %5d %4d/%-4d %12.1f %12.1f %7.2f", c, b, n, w, o, p, o / p }')")
+  results+=("$(printf '%-9s %5d %4d/%-4d %12.1f %12.1f %7.2f   %s' "$c" "$b" "$n" "$w" \
+    "$(printf '%s\n' "${os[@]}" | median)" "$(printf '%s\n' "${ps[@]}" | median)" \
+    "$(printf '%s\n' "${rs[@]}" | median)" "$(IFS=' '; echo "${rs[*]}")")")
 }
 
-echo "# load average at start: $(uptime | sed 's/.*load average: //')" >&2
+echo "# $( ((paired)) && echo "paired (turns of ${SLICE}s)" || echo sequential), $REPEAT run(s) per side;" \
+  "load average at start: $(uptime | sed 's/.*load average: //')" >&2
 CASES=${CASES:-mlp resnet18}
 for c in $CASES; do
   case $c:${QUICK:+quick} in
     mlp:quick) bench mlp 64 20 100 "fashion-mnist:$FMNIST" mlp "$FMNIST" ;;
     mlp:) bench mlp 64 50 400 "fashion-mnist:$FMNIST" mlp "$FMNIST" ;;
     resnet18:quick) bench resnet18 32 3 9 synthetic:2048 resnet18 2048 ;;
-    resnet18:) bench resnet18 32 5 20 synthetic:4096 resnet18 4096 ;;
+    resnet18:) bench resnet18 32 5 40 synthetic:4096 resnet18 4096 ;;
     *) echo "bench/trainer.sh: unknown case '$c' (CASES: mlp resnet18)" >&2; exit 1 ;;
   esac
 done
 echo "# load average at end: $(uptime | sed 's/.*load average: //')" >&2
-printf "%-9s %5s %9s %12s %12s %7s\n" case batch steps/warm ours_samp/s python_samp/s ratio
+printf "%-9s %5s %9s %12s %12s %7s   %s\n" case batch steps/warm ours_samp/s python_samp/s ratio "per-run ratios"
 printf "%s\n" "${results[@]}"
