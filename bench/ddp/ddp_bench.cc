@@ -194,11 +194,8 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   ddp::ModuleTensors tensors;
   std::vector<ddp::models::NamedTensor> named;
   if (trainer_model) {
-    for (const auto& t : trainer_model->named_parameters())
-      tensors.parameters.push_back({t.name, t.tensor});
-    for (const auto& t : trainer_model->named_buffers())
-      tensors.buffers.push_back({t.name, t.tensor});
-    named = trainer_model->named_parameters();
+    tensors = {trainer_model->named_parameters(), trainer_model->named_buffers()};
+    named = tensors.parameters;
   } else {
     tensors = ddp::TensorsOf(*module);
     for (const auto& p : module->named_parameters()) named.push_back({p.key(), p.value()});

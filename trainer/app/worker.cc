@@ -275,10 +275,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     return Fail(prefix, kExitFailed, std::string(start.status().message()));
   }
 
-  ModuleTensors tensors;
-  for (const auto& t : s.model->named_parameters())
-    tensors.parameters.push_back({t.name, t.tensor});
-  for (const auto& t : s.model->named_buffers()) tensors.buffers.push_back({t.name, t.tensor});
+  ModuleTensors tensors{s.model->named_parameters(), s.model->named_buffers()};
   DdpOptions dopts;
   dopts.reducer.bucket_bytes = c.bucket_mb << 20;
   auto ddp = DistributedDataParallel::Create(std::move(tensors), s.pg, dopts);

@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "trainer/dist/reducer.h"
+#include "trainer/named_tensor.h"
 
 namespace torch::nn {
 class Module;
@@ -41,11 +42,6 @@ struct Module;
 }  // namespace torch::jit
 
 namespace ddp {
-
-struct NamedTensor {
-  std::string name;
-  at::Tensor tensor;
-};
 
 struct ModuleTensors {
   std::vector<NamedTensor> parameters;  // all parameters (those not requiring grad are synced

@@ -18,12 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "trainer/named_tensor.h"
+
 namespace ddp::models {
 
-struct NamedTensor {
-  std::string name;  // dotted path, e.g. "layer1.0.conv1.weight"
-  at::Tensor tensor;
-};
+using ::ddp::NamedTensor;
 
 class Model {
  public:
