@@ -26,16 +26,16 @@
 # backward, allreduce, optimizer, progress printing). Ours stops via --stop-after-steps (exit 3,
 # after a checkpoint that falls outside the timed window).
 #
-# Paired runs (PAIRED=1; auto = when the cgroup-v1 freezer at /sys/fs/cgroup/freezer is
-# writable): a single run's speed on a shared machine drifts by more than the difference being
-# measured, so the two jobs run at the same time, each in its own freezer cgroup. Both start
-# at once; each is frozen when it prints its step-W line (start-up and warm-up are not timed),
-# and then they take turns of SLICE seconds: one job (every process of it: launcher,
-# coordinator, workers; or mp.spawn's parent and children) is frozen while the other runs, so a
-# slow stretch of the machine falls on both. Each side's run time is its own unfrozen time only
-# (the turn records), and the per-run ratio compares two runs that shared the same minutes;
-# the first turn alternates between the sides from run to run. Sequential runs (PAIRED=0):
-# ours, then Python, REPEAT times, wall time.
+# Paired runs (PAIRED=1; auto = when a cgroup freezer is writable, e.g. as root: the v1 freezer
+# at /sys/fs/cgroup/freezer, else cgroup v2's cgroup.freeze; FREEZER=v1|v2 picks one): a single
+# run's speed on a shared machine drifts by more than the difference being measured, so the two
+# jobs run at the same time, each in its own freezer cgroup. Both start at once; each is frozen
+# when it prints its step-W line (start-up and warm-up are not timed), and then they take turns
+# of SLICE seconds: one job (every process of it: launcher, coordinator, workers; or mp.spawn's
+# parent and children) is frozen while the other runs, so a slow stretch of the machine falls on
+# both. Each side's run time is its own unfrozen time only (the turn records), and the per-run
+# ratio compares two runs that shared the same minutes; the first turn alternates between the
+# sides from run to run. Sequential runs (PAIRED=0): ours, then Python, REPEAT times, wall time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN=${BUILD_DIR:-build}/bin
@@ -45,23 +45,39 @@ RECIPE="$ROOT/bench/trainer/python_recipe.py"
 REPEAT=${REPEAT:-3}
 SLICE=${SLICE:-1.0}
 FMNIST=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
-FREEZER=/sys/fs/cgroup/freezer
 [[ -x $BIN/ddp-trainer ]] || { echo "bench/trainer.sh: $BIN/ddp-trainer not built" >&2; exit 1; }
 "$PY" -c "import torchvision" 2>/dev/null ||
   { echo "bench/trainer.sh: $PY lacks torchvision (run scripts/setup-deps.sh)" >&2; exit 1; }
 
+# The freezer: KIND (v1: freezer.state FROZEN/THAWED; v2: cgroup.freeze 1/0) and ROOT, the
+# hierarchy the jobs' cgroups are made in. can_freeze KIND ROOT: a cgroup made there can freeze.
+fz_kind="" fz_root=""
 can_freeze() {
-  local probe="$FREEZER/ddp-bench-probe.$$"
+  local probe="$2/ddp-bench-probe.$$" ok=0
   mkdir "$probe" 2>/dev/null || return 1
-  [[ -w $probe/freezer.state ]]; local ok=$?
+  if [[ $1 == v1 ]]; then [[ -w $probe/freezer.state ]] || ok=1; else [[ -w $probe/cgroup.freeze ]] || ok=1; fi
   rmdir "$probe"; return $ok
 }
+find_freezer() {
+  local kind dev mnt type _
+  for kind in ${FREEZER:-v1 v2}; do
+    case $kind in
+      v1) [[ -d /sys/fs/cgroup/freezer ]] && can_freeze v1 /sys/fs/cgroup/freezer &&
+            { fz_kind=v1; fz_root=/sys/fs/cgroup/freezer; return 0; } ;;
+      v2) while read -r dev mnt type _; do
+            [[ $type == cgroup2 ]] && can_freeze v2 "$mnt" && { fz_kind=v2; fz_root=$mnt; return 0; }
+          done </proc/mounts ;;
+      *) echo "bench/trainer.sh: FREEZER must be v1 or v2" >&2; exit 1 ;;
+    esac
+  done
+  return 1
+}
 case ${PAIRED:-auto} in
-  1) can_freeze || { echo "bench/trainer.sh: PAIRED=1 needs a writable cgroup-v1 freezer at $FREEZER" >&2; exit 1; }
+  1) find_freezer || { echo "bench/trainer.sh: PAIRED=1 needs a writable cgroup freezer (${FREEZER:-v1 or v2}; run as root)" >&2; exit 1; }
      paired=1 ;;
   0) paired=0 ;;
-  auto) if can_freeze; then paired=1; else paired=0
-          echo "# no writable cgroup freezer at $FREEZER: sequential runs (wall time), not paired" >&2; fi ;;
+  auto) if find_freezer; then paired=1; else paired=0
+          echo "# no writable cgroup freezer (${FREEZER:-v1 or v2}): sequential runs (wall time), not paired" >&2; fi ;;
   *) echo "bench/trainer.sh: PAIRED must be auto, 1 or 0" >&2; exit 1 ;;
 esac
 
@@ -71,7 +87,7 @@ cleanup() {
   local cg
   for cg in "${cgroups[@]}"; do
     [[ -d $cg ]] || continue
-    echo THAWED >"$cg/freezer.state" 2>/dev/null || true
+    thaw "$cg" 2>/dev/null || true
     xargs -r kill -KILL <"$cg/cgroup.procs" 2>/dev/null || true
     for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
   done
@@ -132,12 +148,15 @@ check_rc() {  # name ok_codes...
 }
 
 cg_alive() { [[ -n $(cat "$1/cgroup.procs" 2>/dev/null) ]]; }
+frozen() {
+  if [[ $fz_kind == v1 ]]; then [[ $(<"$1/freezer.state") == FROZEN ]]; else grep -qx "frozen 1" "$1/cgroup.events"; fi
+}
 freeze() {
-  echo FROZEN >"$1/freezer.state"
-  local s; for ((s = 0; s < 5000; s++)); do [[ $(<"$1/freezer.state") == FROZEN ]] && return; sleep 0.001; done
+  if [[ $fz_kind == v1 ]]; then echo FROZEN >"$1/freezer.state"; else echo 1 >"$1/cgroup.freeze"; fi
+  local s; for ((s = 0; s < 5000; s++)); do frozen "$1" && return; sleep 0.001; done
   echo "bench/trainer.sh: $1 did not freeze" >&2; exit 1
 }
-thaw() { echo THAWED >"$1/freezer.state"; }
+thaw() { if [[ $fz_kind == v1 ]]; then echo THAWED >"$1/freezer.state"; else echo 0 >"$1/cgroup.freeze"; fi; }
 
 # line_time LOG STEP: when rank 0's progress line of STEP arrived (empty: not yet).
 line_time() {
@@ -186,7 +205,7 @@ bench() {  # case batch warmup steps data arch python_extra
   for ((r = 1; r <= REPEAT; r++)); do
     local on="$c.ours.$r" pn="$c.py.$r"
     if ((paired)); then
-      local cgo="$FREEZER/ddp-bench.$$.$on" cgp="$FREEZER/ddp-bench.$$.$pn"
+      local cgo="$fz_root/ddp-bench.$$.$on" cgp="$fz_root/ddp-bench.$$.$pn"
       mkdir "$cgo" "$cgp"; cgroups+=("$cgo" "$cgp")
       ours "$on" "$c" "$b" "$w" "$n" "$5" "$6" "$cgo" & local jo=$!
       theirs "$pn" "$6" "$b" "$w" "$n" "$7" "$cgp" & local jp=$!
@@ -217,7 +236,7 @@ bench() {  # case batch warmup steps data arch python_extra
     "$(printf '%s\n' "${rs[@]}" | median)" "$(IFS=' '; echo "${rs[*]}")")")
 }
 
-echo "# $( ((paired)) && echo "paired (turns of ${SLICE}s)" || echo sequential), $REPEAT run(s) per side;" \
+echo "# $( ((paired)) && echo "paired (turns of ${SLICE}s, cgroup $fz_kind freezer)" || echo sequential), $REPEAT run(s) per side;" \
   "load average at start: $(uptime | sed 's/.*load average: //')" >&2
 CASES=${CASES:-mlp resnet18}
 for c in $CASES; do
