@@ -29,7 +29,7 @@ const char* PhaseName(WorkerPhase p) {
 }  // namespace
 
 Job::Job(JobConfig config, const Clock* clock)
-    : config_(std::move(config)), clock_(clock), start_(clock->Now()) {}
+    : config_(std::move(config)), clock_(clock), start_(clock->Now()), last_tick_(start_) {}
 
 std::string Job::SecondsText(absl::Duration d) {
   return absl::StrCat(absl::ToDoubleSeconds(d), "s");
@@ -330,7 +330,11 @@ void Job::Tick() {
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    if (state_ == JobState::kRegistering && now - start_ >= config_.registration_timeout) {
+    const absl::Duration gap = now - last_tick_;
+    last_tick_ = now;
+    if (gap > config_.stall_threshold && !FinishedLocked()) ForgiveStallLocked(gap, now, &out);
+    if (state_ == JobState::kRegistering &&
+        now - start_ - registration_stalled_ >= config_.registration_timeout) {
       FailLocked(-1,
                  absl::StrCat("registration timed out after ",
                               absl::FormatDuration(config_.registration_timeout), ": ",
@@ -356,6 +360,21 @@ void Job::Tick() {
     }
   }
   Run(out);
+}
+
+void Job::ForgiveStallLocked(absl::Duration gap, absl::Time now, std::vector<Completion>* out) {
+  if (state_ == JobState::kRegistering) registration_stalled_ += gap;
+  if (world_complete_.load(std::memory_order_acquire)) {
+    for (int r = 0; r < num_ranks_; ++r) {
+      RankSlot& slot = ranks_[static_cast<size_t>(r)];
+      absl::MutexLock slot_lock(&slot.mu);
+      slot.last_seen = std::min(slot.last_seen + gap, now);
+    }
+  }
+  EventLocked(absl::StrCat("coordinator was not running for ", SecondsText(gap),
+                           " (job suspended or stopped, or host paused); that time does not count "
+                           "against heartbeats"),
+              out);
 }
 
 JobStatus Job::Status() const {

@@ -49,6 +49,12 @@ struct JobConfig {
   int world_size = 1;
   absl::Duration registration_timeout = absl::Seconds(300);
   absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // When Tick() finds more than this since the previous Tick(), the coordinator itself was not
+  // running: its process was stopped (Slurm's `scontrol suspend` stops every process of a job,
+  // the workers too) or frozen, or the host paused. That time is not counted as silence
+  // against any rank, nor against the registration deadline. Infinite: every gap counts (the
+  // caller does not tick regularly). ddp-coordinator ticks every 50 ms and uses 2 s.
+  absl::Duration stall_threshold = absl::InfiniteDuration();
   size_t max_events = 200;
   // Receives one line per registration and state change (may be empty).
   std::function<void(const std::string&)> log;
@@ -131,6 +137,8 @@ class Job {
   void EventLocked(const std::string& line, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RankFinishedLocked(std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgiveStallLocked(absl::Duration gap, absl::Time now, std::vector<Completion>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string MissingWorkersLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::string DescribeRank(int rank) const;
   bool FinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -140,6 +148,9 @@ class Job {
   const JobConfig config_;
   const Clock* const clock_;
   const absl::Time start_;
+  absl::Time last_tick_ ABSL_GUARDED_BY(mu_);
+  // Time the coordinator was stalled while registering (discounted from the deadline).
+  absl::Duration registration_stalled_ ABSL_GUARDED_BY(mu_);
 
   mutable absl::Mutex mu_;
   JobState state_ ABSL_GUARDED_BY(mu_) = JobState::kRegistering;

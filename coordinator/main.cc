@@ -117,6 +117,7 @@ int Run(const Flags& flags) {
   config.world_size = flags.world_size;
   config.registration_timeout = absl::Seconds(flags.registration_timeout_s);
   config.heartbeat_timeout = absl::Seconds(flags.heartbeat_timeout_s);
+  config.stall_threshold = absl::Seconds(2);  // the server ticks every 50 ms
   config.log = log;
   const Clock* clock = MonotonicClock::Get();
   Job job(config, clock);

@@ -153,6 +153,66 @@ TEST_F(JobTest, SilentRankIsLostAndTheOthersAbort) {
   EXPECT_THAT(reply->reason, HasSubstr("rank 1"));
 }
 
+// The whole job stopped (e.g. `scontrol suspend`) and continued: the coordinator did not tick
+// for 30 s. That gap is not silence; silence before and after it still adds up.
+TEST_F(JobTest, TimeTheCoordinatorWasStoppedIsNotSilence) {
+  JobConfig c;
+  c.job_id = "j";
+  c.nonce = "n";
+  c.world_size = 2;
+  c.registration_timeout = absl::Seconds(30);
+  c.heartbeat_timeout = absl::Seconds(10);
+  c.stall_threshold = absl::Seconds(2);
+  std::vector<std::string> log;
+  c.log = [&log](const std::string& line) { log.push_back(line); };
+  Job job(c, &clock_);
+  // Registration: 20 s, a 60 s stall, 9 s more: still within the 30 s deadline.
+  job.Register(Who(0, 0, 1, 1), [](absl::StatusOr<RankAssignment>) {});
+  for (int i = 0; i < 20; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    job.Tick();
+  }
+  clock_.Advance(absl::Seconds(60));
+  job.Tick();
+  for (int i = 0; i < 9; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    job.Tick();
+  }
+  ASSERT_EQ(job.Status().state, JobState::kRegistering);
+  job.Register(Who(1, 0, 1, 2), [](absl::StatusOr<RankAssignment>) {});
+  ASSERT_EQ(job.Status().state, JobState::kRunning);
+  // Rank 1 heartbeats throughout; rank 0 goes silent for 8 s, then the coordinator stalls.
+  for (int i = 0; i < 8; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    ASSERT_TRUE(job.Heartbeat(1, 2, {}).ok());
+    job.Tick();
+  }
+  clock_.Advance(absl::Seconds(30));
+  ASSERT_TRUE(job.Heartbeat(1, 2, {}).ok());  // arrived after the stall, before the next tick
+  job.Tick();
+  EXPECT_EQ(job.Status().state, JobState::kRunning);
+  EXPECT_THAT(log.back(), HasSubstr("coordinator was not running for 30s"));
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(job.Heartbeat(1, 2, {}).ok());
+  job.Tick();
+  EXPECT_EQ(job.Status().state, JobState::kRunning);  // rank 0: 9 s of counted silence
+  clock_.Advance(absl::Seconds(1.5));
+  ASSERT_TRUE(job.Heartbeat(1, 2, {}).ok());
+  job.Tick();
+  JobStatus s = job.Status();
+  EXPECT_EQ(s.state, JobState::kFailed);  // 10.5 s
+  EXPECT_EQ(s.failed_rank, 0);
+  EXPECT_THAT(s.failure_reason, HasSubstr("lost: no heartbeat for 10.5s"));
+}
+
+TEST_F(JobTest, WithoutAStallThresholdEveryGapIsSilence) {
+  auto job = MakeJob(1);
+  RegisterAll(*job, {Who(0, 0, 1, 1)});
+  clock_.Advance(absl::Seconds(30));
+  job->Tick();
+  EXPECT_EQ(job->Status().state, JobState::kFailed);
+}
+
 TEST_F(JobTest, AllDoneSucceedsOneFailureFailsNamingTheRank) {
   auto job = MakeJob(2);
   RegisterAll(*job, {Who(0, 0, 1, 1), Who(1, 0, 1, 2)});

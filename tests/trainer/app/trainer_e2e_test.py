@@ -169,6 +169,48 @@ def case_kill_worker(tmp):
     print(f"job ended {elapsed:.1f} s after the kill")
 
 
+def case_suspend(tmp):
+    """The whole job is stopped for longer than the heartbeat timeout and continued (what Slurm's
+    `scontrol suspend` / `resume` does to every process of a job): it finishes, exit 0, and the
+    coordinator logs the time it was not running instead of losing every rank."""
+    args = ["--data", "synthetic:60000x1x8x8:10", "--arch", "mlp", "--batch-size", "8",
+            "--workers", "0", "--nprocs-per-node", "2", "--epochs", "1", "--no-eval",
+            "--heartbeat-timeout", "3", "--print-freq", "500", "--job-id", "susp"]
+    p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    dist = os.path.join(tmp, "dist_file.susp")
+    step = None
+    deadline = time.time() + 120
+    while time.time() < deadline and step is None:
+        time.sleep(0.5)
+        st = subprocess.run([DDPCTL, "status", "--json", "--dist-file", dist],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        if st.returncode == 0 and '"RUNNING"' in st.stdout:
+            steps = [r["step"] for r in json.loads(st.stdout)["ranks"]]
+            if min(steps) >= 1:
+                step = min(steps)
+    if step is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        sys.exit("FAIL: job never reached step 1")
+    os.killpg(p.pid, signal.SIGSTOP)  # launcher, coordinator and both workers
+    time.sleep(8)
+    os.killpg(p.pid, signal.SIGCONT)
+    try:
+        out = p.communicate(timeout=300)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        sys.exit("FAIL: job still running 300 s after it was continued")
+    expect(p.returncode == 0, f"job exited {p.returncode} after a suspend", out)
+    steps = re.search(r"done: 1 epochs, (\d+) steps", out)
+    expect(steps and int(steps.group(1)) > step, "no final summary after the suspend", out)
+    with open(dist + ".coordinator.log") as f:
+        log = f.read()
+    stall = re.search(r"coordinator was not running for ([0-9.]+)s", log)
+    expect(stall and float(stall.group(1)) >= 7.5, "the coordinator did not log the suspend", log)
+    expect("lost" not in log, "a rank was declared lost", log)
+    print(f"suspended at step {step} for {stall.group(1)} s; finished {steps.group(1)} steps")
+
+
 def case_bad_input(tmp):
     """Bad input: one-line errors, nothing started, nothing lost."""
     def fails(args, needle, code=None):
