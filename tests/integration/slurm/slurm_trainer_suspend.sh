@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# slurm_trainer_suspend — `scontrol suspend` of a running REAL ddp-trainer batch job
+# (slurm/multi-node.sbatch, 2 nodes x 1 worker, world 2, CPU/Gloo) for longer than its heartbeat
+# timeout, then `scontrol resume`: Slurm stops every process of the job (SIGSTOP), the
+# coordinator included, and continues them; the job carries on and ends COMPLETED 0:0. The
+# coordinator logs the time it was not running, and no rank is declared lost.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/kit_lib.sh"
+source "$(dirname "$0")/trainer_lib.sh"
+tr_require
+
+SUSPEND_S=${SUSPEND_S:-12}  # > 2 x --heartbeat-timeout
+
+step_at_least() {  # step_at_least DIST_FILE N: RUNNING and global step >= N
+  local j; j=$(tr_status "$1") || return 1
+  [[ "$(tr_json_get "$j" state)" == RUNNING ]] && (($(tr_json_get "$j" step) >= $2))
+}
+
+body() {
+  local w=$T_WORK/susp job df step
+  mkdir -p "$w"
+  job=$(cd "$w" && DDP_BIN_DIR=$TR_BIN BACKEND=gloo DATA=synthetic:32768x1x8x8:10 ARCH=mlp EPOCHS=1 \
+        BATCH_SIZE=16 PRINT_FREQ=200 EXTRA_ARGS="--workers 0 --heartbeat-timeout 5 --no-eval" \
+        sbatch --parsable --export=ALL --output="$w/job.out" --nodes=2 --gres=gpu:1 \
+        --cpus-per-task=1 --time=10 "$KIT/multi-node.sbatch") || fail sbatch
+  df=$w/dist_file.$job
+  note "job $job; waiting for training (step >= 20) before the suspend"
+  wait_until 120 "job $job training" step_at_least "$df" 20 ||
+    { show_job "$job"; dump_file "$w/job.out"; fail "never trained"; }
+  step=$(tr_json_get "$(tr_status "$df")" step)
+  note "at step $step: scontrol suspend $job for ${SUSPEND_S}s"
+  scontrol suspend "$job" || fail "scontrol suspend"
+  wait_until 10 "job $job SUSPENDED" job_state_is "$job" SUSPENDED || { show_job "$job"; fail "not suspended"; }
+  sleep "$SUSPEND_S"
+  note "scontrol resume $job"
+  scontrol resume "$job" || fail "scontrol resume"
+  wait_until 300 "job $job to end" job_done "$job" || { show_job "$job"; dump_file "$w/job.out"; fail "job did not end"; }
+  local outcome; outcome="$(job_field "$job" JobState)/$(job_field "$job" ExitCode)"
+  note "job $job: $outcome"
+  [[ "$outcome" == COMPLETED/0:0 ]] ||
+    { show_job "$job"; dump_file "$w/job.out"; dump_file "$df.coordinator.log"; fail "want COMPLETED/0:0, got $outcome"; }
+  expect_file_has "$df.coordinator.log" 'coordinator was not running for'
+  grep -q 'lost' "$df.coordinator.log" && { dump_file "$df.coordinator.log"; fail "a rank was declared lost"; }
+  expect_file_has "$w/job.out" 'done: 1 epochs'
+  { grep 'not running for' "$df.coordinator.log"; grep 'done:' "$w/job.out"; } | sed 's/^/    | /'
+}
+
+slurm_test_main "$@"
