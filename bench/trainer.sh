@@ -101,44 +101,25 @@ export OMP_NUM_THREADS=1
 # Prefixes each line with the time it arrived (seconds, microsecond resolution).
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
 
-# span LOG W N [TURNS]: seconds of run time between the progress lines of steps W and W+N;
-# with TURNS (lines "start end" of the intervals the job ran), only the time inside them.
-span() {
-  awk -v w="$2" -v e="$(($2 + $3))" '
-    FNR == NR && FILENAME != "-" && ARGC == 3 { a[++k] = $1; b[k] = $2; next }
-    match($0, /Epoch: \[0\]\[ *[0-9]+\//) {
-      i = substr($0, RSTART, RLENGTH); gsub(/[^0-9\/]/, " ", i); split(i, f, " "); step = f[2] + 0
-      if (step == w) t0 = $1; if (step == e) t1 = $1
-    }
-    END {
-      if (t0 == "" || t1 == "" || t1 <= t0) exit 1
-      if (!k) { printf "%.6f", t1 - t0; exit }
-      for (j = 1; j <= k; j++) {
-        lo = a[j] > t0 ? a[j] : t0; hi = b[j] < t1 ? b[j] : t1
-        if (hi > lo) s += hi - lo
-      }
-      if (s <= 0) exit 1
-      printf "%.6f", s
-    }' ${4:+"$4"} "$1"
+# run_job NAME CG CMD...: runs CMD in $tmp, in freezer cgroup CG unless CG is empty; its output,
+# stamped, goes to $tmp/NAME.log and its exit status to $tmp/NAME.rc.
+run_job() {
+  local name=$1 cg=$2; shift 2
+  ( [[ -z $cg ]] || echo "$BASHPID" >"$cg/cgroup.procs"
+    rc=0
+    cd "$tmp" && "$@" 2>&1 || rc=$?
+    echo "$rc" >"$tmp/$name.rc" ) | stamp >"$tmp/$name.log"
 }
-
-# The two jobs of a case; each writes its exit status to $tmp/NAME.rc and its output, stamped,
-# to $tmp/NAME.log. Started in freezer cgroup CG when one is given.
+# The two jobs of a case.
 ours() {  # name case batch warmup steps data arch [cg]
   rm -rf "$tmp/ck.$1"
-  ( [[ -z ${8:-} ]] || echo "$BASHPID" >"$8/cgroup.procs"
-    rc=0
-    cd "$tmp" && "$BIN/ddp-trainer" --nprocs-per-node 2 --backend gloo --job-id "bench-$1" \
-      --dist-file "$tmp/dist_file.$1" --data "$6" --arch "$7" --workers 0 --batch-size "$3" \
-      --lr 0.05 --momentum 0.9 --weight-decay 1e-4 --no-eval --print-freq "$4" \
-      --stop-after-steps "$(($4 + $5 + 1))" --checkpoint-dir "$tmp/ck.$1" --resume none 2>&1 || rc=$?
-    echo "$rc" >"$tmp/$1.rc" ) | stamp >"$tmp/$1.log"
+  run_job "$1" "${8:-}" "$BIN/ddp-trainer" --nprocs-per-node 2 --backend gloo --job-id "bench-$1" \
+    --dist-file "$tmp/dist_file.$1" --data "$6" --arch "$7" --workers 0 --batch-size "$3" \
+    --lr 0.05 --momentum 0.9 --weight-decay 1e-4 --no-eval --print-freq "$4" \
+    --stop-after-steps "$(($4 + $5 + 1))" --checkpoint-dir "$tmp/ck.$1" --resume none
 }
 theirs() {  # name arch batch warmup steps extra [cg]
-  ( [[ -z ${7:-} ]] || echo "$BASHPID" >"$7/cgroup.procs"
-    rc=0
-    cd "$tmp" && "$PY" "$RECIPE" "$2" "$3" "$4" "$5" "$4" "$6" 2>&1 || rc=$?
-    echo "$rc" >"$tmp/$1.rc" ) | stamp >"$tmp/$1.log"
+  run_job "$1" "${7:-}" "$PY" "$RECIPE" "$2" "$3" "$4" "$5" "$4" "$6"
 }
 check_rc() {  # name ok_codes...
   local name=$1 rc; shift
@@ -163,6 +144,18 @@ line_time() {
   awk -v w="$2" 'match($0, /Epoch: \[0\]\[ *[0-9]+\//) {
       i = substr($0, RSTART, RLENGTH); gsub(/[^0-9\/]/, " ", i); split(i, f, " ")
       if (f[2] + 0 == w) { print $1; exit } }' "$1"
+}
+
+# span LOG W N [TURNS]: seconds of run time between the progress lines of steps W and W+N;
+# with TURNS (lines "start end" of the intervals the job ran), only the time inside them.
+span() {
+  local t0 t1
+  t0=$(line_time "$1" "$2"); t1=$(line_time "$1" "$(($2 + $3))")
+  [[ -n $t0 && -n $t1 ]] || return 1
+  { if [[ -n ${4:-} ]]; then cat "$4"; else echo "$t0 $t1"; fi; } |
+    awk -v t0="$t0" -v t1="$t1" '
+      { lo = $1 > t0 ? $1 : t0; hi = $2 < t1 ? $2 : t1; if (hi > lo) s += hi - lo }
+      END { if (s <= 0) exit 1; printf "%.6f", s }'
 }
 
 # take_turns W CG1 TURNS1 LOG1 CG2 TURNS2 LOG2: first lets both jobs run (at once) until each

@@ -168,7 +168,10 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   at::Tensor x;
   if (model_name == "tv-resnet18") {  // ddp-trainer's --arch resnet18 (torchvision's layout)
     auto created = ddp::models::CreateModel("resnet18", 10, {3, 32, 32});
-    if (!created.ok()) return 1;
+    if (!created.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, std::string(created.status().message()).c_str());
+      return 1;
+    }
     trainer_model = std::move(*created);
     forward = [m = trainer_model.get()](const at::Tensor& in) { return m->forward(in); };
     x = torch::randn({batch, 3, 32, 32});
@@ -191,15 +194,10 @@ int RunRank(const std::map<std::string, std::string>& f, int rank, int world) {
   } else {
     options.reducer.bucket_bytes = static_cast<int64_t>(std::stod(f.at("bucket_mb")) * (1 << 20));
   }
-  ddp::ModuleTensors tensors;
-  std::vector<ddp::models::NamedTensor> named;
-  if (trainer_model) {
-    tensors = {trainer_model->named_parameters(), trainer_model->named_buffers()};
-    named = tensors.parameters;
-  } else {
-    tensors = ddp::TensorsOf(*module);
-    for (const auto& p : module->named_parameters()) named.push_back({p.key(), p.value()});
-  }
+  ddp::ModuleTensors tensors = trainer_model ? ddp::ModuleTensors{trainer_model->named_parameters(),
+                                                                  trainer_model->named_buffers()}
+                                             : ddp::TensorsOf(*module);
+  std::vector<ddp::NamedTensor> named = tensors.parameters;  // for the optimizer
   auto created = ddp::DistributedDataParallel::Create(std::move(tensors), *pg, options);
   if (!created.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, std::string(created.status().message()).c_str());

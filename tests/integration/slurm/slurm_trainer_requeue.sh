@@ -17,10 +17,6 @@ RQ_DATA=${RQ_DATA:-synthetic:16384x1x8x8:10}   # world 2, batch 16: 512 steps pe
 RQ_SEED=7
 
 job_restarts_is() { [[ "$(job_field "$1" Restarts)" == "$2" ]]; }
-step_at_least() {  # step_at_least DIST_FILE N: RUNNING and global step >= N
-  local j; j=$(tr_status "$1") || return 1
-  [[ "$(tr_json_get "$j" state)" == RUNNING ]] && (($(tr_json_get "$j" step) >= $2))
-}
 
 body() {
   local w=$T_WORK/rq ref=$T_WORK/ref slow=$T_WORK/slowbin job df rc
@@ -35,13 +31,12 @@ body() {
   local ref_pid=$!
 
   note "multi-node.sbatch with the real trainer (gres gpu:1 per node -> world 2)"
-  job=$(cd "$w" && DDP_BIN_DIR=$slow BACKEND=gloo DATA=$RQ_DATA ARCH=mlp EPOCHS=2 BATCH_SIZE=16 \
-        LR=0.1 SEED=$RQ_SEED PRINT_FREQ=100 EXTRA_ARGS="--workers 0 --heartbeat-timeout 5" \
-        sbatch --parsable --export=ALL --output="$w/job.out" --nodes=2 --gres=gpu:1 \
-        --cpus-per-task=1 --time=10 "$KIT/multi-node.sbatch") || fail sbatch
+  job=$(DDP_BIN_DIR=$slow DATA=$RQ_DATA EPOCHS=2 LR=0.1 SEED=$RQ_SEED PRINT_FREQ=100 \
+        EXTRA_ARGS="--workers 0 --heartbeat-timeout 5" \
+        tr_submit rq --gres=gpu:1 --cpus-per-task=1) || fail sbatch
   df=$w/dist_file.$job
   note "job $job; waiting for training (step >= 60) before USR1"
-  wait_until 120 "job $job training" step_at_least "$df" 60 ||
+  wait_until 120 "job $job training" tr_step_at_least "$df" 60 ||
     { show_job "$job"; dump_file "$w/job.out"; fail "generation 0 never trained"; }
   note "at step $(tr_json_get "$(tr_status "$df")" step): scancel --signal=USR1 --batch $job"
   scancel --signal=USR1 --batch "$job" || fail "scancel --signal=USR1"

@@ -15,11 +15,9 @@ start_time() { awk '{ sub(/.*\) /, ""); if ($1 != "Z") print $20 }' "/proc/$1/st
 
 body() {
   local w=$T_WORK/cancel job df j before p
-  mkdir -p "$w"
-  job=$(cd "$w" && DDP_BIN_DIR=$TR_BIN BACKEND=gloo DATA=synthetic:262144x1x8x8:10 ARCH=mlp EPOCHS=2 \
-        BATCH_SIZE=16 PRINT_FREQ=200 EXTRA_ARGS="--workers 0 --heartbeat-timeout 5" \
-        sbatch --parsable --export=ALL --output="$w/job.out" --nodes=2 --gres=gpu:2 \
-        --cpus-per-task=2 --time=10 "$KIT/multi-node.sbatch") || fail sbatch
+  job=$(DATA=synthetic:262144x1x8x8:10 EPOCHS=2 PRINT_FREQ=200 \
+        EXTRA_ARGS="--workers 0 --heartbeat-timeout 5" \
+        tr_submit cancel --gres=gpu:2 --cpus-per-task=2) || fail sbatch
   df=$w/dist_file.$job
   note "job $job; waiting until it trains"
   wait_until 120 "job $job RUNNING in ddpctl" tr_state_is "$df" RUNNING ||

@@ -11,21 +11,14 @@ tr_require
 
 SUSPEND_S=${SUSPEND_S:-12}  # > 2 x --heartbeat-timeout
 
-step_at_least() {  # step_at_least DIST_FILE N: RUNNING and global step >= N
-  local j; j=$(tr_status "$1") || return 1
-  [[ "$(tr_json_get "$j" state)" == RUNNING ]] && (($(tr_json_get "$j" step) >= $2))
-}
-
 body() {
   local w=$T_WORK/susp job df step
-  mkdir -p "$w"
-  job=$(cd "$w" && DDP_BIN_DIR=$TR_BIN BACKEND=gloo DATA=synthetic:32768x1x8x8:10 ARCH=mlp EPOCHS=1 \
-        BATCH_SIZE=16 PRINT_FREQ=200 EXTRA_ARGS="--workers 0 --heartbeat-timeout 5 --no-eval" \
-        sbatch --parsable --export=ALL --output="$w/job.out" --nodes=2 --gres=gpu:1 \
-        --cpus-per-task=1 --time=10 "$KIT/multi-node.sbatch") || fail sbatch
+  job=$(DATA=synthetic:32768x1x8x8:10 EPOCHS=1 PRINT_FREQ=200 \
+        EXTRA_ARGS="--workers 0 --heartbeat-timeout 5 --no-eval" \
+        tr_submit susp --gres=gpu:1 --cpus-per-task=1) || fail sbatch
   df=$w/dist_file.$job
   note "job $job; waiting for training (step >= 20) before the suspend"
-  wait_until 120 "job $job training" step_at_least "$df" 20 ||
+  wait_until 120 "job $job training" tr_step_at_least "$df" 20 ||
     { show_job "$job"; dump_file "$w/job.out"; fail "never trained"; }
   step=$(tr_json_get "$(tr_status "$df")" step)
   note "at step $step: scontrol suspend $job for ${SUSPEND_S}s"

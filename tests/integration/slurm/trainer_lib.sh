@@ -33,6 +33,24 @@ tr_state_is() {  # tr_state_is DIST_FILE STATE
   [[ "$(tr_json_get "$j" state)" == "$2" ]]
 }
 
+tr_step_at_least() {  # tr_step_at_least DIST_FILE N: RUNNING and global step >= N
+  local j; j=$(tr_status "$1") || return 1
+  [[ "$(tr_json_get "$j" state)" == RUNNING ]] && (($(tr_json_get "$j" step) >= $2))
+}
+
+# tr_submit NAME SBATCH-OPTS... : submits slurm/multi-node.sbatch on both nodes from
+# $T_WORK/NAME (made here) with the real trainer on CPU (BACKEND=gloo ARCH=mlp BATCH_SIZE=16,
+# the binaries from DDP_BIN_DIR, default $TR_BIN); DATA, EPOCHS, EXTRA_ARGS, ... set by the
+# caller travel with --export=ALL. Output in $T_WORK/NAME/job.out; prints the job id.
+tr_submit() {
+  local name=$1; shift
+  mkdir -p "$T_WORK/$name"
+  (cd "$T_WORK/$name" &&
+   DDP_BIN_DIR=${DDP_BIN_DIR:-$TR_BIN} BACKEND=gloo ARCH=mlp BATCH_SIZE=16 \
+     sbatch --parsable --export=ALL --output="$T_WORK/$name/job.out" --nodes=2 --time=10 "$@" \
+     "$KIT/multi-node.sbatch")
+}
+
 # tr_check_ranks JSON WORLD PER_NODE: every rank 0..WORLD-1 listed exactly once, each with
 # rank == node_rank * PER_NODE + local_rank. Prints the table; non-zero + reason otherwise.
 tr_check_ranks() {

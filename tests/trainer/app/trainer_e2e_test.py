@@ -49,6 +49,21 @@ def expect(cond, msg, output=""):
         sys.exit(f"FAIL: {msg}\n{output[-6000:]}")
 
 
+def poll_status(dist, until, timeout=120, every=0.5):
+    """Polls `ddpctl status --json` of the job at `dist` until `until(status)` returns something
+    true, and returns that; None after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        time.sleep(every)
+        st = subprocess.run([DDPCTL, "status", "--json", "--dist-file", dist],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        if st.returncode == 0:
+            found = until(json.loads(st.stdout))
+            if found:
+                return found
+    return None
+
+
 def model_state(path):
     # A plain dict of tensors and numbers; LibTorch's pickler tags typed containers with
     # torch.jit._pickle.restore_type_tag, which weights_only loading accepts once allowed.
@@ -130,23 +145,22 @@ def case_kill_worker(tmp):
             "3", "--job-id", "kill"]
     p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    dist = os.path.join(tmp, "dist_file.kill")
-    victim = None
-    deadline = time.time() + 120
-    while time.time() < deadline and victim is None:
-        time.sleep(1)
-        st = subprocess.run([DDPCTL, "status", "--json", "--dist-file", dist],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        if st.returncode == 0 and '"RUNNING"' in st.stdout and re.search(r'"step": *[1-9]', st.stdout):
-            # Find the worker processes (children of the launcher running --internal-worker).
-            out = subprocess.run(["pgrep", "-f", "--", "--internal-worker.*|job-id kill.*--internal-worker"],
-                                 stdout=subprocess.PIPE, text=True).stdout.split()
-            workers = [int(x) for x in out if int(x) != p.pid]
-            if len(workers) >= 3:
-                victim = sorted(workers)[1]
-                ranks = {r["pid"]: r["rank"] for r in json.loads(st.stdout)["ranks"]}
-                victim_rank = ranks.get(victim)
-    expect(victim is not None, "job never reached RUNNING with 3 workers")
+
+    def pick_victim(st):
+        if st["state"] != "RUNNING" or not any(r["step"] >= 1 for r in st["ranks"]):
+            return None
+        # Find the worker processes (children of the launcher running --internal-worker).
+        out = subprocess.run(["pgrep", "-f", "--", "--internal-worker.*|job-id kill.*--internal-worker"],
+                             stdout=subprocess.PIPE, text=True).stdout.split()
+        workers = [int(x) for x in out if int(x) != p.pid]
+        if len(workers) < 3:
+            return None
+        victim = sorted(workers)[1]
+        return victim, {r["pid"]: r["rank"] for r in st["ranks"]}.get(victim)
+
+    found = poll_status(os.path.join(tmp, "dist_file.kill"), pick_victim, every=1)
+    expect(found is not None, "job never reached RUNNING with 3 workers")
+    victim, victim_rank = found
     expect(victim_rank is not None, f"pid {victim} is not a rank in ddpctl status")
     os.kill(victim, signal.SIGKILL)
     t0 = time.time()
@@ -179,17 +193,9 @@ def case_suspend(tmp):
     p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
     dist = os.path.join(tmp, "dist_file.susp")
-    step = None
-    deadline = time.time() + 120
-    while time.time() < deadline and step is None:
-        time.sleep(0.5)
-        st = subprocess.run([DDPCTL, "status", "--json", "--dist-file", dist],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        if st.returncode == 0 and '"RUNNING"' in st.stdout:
-            steps = [r["step"] for r in json.loads(st.stdout)["ranks"]]
-            if min(steps) >= 1:
-                step = min(steps)
-    if step is None:
+    step = poll_status(dist, lambda st: st["state"] == "RUNNING" and
+                       min(r["step"] for r in st["ranks"]))
+    if not step:
         os.killpg(p.pid, signal.SIGKILL)
         sys.exit("FAIL: job never reached step 1")
     os.killpg(p.pid, signal.SIGSTOP)  # launcher, coordinator and both workers
