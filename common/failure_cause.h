@@ -1,0 +1,36 @@
+// Why a rank (or the job) failed, as a typed value: the failed rank, a cause and a human text.
+// The coordinator decides it once and carries it in heartbeat replies and in status; workers,
+// ddpctl and the dashboard act on `kind` and `rank`, never on the text.
+//
+// Thread safety: plain values and pure functions.
+#ifndef SLURM_DDP_COMMON_FAILURE_CAUSE_H_
+#define SLURM_DDP_COMMON_FAILURE_CAUSE_H_
+
+#include <string>
+
+namespace ddp {
+
+enum class FailureKind {
+  kNone = 0,
+  kSignal,               // the worker process was killed by a signal
+  kExitCode,             // the worker process exited non-zero without reporting
+  kLostHeartbeat,        // no heartbeat within the heartbeat timeout
+  kStall,                // alive but stuck in one phase while its peers wait
+  kCollectiveError,      // a collective failed on this rank (peer gone, timeout)
+  kWorkerError,          // the worker reported an error (bad data, checkpoint I/O, ...)
+  kRegistrationTimeout,  // ranks that never registered before the deadline
+  kCoordinatorLost,      // the coordinator could not be reached within its grace period
+  kOperatorStop,         // an operator (ddpctl stop --now, abort) ended the job
+};
+
+struct FailureCause {
+  int rank = -1;  // the failed rank; -1 when no single rank is to blame
+  FailureKind kind = FailureKind::kNone;
+  std::string text;  // one line for people, e.g. "rank 3 (host n1, node 1, local 1) killed by signal 9"
+
+  bool empty() const { return kind == FailureKind::kNone; }
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COMMON_FAILURE_CAUSE_H_
