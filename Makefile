@@ -8,13 +8,14 @@
 #   make asan    ASan+UBSan build and tests in build-asan/   make tsan  TSan (torch-free) in build-tsan/
 #   make tidy    build with clang-tidy on our targets         make format  clang-format in place
 #   make bench   every benchmark under bench/
+#   make fuzz    libFuzzer (clang) on every harness under fuzz/: 10^6 runs or FUZZ_SECONDS each
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: deps configure build test demo asan tsan tidy format bench clean
+.PHONY: deps configure build test demo asan tsan tidy format bench fuzz clean
 
 deps:
 	@scripts/setup-deps.sh
@@ -50,5 +51,8 @@ format:
 bench: build
 	@for b in bench/*.sh; do echo "== $$b"; BUILD_DIR=$(BUILD_DIR) bash $$b || exit 1; done
 
+fuzz: deps
+	@fuzz/run.sh $(FUZZ_ARGS)
+
 clean:
-	@rm -rf $(BUILD_DIR) build-asan build-tsan build-tidy
+	@rm -rf $(BUILD_DIR) build-asan build-tsan build-tidy build-fuzz

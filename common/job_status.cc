@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/utf8.h"
 
 namespace ddp {
 namespace {
@@ -93,7 +95,10 @@ int64_t MedianStep(const JobStatus& s) {
 RankFlags FlagRank(const RankStatus& r, int64_t median_step) {
   RankFlags f;
   if (RankFinished(r) || r.rank < 0) return f;
-  const int64_t gap = median_step - r.step;
+  int64_t gap = 0;  // saturates: steps come from workers and may be anything
+  if (__builtin_sub_overflow(median_step, r.step, &gap)) {
+    gap = r.step < 0 ? INT64_MAX : INT64_MIN;
+  }
   if (gap > std::max<int64_t>(2, median_step / 100)) f.behind_by = gap;
   f.silent = r.last_seen_seconds > 2 * kHeartbeatPeriodSeconds;
   return f;
@@ -103,7 +108,8 @@ bool IsTerminal(JobState state, bool finished) {
   return state == JobState::kSucceeded || state == JobState::kFailed || finished;
 }
 
-std::string JsonQuote(absl::string_view s) {
+std::string JsonQuote(absl::string_view raw) {
+  const std::string s = ToValidUtf8(raw);  // JSON text is UTF-8: never pass a bad byte through
   std::string out = "\"";
   for (char c : s) {
     switch (c) {

@@ -79,7 +79,8 @@ int64_t MedianStep(const JobStatus& status);
 RankFlags FlagRank(const RankStatus& rank, int64_t median_step);
 
 // JSON string literal (with quotes) for `s`: escapes quotes, backslashes and control characters;
-// bytes >= 0x80 pass through (UTF-8 input stays UTF-8).
+// valid UTF-8 passes through, and each byte that is not valid UTF-8 becomes U+FFFD, so the
+// result is always valid JSON whatever the bytes.
 std::string JsonQuote(absl::string_view s);
 
 // One JSON object, on one line.

@@ -7,11 +7,45 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/utf8.h"
 
 namespace ddp {
 namespace {
 
-int64_t TotalSteps(const JobStatus& s) { return s.epochs * s.steps_per_epoch; }
+// Steps of the whole run; 0 when unknown (a nonsensical or overflowing epoch count).
+int64_t TotalSteps(const JobStatus& s) {
+  int64_t total = 0;
+  if (s.epochs <= 0 || s.steps_per_epoch <= 0 ||
+      __builtin_mul_overflow(s.epochs, s.steps_per_epoch, &total)) {
+    return 0;
+  }
+  return total;
+}
+
+// What a job, a worker or an operator sent, made safe for a terminal: valid UTF-8 (bad bytes
+// become U+FFFD), line breaks and tabs as spaces, other control characters (C0, DEL, C1: escape
+// sequences) as '?'.
+std::string Printable(absl::string_view raw) {
+  const std::string valid = ToValidUtf8(raw);
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(valid[i]);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out.push_back(' ');
+    } else if (c < 0x20 || c == 0x7f) {
+      out.push_back('?');
+    } else if (c == 0xc2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(valid[i + 1]) <= 0x9f) {
+      out.push_back('?');  // U+0080..U+009F
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
 
 std::string Flags(const RankFlags& f, const RankStatus& r) {
   std::vector<std::string> parts;
@@ -49,15 +83,16 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   if (s.state == JobState::kFailed) {
     absl::StrAppend(
         &out, "FAILED", s.failed_rank >= 0 ? absl::StrCat(": rank ", s.failed_rank) : std::string(),
-        "\n  reason: ", s.failure_reason.empty() ? "(none given)" : s.failure_reason, "\n");
+        "\n  reason: ", s.failure_reason.empty() ? "(none given)" : Printable(s.failure_reason),
+        "\n");
   } else if (s.state == JobState::kStopping) {
-    absl::StrAppend(&out, s.finished ? "STOPPED (resumable)" : "STOPPING", ": ", s.failure_reason,
-                    "\n");
+    absl::StrAppend(&out, s.finished ? "STOPPED (resumable)" : "STOPPING", ": ",
+                    Printable(s.failure_reason), "\n");
   }
-  absl::StrAppend(&out,
-                  absl::StrFormat("job %s  generation %d  %s%s  up %s\n", s.job_id, s.generation,
-                                  JobStateName(s.state), s.finished ? " (finished)" : "",
-                                  FormatDuration(s.uptime_seconds)));
+  absl::StrAppend(
+      &out, absl::StrFormat("job %s  generation %d  %s%s  up %s\n", Printable(s.job_id),
+                            s.generation, JobStateName(s.state), s.finished ? " (finished)" : "",
+                            FormatDuration(s.uptime_seconds)));
   if (s.state == JobState::kRegistering) {
     absl::StrAppend(
         &out,
@@ -92,7 +127,7 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   absl::StrAppend(&out, "\n");
   if (s.checkpoint_epoch >= 0) {
     absl::StrAppend(&out, absl::StrFormat("checkpoint: epoch %d step %d %s\n", s.checkpoint_epoch,
-                                          s.checkpoint_step, s.checkpoint_path));
+                                          s.checkpoint_step, Printable(s.checkpoint_path)));
   }
   if (!rows.empty()) {
     // Failed/lost first, then lagging, then by rank.
@@ -111,9 +146,9 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
     for (size_t i = 0; i < shown; ++i) {
       const RankStatus& r = *rows[i].first;
       std::string line = absl::StrFormat(
-          "%-5s %-18s %-10d %-9d %-10s %-14s %s", r.rank < 0 ? "-" : absl::StrCat(r.rank), r.host,
-          r.local_rank, r.step, absl::StrFormat("%.1fs", r.last_seen_seconds), r.state,
-          Flags(rows[i].second, r));
+          "%-5s %-18s %-10d %-9d %-10s %-14s %s", r.rank < 0 ? "-" : absl::StrCat(r.rank),
+          Printable(r.host), r.local_rank, r.step, absl::StrFormat("%.1fs", r.last_seen_seconds),
+          Printable(r.state), Flags(rows[i].second, r));
       while (!line.empty() && line.back() == ' ') line.pop_back();
       absl::StrAppend(&out, line, "\n");
     }
@@ -126,7 +161,7 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
     absl::StrAppend(&out, "\nrecent events:\n");
     const size_t n = std::min(s.events.size(), static_cast<size_t>(options.events));
     for (size_t i = s.events.size() - n; i < s.events.size(); ++i) {
-      absl::StrAppend(&out, "  ", s.events[i], "\n");
+      absl::StrAppend(&out, "  ", Printable(s.events[i]), "\n");
     }
   }
   return out;
@@ -156,7 +191,7 @@ std::string FormatLine(const JobStatus& s) {
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&line, " failed",
                     s.failed_rank >= 0 ? absl::StrCat(" rank ", s.failed_rank) : std::string(),
-                    ": ", s.failure_reason);
+                    ": ", Printable(s.failure_reason));
   }
   return line;
 }
