@@ -106,12 +106,21 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   auto* ckpt = "Checkpoints and stopping";
   app.add_option("--checkpoint-dir", c.checkpoint_dir, "Where checkpoints and final.pt go")
       ->group(ckpt);
-  app.add_option("--resume", c.resume, "auto (newest valid checkpoint) | none | PATH")->group(ckpt);
+  app.add_option("--resume", c.resume,
+                 "auto (continue the folder's run from its newest valid checkpoint) | none (start "
+                 "a new run) | PATH")
+      ->group(ckpt);
+  app.add_flag("--force-resume", c.force_resume,
+               "Resume even if the checkpoint was written with another --seed or a data set of "
+               "another size (refused otherwise)")
+      ->group(ckpt);
   app.add_option("--checkpoint-every", c.checkpoint_every,
                  "Steps between checkpoints (0: at epoch ends only)")
       ->check(CLI::NonNegativeNumber)
       ->group(ckpt);
-  app.add_option("--keep-checkpoints", c.keep_checkpoints, "Checkpoints kept besides final.pt")
+  app.add_option("--keep-checkpoints", c.keep_checkpoints,
+                 "Checkpoints of this run kept besides final.pt (other runs' files are never "
+                 "deleted)")
       ->check(CLI::Range(1, 1000))
       ->group(ckpt);
   app.add_option("--stop-after-steps", c.stop_after_steps,

@@ -53,7 +53,8 @@ struct TrainerConfig {
 
   // Checkpoints and stopping.
   std::string checkpoint_dir;    // empty: no checkpoints (final weights are not kept)
-  std::string resume = "auto";   // auto (newest valid checkpoint, if any) | none | PATH
+  std::string resume = "auto";   // auto (the folder's run, if any) | none (a new run) | PATH
+  bool force_resume = false;     // resume despite a different --seed or data set size
   int64_t checkpoint_every = 0;  // steps between checkpoints (0: epoch ends only)
   int keep_checkpoints = 3;
   int64_t stop_after_steps = 0;  // checkpoint and exit resumable after this many steps of this run

@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "common/sampler_plan.h"
 #include "common/status_macros.h"
-#include "trainer/app/checkpoint.h"
+#include "trainer/app/checkpoint_store.h"
 #include "trainer/data/loader.h"
 
 namespace ddp {
@@ -121,7 +121,9 @@ class Loop {
         }
       }
       if (!c_.checkpoint_dir.empty()) {
-        RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, world, &result));
+        RETURN_IF_ERROR(Checkpoint(
+            epoch + 1, 0, world, &result,
+            epoch + 1 == c_.epochs ? CheckpointKind::kFinal : CheckpointKind::kPeriodic));
       }
     }
     const double elapsed = Seconds(Clock::now() - train_start);
@@ -218,7 +220,7 @@ class Loop {
       ASSIGN_OR_RETURN(const bool stop, AgreeToStop());
       if (stop) {
         if (!c_.checkpoint_dir.empty()) {
-          RETURN_IF_ERROR(Checkpoint(epoch, consumed, g_world, result));
+          RETURN_IF_ERROR(Checkpoint(epoch, consumed, g_world, result, CheckpointKind::kStop));
         }
         if (IsRank0()) {
           Print(absl::StrCat("stopped at step ", step_, " (epoch ", epoch, ", ", consumed,
@@ -228,7 +230,7 @@ class Loop {
       }
       if (c_.checkpoint_every > 0 && step_ % c_.checkpoint_every == 0 &&
           !c_.checkpoint_dir.empty() && i + 1 < batches) {
-        RETURN_IF_ERROR(Checkpoint(epoch, consumed, g_world, result));
+        RETURN_IF_ERROR(Checkpoint(epoch, consumed, g_world, result, CheckpointKind::kPeriodic));
       }
     }
     return false;
@@ -269,7 +271,8 @@ class Loop {
   }
 
   // Rank 0 writes (epoch, consumed) atomically and tells the coordinator; others do nothing.
-  absl::Status Checkpoint(int64_t epoch, int64_t consumed, int64_t g_world, LoopResult* result) {
+  absl::Status Checkpoint(int64_t epoch, int64_t consumed, int64_t g_world, LoopResult* result,
+                          CheckpointKind kind) {
     if (!IsRank0()) return absl::OkStatus();
     CheckpointState s;
     s.model = ctx_.model->state_dict();
@@ -285,9 +288,13 @@ class Loop {
     s.consumed = consumed;
     s.consumed_world_size = g_world;
     s.seed = c_.seed;
-    const std::string path = CheckpointPath(c_.checkpoint_dir, step_);
-    RETURN_IF_ERROR(WriteCheckpoint(path, s));
-    PruneCheckpoints(c_.checkpoint_dir, c_.keep_checkpoints);
+    s.dataset_size = ctx_.train->size();
+    ASSIGN_OR_RETURN(const SavedCheckpoint saved, ctx_.checkpoints->Save(std::move(s), kind));
+    if (saved.path.empty()) {
+      Print(absl::StrCat("warning: ", saved.warning));
+      return absl::OkStatus();
+    }
+    const std::string& path = saved.path;
     result->checkpoint = path;
     CommittedCheckpoint committed{epoch, step_, consumed, path};
     if (absl::Status st = ctx_.api->CommitCheckpoint(committed); !st.ok()) {

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/coordinator_api.h"
+#include "trainer/app/checkpoint_store.h"
 #include "trainer/app/config.h"
 #include "trainer/app/optimizer.h"
 #include "trainer/app/progress_reporter.h"
@@ -48,6 +49,7 @@ struct TrainingContext {
   std::string log_prefix;                          // "[rank 0] "
   const std::atomic<bool>* signal_stop = nullptr;  // set by SIGTERM/SIGUSR1
   StartPoint start;
+  CheckpointStore* checkpoints = nullptr;  // rank 0 with --checkpoint-dir
 };
 
 enum class LoopOutcome { kFinished, kStopped };

@@ -26,7 +26,7 @@
 #include "absl/time/clock.h"
 #include "client/coordinator_client.h"
 #include "common/status_macros.h"
-#include "trainer/app/checkpoint.h"
+#include "trainer/app/checkpoint_store.h"
 #include "trainer/app/host_memory.h"
 #include "trainer/app/optimizer.h"
 #include "trainer/app/progress_reporter.h"
@@ -94,34 +94,36 @@ absl::Status LoadStateDict(models::Model& model, const std::vector<models::Named
   return absl::OkStatus();
 }
 
-// Rank 0 picks the checkpoint (newest valid one under --resume auto) and loads it; every rank
+// Rank 0 picks the checkpoint (the folder's run, see CheckpointStore) and loads it; every rank
 // learns the start point through the store; DDP's construction broadcast then hands rank 0's
 // weights to everyone, and the momentum buffers are broadcast here.
 absl::StatusOr<StartPoint> Resume(const TrainerConfig& c, Setup& s, CoordinatorStore& store,
-                                  Sgd& sgd, const std::string& prefix) {
+                                  CheckpointStore& checkpoints, Sgd& sgd,
+                                  const std::string& prefix) {
   StartPoint start;
   std::optional<CheckpointState> loaded;
-  if (s.rank.rank == 0 && c.resume != "none") {
-    std::string path;
-    if (c.resume == "auto") {
-      if (!c.checkpoint_dir.empty()) {
-        std::vector<std::string> warnings;
-        auto found = FindResumableCheckpoint(c.checkpoint_dir, &warnings);
-        for (const auto& w : warnings)
-          std::fprintf(stderr, "%swarning: %s\n", prefix.c_str(), w.c_str());
-        if (found.ok()) path = *found;
-      }
-    } else {
-      path = c.resume;
-    }
-    if (!path.empty()) {
-      ASSIGN_OR_RETURN(loaded, ReadCheckpoint(path));
+  if (s.rank.rank == 0) {
+    ASSIGN_OR_RETURN(
+        ResumePlan plan,
+        checkpoints.PlanResume({c.resume, c.seed, s.data.train->size(), c.epochs, c.force_resume}));
+    for (const auto& f : checkpoints.removed_temp_files())
+      std::printf("%sremoved %s, a temp file of a writer that is gone\n", prefix.c_str(),
+                  f.c_str());
+    for (const auto& w : plan.warnings)
+      std::fprintf(stderr, "%swarning: %s\n", prefix.c_str(), w.c_str());
+    if (plan.state) {
+      loaded = std::move(plan.state);
       RETURN_IF_ERROR(LoadStateDict(*s.model, loaded->model));
       start = {loaded->epoch, loaded->step, loaded->consumed,
                static_cast<int>(loaded->consumed_world_size)};
-      std::printf("%sresuming from %s: epoch %ld, step %ld, %ld samples of the epoch done\n",
-                  prefix.c_str(), path.c_str(), static_cast<long>(start.epoch),
-                  static_cast<long>(start.step), static_cast<long>(start.consumed));
+      std::printf(
+          "%sresuming from %s (run %s): epoch %ld, step %ld, %ld samples of the epoch done\n",
+          prefix.c_str(), plan.path.c_str(), checkpoints.run_id().c_str(),
+          static_cast<long>(start.epoch), static_cast<long>(start.step),
+          static_cast<long>(start.consumed));
+    } else if (!c.checkpoint_dir.empty()) {
+      std::printf("%sstarting run %s in %s\n", prefix.c_str(), checkpoints.run_id().c_str(),
+                  c.checkpoint_dir.c_str());
     }
   }
   const std::string key = "slurm-ddp/start";
@@ -194,11 +196,9 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   const std::string host_memory = TuneHostAllocator();  // before the first tensor
 
   // Cheap, local checks first: a bad flag or file must fail before the job waits on us.
-  if (!c.checkpoint_dir.empty()) {
-    if (absl::Status st = CheckCheckpointDirWritable(c.checkpoint_dir); !st.ok()) {
-      return Fail(prefix, kExitUsage, std::string(st.message()));
-    }
-  }
+  auto checkpoints = CheckpointStore::Open({c.checkpoint_dir, c.keep_checkpoints});
+  if (!checkpoints.ok())
+    return Fail(prefix, kExitUsage, std::string(checkpoints.status().message()));
   torch::manual_seed(static_cast<uint64_t>(c.seed));
   // Several CPU workers on one node share its cores (as torchrun sets OMP_NUM_THREADS=1).
   if (p.local_world_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -269,7 +269,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     }
   };
   Sgd sgd(s.model->named_parameters(), {c.momentum, c.weight_decay, c.nesterov});
-  auto start = Resume(c, s, *store, sgd, prefix);
+  auto start = Resume(c, s, *store, **checkpoints, sgd, prefix);
   if (!start.ok()) {
     report_done(start.status());
     return Fail(prefix, kExitFailed, std::string(start.status().message()));
@@ -299,6 +299,9 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   ctx.log_prefix = prefix;
   ctx.signal_stop = &g_signal_stop;
   ctx.start = *start;
+  ctx.checkpoints = checkpoints->get();
+  // A finished run relaunched in place (or a requeue that lands after the last epoch).
+  const bool complete = start->epoch >= c.epochs;
   if (s.rank.rank == 0) {
     std::printf("%s%d workers (%s backend, %s); model %s; data %s (%ld train, %ld test)\n",
                 prefix.c_str(), s.rank.world_size, s.pg->getBackendName().c_str(),
@@ -309,7 +312,19 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     std::fflush(stdout);
   }
 
-  absl::StatusOr<LoopResult> result = RunTrainingLoop(ctx);
+  if (complete && s.rank.rank == 0) {
+    std::printf("%srun %s is already complete (%ld epochs, step %ld); nothing to train\n",
+                prefix.c_str(), (*checkpoints)->run_id().c_str(), static_cast<long>(start->epoch),
+                static_cast<long>(start->step));
+  }
+  absl::StatusOr<LoopResult> result =
+      complete ? absl::StatusOr<LoopResult>(LoopResult{}) : RunTrainingLoop(ctx);
+  auto exit_resumable = [&](const absl::Status& st) {  // a checkpoint hit a full disk: requeue me
+    report_done(absl::CancelledError(st.message()));
+    s.pg->shutdown();
+    return Fail(prefix, kExitResumable, std::string(st.message()));
+  };
+  if (!result.ok() && ResumableAfter(result.status())) return exit_resumable(result.status());
   if (!result.ok()) {
     std::string reason(result.status().message());
     int code = result.status().code() == absl::StatusCode::kAborted ? kExitAborted : kExitFailed;
@@ -331,7 +346,9 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
         absl::SleepFor(absl::Milliseconds(300));
         if (why) reporter.Flush();
       }
-      if (auto why = reporter.abort_reason()) {
+      // Aborted (4) only for another rank's failure; our own (a checkpoint that cannot be
+      // written, bad data) stays a failure (1) with its own reason.
+      if (auto why = reporter.abort_reason(); why && !absl::StartsWith(*why, self)) {
         reason = absl::StrCat(*why, " (", reason, ")");
         code = kExitAborted;
       }
@@ -344,15 +361,19 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     s.pg->shutdown();
     return kExitResumable;
   }
-  if (s.rank.rank == 0 && !c.checkpoint_dir.empty()) {
-    auto last = ReadCheckpoint(result->checkpoint);
-    absl::Status st =
-        last.ok() ? WriteCheckpoint(c.checkpoint_dir + "/final.pt", *last) : last.status();
-    if (!st.ok()) {
-      report_done(st);
-      return Fail(prefix, kExitFailed, std::string(st.message()));
+  if (s.rank.rank == 0) {
+    auto final_checkpoint = (*checkpoints)->Finish();
+    if (!final_checkpoint.ok()) {
+      if (ResumableAfter(final_checkpoint.status())) {
+        return exit_resumable(final_checkpoint.status());
+      }
+      report_done(final_checkpoint.status());
+      return Fail(prefix, kExitFailed, std::string(final_checkpoint.status().message()));
     }
-    std::printf("%sfinal weights: %s/final.pt\n", prefix.c_str(), c.checkpoint_dir.c_str());
+    if (!final_checkpoint->path.empty()) {
+      std::printf("%sfinal weights: %s%s\n", prefix.c_str(), final_checkpoint->path.c_str(),
+                  final_checkpoint->already_present ? " (already there)" : "");
+    }
   }
   report_done(absl::OkStatus());
   s.pg->shutdown();

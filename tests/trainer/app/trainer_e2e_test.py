@@ -246,6 +246,9 @@ def case_bad_input(tmp):
     ckpts = sorted(glob.glob(os.path.join(tmp, "ck", "ckpt-*.pt")))
     expect(len(ckpts) >= 2, f"expected >= 2 checkpoints, got {ckpts}")
     open(ckpts[-1], "wb").write(b"truncated")
+    # final.pt holds the same step as the newest checkpoint (and would be resumed from): without
+    # it, the previous checkpoint is the newest that loads.
+    os.unlink(os.path.join(tmp, "ck", "final.pt"))
     p = run(FAST + ["--nprocs-per-node", "1", "--epochs", "2", "--checkpoint-dir", "ck",
                     "--job-id", "ck2"], tmp, check=0)
     previous = os.path.relpath(ckpts[-2], tmp)
