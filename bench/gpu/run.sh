@@ -38,6 +38,7 @@ PYEOF
 echo "nccl.h: $NCCL_INC"
 # The bench needs no abseil; say so if someone adds an include by mistake.
 if grep -q 'absl/' "$ROOT/trainer/dist/reducer.h" "$ROOT/trainer/dist/reducer.cc" \
+    "$ROOT/trainer/dist/dist_errors.h" "$ROOT/trainer/dist/dist_errors.cc" \
     "$ROOT/trainer/dist/nccl_backend.cc" "$ROOT/trainer/dist/backend_factories.h"; then
   [[ -d /usr/include/absl ]] || die "abseil headers needed by the reducer but absent"
 fi

@@ -3,16 +3,23 @@
 // torch::nn::Module and TorchScript modules), so any model representation works.
 //
 // At construction it checks that every rank has the same parameters and buffers (count, shape,
-// dtype; a mismatch names the tensor and the ranks) and broadcasts them from rank 0. Gradient
-// averaging is done by Reducer (reducer.h: buckets, overlap with backward, bucket rebuild).
+// dtype; a mismatch names the tensor and the ranks) and broadcasts them from rank 0 (init_sync;
+// off when the caller synced them itself). Gradient averaging is done by Reducer (reducer.h:
+// buckets, overlap with backward, bucket rebuild).
 //
-// One training step, from the trainer's thread:
+// One training step, from the trainer's thread, through the step guard (ddp_step.h) that keeps
+// the order:
 //
-//   RETURN_IF_ERROR(ddp->BeginStep());      // broadcasts buffers from rank 0; forward timer
+//   ASSIGN_OR_RETURN(DdpStep step, DdpStep::Begin(*ddp));  // buffers from rank 0; forward timer
 //   at::Tensor loss = criterion(model.forward(x), y);
-//   RETURN_IF_ERROR(ddp->Backward(loss));   // returns with averaged gradients in param.grad()
-//   ddp->BeginOptimizer(); optimizer.step(); ddp->ZeroGrad(); ddp->EndOptimizer();
-//   StepTimings t = ddp->timings();         // forward/backward/comm wait/optimizer/overlap
+//   RETURN_IF_ERROR(step.Backward(loss));     // returns with averaged gradients in param.grad()
+//   RETURN_IF_ERROR(step.ApplyOptimizer([&] { optimizer.step(); }));  // then ZeroGrad()
+//   StepTimings t = ddp->timings();           // forward/backward/comm wait/optimizer/overlap
+//
+// The engine can be destroyed and built again over the same model (a new process group after a
+// failure): gradient_order() is the bucket layout this engine agreed on, and passing it back as
+// ReducerOptions::initial_order gives the new engine the same buckets, hence the same reduction
+// order and bitwise the same gradients as an uninterrupted run.
 //
 // Backward() is loss.backward() plus timing and error conversion; a plain loss.backward() also
 // finalizes (the reducer queues its finalizer on the autograd engine), so averaged gradients can
@@ -57,6 +64,9 @@ struct DdpOptions {
   ReducerOptions reducer;
   // Broadcast buffers (e.g. BatchNorm running statistics) from rank 0 in every BeginStep().
   bool broadcast_buffers = true;
+  // Broadcast parameters and buffers from rank 0 at construction (PyTorch's init_sync). The
+  // check that every rank has the same tensors runs either way.
+  bool init_sync = true;
 };
 
 class DistributedDataParallel {
@@ -94,6 +104,9 @@ class DistributedDataParallel {
   [[nodiscard]] NoSyncGuard NoSync() { return NoSyncGuard(reducer_.get()); }
 
   Reducer& reducer() { return *reducer_; }
+  // Parameter order (indices into the reduced parameters) that fixed the buckets; empty until the
+  // buckets were rebuilt after the first synchronized backward.
+  std::vector<size_t> gradient_order() const { return reducer_->agreed_order(); }
   const std::vector<NamedTensor>& parameters() const { return tensors_.parameters; }
   const std::vector<NamedTensor>& buffers() const { return tensors_.buffers; }
 
@@ -112,10 +125,11 @@ class DistributedDataParallel {
 };
 
 // Broadcasts `tensors` from `root` in place, coalesced into one flat tensor per dtype/device.
-// Throws c10::Error.
+// Throws c10::Error (a failed broadcast as typed in dist_errors.h).
 void BroadcastCoalesced(c10d::Backend& pg, const std::vector<at::Tensor>& tensors, int root);
 
-// Throws c10::Error naming the first tensor whose count/shape/dtype differs between ranks.
+// Throws c10::Error naming the first tensor whose count/shape/dtype differs between ranks (a
+// failed collective as typed in dist_errors.h).
 void VerifyAcrossRanks(c10d::Backend& pg, const ModuleTensors& tensors);
 
 }  // namespace ddp
