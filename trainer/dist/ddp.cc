@@ -166,16 +166,20 @@ absl::StatusOr<std::unique_ptr<DistributedDataParallel>> DistributedDataParallel
 }
 
 absl::Status DistributedDataParallel::BeginStep() {
-  if (options_.broadcast_buffers && !tensors_.buffers.empty() && pg_->getSize() > 1) {
-    std::vector<at::Tensor> buffers;
-    for (const auto& b : tensors_.buffers) buffers.push_back(b.tensor);
-    RETURN_IF_ERROR(RunGuarded("DDP: broadcasting buffers", [&] {
-      BroadcastCoalesced(*pg_, buffers, 0);
-      return absl::OkStatus();
-    }));
-  }
   step_start_ = Clock::now();
   return absl::OkStatus();
+}
+
+absl::Status DistributedDataParallel::SyncBuffers() {
+  if (!options_.broadcast_buffers || tensors_.buffers.empty() || pg_->getSize() == 1) {
+    return absl::OkStatus();
+  }
+  std::vector<at::Tensor> buffers;
+  for (const auto& b : tensors_.buffers) buffers.push_back(b.tensor);
+  return RunGuarded("DDP: broadcasting buffers", [&] {
+    BroadcastCoalesced(*pg_, buffers, 0);
+    return absl::OkStatus();
+  });
 }
 
 absl::Status DistributedDataParallel::Backward(const at::Tensor& loss) {
@@ -194,7 +198,7 @@ absl::Status DistributedDataParallel::Backward(const at::Tensor& loss) {
   }
   t.forward_ms = std::chrono::duration<double, std::milli>(forward_end - step_start_).count();
   timings_ = std::move(t);
-  return absl::OkStatus();
+  return SyncBuffers();
 }
 
 void DistributedDataParallel::BeginOptimizer() { optimizer_start_ = Clock::now(); }

@@ -10,11 +10,18 @@
 // One training step, from the trainer's thread, through the step guard (ddp_step.h) that keeps
 // the order:
 //
-//   ASSIGN_OR_RETURN(DdpStep step, DdpStep::Begin(*ddp));  // buffers from rank 0; forward timer
+//   ASSIGN_OR_RETURN(DdpStep step, DdpStep::Begin(*ddp));  // forward timer
 //   at::Tensor loss = criterion(model.forward(x), y);
-//   RETURN_IF_ERROR(step.Backward(loss));     // returns with averaged gradients in param.grad()
+//   RETURN_IF_ERROR(step.Backward(loss));     // averaged gradients in param.grad(), and rank 0's
+//                                             // buffers (BatchNorm statistics) on every rank
 //   RETURN_IF_ERROR(step.ApplyOptimizer([&] { optimizer.step(); }));  // then ZeroGrad()
 //   StepTimings t = ddp->timings();           // forward/backward/comm wait/optimizer/overlap
+//
+// Buffers: PyTorch broadcasts rank 0's buffers before each forward; we broadcast the same values
+// one moment earlier, at the end of each Backward() (nothing changes them in between), so that
+// every rank leaves a step with rank 0's buffers. Rank 0's own buffers evolve exactly as in
+// PyTorch, and at every step boundary all ranks are exact replicas (parameters, buffers,
+// optimizer state): any of them can hand the full state to a replacement (state_sync.h).
 //
 // The engine can be destroyed and built again over the same model (a new process group after a
 // failure): gradient_order() is the bucket layout this engine agreed on, and passing it back as
@@ -62,7 +69,7 @@ ModuleTensors TensorsOf(const torch::jit::Module& module);
 
 struct DdpOptions {
   ReducerOptions reducer;
-  // Broadcast buffers (e.g. BatchNorm running statistics) from rank 0 in every BeginStep().
+  // Broadcast buffers (e.g. BatchNorm running statistics) from rank 0 after every Backward().
   bool broadcast_buffers = true;
   // Broadcast parameters and buffers from rank 0 at construction (PyTorch's init_sync). The
   // check that every rank has the same tensors runs either way.
@@ -76,10 +83,11 @@ class DistributedDataParallel {
   static absl::StatusOr<std::unique_ptr<DistributedDataParallel>> Create(
       ModuleTensors tensors, c10::intrusive_ptr<c10d::Backend> pg, DdpOptions options = {});
 
-  // Start of a step (before forward): broadcasts buffers when configured; starts forward timer.
+  // Start of a step (before forward): starts the forward timer.
   absl::Status BeginStep();
-  // loss.backward(); on return the gradients are averaged across ranks (unless in NoSync).
-  // Collective failures (a peer gone, the process-group timeout) come back as errors.
+  // loss.backward(); on return the gradients are averaged across ranks (unless in NoSync) and
+  // the buffers are rank 0's (broadcast_buffers). Collective failures (a peer gone, the
+  // process-group timeout) come back as errors.
   absl::Status Backward(const at::Tensor& loss);
   void BeginOptimizer();
   void EndOptimizer();
@@ -114,6 +122,7 @@ class DistributedDataParallel {
   using Clock = std::chrono::steady_clock;
   DistributedDataParallel(ModuleTensors tensors, c10::intrusive_ptr<c10d::Backend> pg,
                           DdpOptions options);
+  absl::Status SyncBuffers();
 
   ModuleTensors tensors_;
   c10::intrusive_ptr<c10d::Backend> pg_;

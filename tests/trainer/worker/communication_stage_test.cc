@@ -24,7 +24,7 @@ constexpr int kWorld = 3;
 constexpr int kBefore = 5;  // steps before the rebuild
 constexpr int kAfter = 6;   // steps after it
 
-struct Run {
+struct Job {
   TrainerConfig config = testing::SmallConfig("cnn", 8 * kWorld * (kBefore + kAfter));
   DataStage data = testing::OpenData(config);
 };
@@ -44,7 +44,7 @@ TEST(CommunicationStage, RebuiltMidRunWithAReplacedRankEndsBitwiseEqualToAnUnint
   }
   torch::set_num_threads(1);
   const int rank = testing::ChildRank();
-  Run run;
+  Job run;
   const TrainerConfig& c = run.config;
   auto store = SharedStore();
 
