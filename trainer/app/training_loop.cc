@@ -17,7 +17,7 @@
 #include "common/sampler_plan.h"
 #include "common/status_macros.h"
 #include "trainer/app/checkpoint.h"
-#include "trainer/data/loader.h"
+#include "trainer/data/batch_source.h"
 #include "trainer/dist/dist_errors.h"
 #include "trainer/worker/step_runner.h"
 
@@ -128,7 +128,9 @@ class Loop {
   absl::StatusOr<bool> TrainEpoch(const ShardAssignment& shard) {
     std::vector<int64_t> indices = ShardIndices(shard);
     const EpochSpan span = SpanOf(shard, static_cast<int64_t>(indices.size()));
-    ASSIGN_OR_RETURN(std::unique_ptr<data::Loader> loader, OpenLoader(std::move(indices)));
+    ASSIGN_OR_RETURN(std::unique_ptr<data::BatchSource> loader,
+                     ctx_.data.OpenBatches(ctx_.data.train(), std::move(indices), c_.batch_size,
+                                           pos_.epoch, c_.workers, ctx_.model.device()));
     const int64_t batches = loader->num_batches();
     ctx_.model.model().train(true);
     StepRunner runner(ctx_.model, ctx_.comm, pos_, {c_.bf16});
@@ -162,15 +164,6 @@ class Loop {
     s.consumed_world = shard.consumed > 0 ? shard.consumed_world_size : shard.world_size;
     s.end_consumed = shard.consumed + per_rank * shard.world_size;
     return s;
-  }
-
-  absl::StatusOr<std::unique_ptr<data::Loader>> OpenLoader(std::vector<int64_t> indices) {
-    data::LoaderOptions lo;
-    lo.batch_size = c_.batch_size;
-    lo.workers = c_.workers;
-    lo.epoch = pos_.epoch;
-    lo.pin_memory = ctx_.model.device().is_cuda();
-    return data::Loader::Create(ctx_.data.train(), std::move(indices), lo);
   }
 
   // After batch `i` of the epoch: the global sample positions consumed so far.
@@ -322,10 +315,8 @@ class Loop {
     const at::Device device = ctx_.model.device();
     std::vector<int64_t> indices;
     for (int64_t i = Rank(); i < ctx_.data.test().size(); i += World()) indices.push_back(i);
-    data::LoaderOptions lo;
-    lo.batch_size = 256;
-    lo.workers = c_.workers;
-    ASSIGN_OR_RETURN(auto loader, data::Loader::Create(ctx_.data.test(), std::move(indices), lo));
+    ASSIGN_OR_RETURN(auto loader, ctx_.data.OpenBatches(ctx_.data.test(), std::move(indices), 256,
+                                                        0, c_.workers, device));
     models::Model& model = ctx_.model.model();
     model.train(false);
     int64_t c1 = 0, c5 = 0, count = 0;
@@ -334,7 +325,7 @@ class Loop {
       for (;;) {
         ASSIGN_OR_RETURN(std::optional<data::Batch> batch, loader->Next());
         if (!batch) break;
-        const at::Tensor logits = model.forward(batch->images.to(device));
+        const at::Tensor logits = model.forward(ModelInput(ctx_.model, batch->images));
         auto [a, b] = TopkCorrect(logits.to(at::kFloat), batch->labels.to(device));
         c1 += a;
         c5 += b;

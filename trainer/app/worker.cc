@@ -1,5 +1,6 @@
 #include "trainer/app/worker.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <signal.h>
 #include <torch/cuda.h>
@@ -53,9 +54,16 @@ int Fail(const std::string& prefix, int code, const std::string& message) {
 
 absl::StatusOr<at::Device> ChooseDevice(const TrainerConfig& c, const WorkerPlacement& p) {
   ASSIGN_OR_RETURN(const BackendKind kind, ParseBackendKind(c.backend));
-  if (ResolveBackendKind(kind) != BackendKind::kNccl) return at::Device(at::kCPU);
+  const bool nccl = ResolveBackendKind(kind) == BackendKind::kNccl;
+  if (nccl && c.device == "cpu") {
+    return absl::InvalidArgumentError("the NCCL backend needs CUDA tensors, not --device cpu");
+  }
+  if (!nccl && c.device != "cuda") return at::Device(at::kCPU);
   const int count = static_cast<int>(torch::cuda::device_count());
-  if (count == 0) return absl::FailedPreconditionError("NCCL backend but no CUDA device visible");
+  if (count == 0) {
+    return absl::FailedPreconditionError(nccl ? "NCCL backend but no CUDA device visible"
+                                              : "--device cuda but no CUDA device visible");
+  }
   // One GPU visible (Slurm --gpus-per-task): use it. Several: the one of this local rank.
   const int index = count == 1 ? 0 : p.local_rank;
   if (index >= count) {
@@ -115,7 +123,8 @@ struct TrainOutcome {
 // communication stage is built here and ends here — shut down when training ended normally,
 // aborted when it failed or an exception unwinds through it.
 TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataStage& data,
-                   ModelStage& model, CoordinatorSession& session, const std::string& host_memory) {
+                   ModelStage& model, CoordinatorSession& session, const std::string& host_memory,
+                   const std::string& pipeline_note) {
   TrainOutcome out{true, absl::UnknownError("not started")};
   out.result = RunGuarded("training step failed", [&]() -> absl::StatusOr<LoopResult> {
     const std::string& prefix = session.log_prefix();
@@ -132,6 +141,7 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
                   data.train().description().c_str(), static_cast<long>(data.train().size()),
                   static_cast<long>(data.test().size()));
       std::printf("%s%s\n", prefix.c_str(), host_memory.c_str());
+      if (!pipeline_note.empty()) std::printf("%s%s\n", prefix.c_str(), pipeline_note.c_str());
       std::fflush(stdout);
     }
     out.in_setup = false;
@@ -215,6 +225,11 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     }
   }
   torch::manual_seed(static_cast<uint64_t>(c.seed));
+  if (c.deterministic) {
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+  }
   // Several CPU workers on one node share its cores (as torchrun sets OMP_NUM_THREADS=1).
   if (p.local_world_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -227,13 +242,19 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   if (!data.ok()) return Fail(prefix, kExitUsage, std::string(data.status().message()));
   absl::StatusOr<at::Device> device = ChooseDevice(c, p);
   if (!device.ok()) return Fail(prefix, kExitUsage, std::string(device.status().message()));
+  // cuDNN picks the fastest convolution algorithm per shape (the recipe's cudnn.benchmark = True).
+  if (device->is_cuda() && !c.deterministic) at::globalContext().setBenchmarkCuDNN(true);
+  absl::StatusOr<std::string> pipeline_note = data->SetUpPipeline(c, *device);
+  if (!pipeline_note.ok()) {
+    return Fail(prefix, kExitUsage, std::string(pipeline_note.status().message()));
+  }
   absl::StatusOr<ModelStage> model = RunGuarded(
       "building the model", [&] { return ModelStage::Create(c, data->train(), *device); });
   if (!model.ok()) return Fail(prefix, kExitUsage, std::string(model.status().message()));
   auto session = CoordinatorSession::Open(c, p);
   if (!session.ok()) return Fail(prefix, kExitFailed, std::string(session.status().message()));
 
-  const TrainOutcome outcome = Train(c, p, *data, *model, **session, host_memory);
+  const TrainOutcome outcome = Train(c, p, *data, *model, **session, host_memory, *pipeline_note);
   return Finish(c, **session, outcome);
 }
 

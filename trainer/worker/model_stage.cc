@@ -22,8 +22,20 @@ absl::StatusOr<std::unique_ptr<models::Model>> BuildModel(const TrainerConfig& c
   return models::CreateModel(c.arch, train.num_classes(), input);
 }
 
-std::unique_ptr<models::Model> MovedTo(std::unique_ptr<models::Model> model, at::Device device) {
-  model->to(device);  // before anything fetches its parameters
+// Before anything fetches the parameters: the device, then the memory format.
+std::unique_ptr<models::Model> Placed(std::unique_ptr<models::Model> model, at::Device device,
+                                      bool channels_last) {
+  model->to(device);
+  if (!channels_last) return model;
+  c10::NoGradGuard no_grad;
+  for (const auto& list : {model->named_parameters(), model->named_buffers()}) {
+    for (const auto& t : list) {
+      if (t.tensor.dim() == 4) {
+        at::Tensor handle = t.tensor;
+        handle.set_data(handle.data().contiguous(at::MemoryFormat::ChannelsLast));
+      }
+    }
+  }
   return model;
 }
 
@@ -32,12 +44,15 @@ std::unique_ptr<models::Model> MovedTo(std::unique_ptr<models::Model> model, at:
 absl::StatusOr<ModelStage> ModelStage::Create(const TrainerConfig& c, const data::Dataset& train,
                                               at::Device device) {
   ASSIGN_OR_RETURN(std::unique_ptr<models::Model> model, BuildModel(c, train));
-  return ModelStage(std::move(model), device, {c.momentum, c.weight_decay, c.nesterov});
+  return ModelStage(std::move(model), device, {c.momentum, c.weight_decay, c.nesterov},
+                    c.channels_last);
 }
 
-ModelStage::ModelStage(std::unique_ptr<models::Model> model, at::Device device, SgdOptions sgd)
-    : model_(MovedTo(std::move(model), device)),
+ModelStage::ModelStage(std::unique_ptr<models::Model> model, at::Device device, SgdOptions sgd,
+                       bool channels_last)
+    : model_(Placed(std::move(model), device, channels_last)),
       device_(device),
+      channels_last_(channels_last),
       sgd_(model_->named_parameters(), sgd) {}
 
 ModuleTensors ModelStage::tensors() const {

@@ -24,13 +24,15 @@ namespace ddp {
 
 class ModelStage {
  public:
-  // --model PATH, or --arch sized for `train`'s samples and classes; moved to `device`; SGD with
-  // the config's momentum, weight decay and Nesterov flag. INVALID_ARGUMENT-style errors name
-  // the flag's value.
+  // --model PATH, or --arch sized for `train`'s samples and classes; moved to `device` (and to
+  // channels-last with --channels-last); SGD with the config's momentum, weight decay and
+  // Nesterov flag. INVALID_ARGUMENT-style errors name the flag's value.
   static absl::StatusOr<ModelStage> Create(const TrainerConfig& config, const data::Dataset& train,
                                            at::Device device);
-  // A model built elsewhere; moved to `device`.
-  ModelStage(std::unique_ptr<models::Model> model, at::Device device, SgdOptions sgd);
+  // A model built elsewhere; moved to `device`, and its 4-D weights to channels-last when asked
+  // (as model.to(memory_format=torch.channels_last)).
+  ModelStage(std::unique_ptr<models::Model> model, at::Device device, SgdOptions sgd,
+             bool channels_last = false);
 
   ModelStage(ModelStage&&) = default;
   ModelStage& operator=(ModelStage&&) = default;
@@ -40,6 +42,7 @@ class ModelStage {
   Sgd& optimizer() { return sgd_; }
   const Sgd& optimizer() const { return sgd_; }
   at::Device device() const { return device_; }
+  bool channels_last() const { return channels_last_; }
   // Parameters and buffers, as the DDP engine and state sync take them.
   ModuleTensors tensors() const;
 
@@ -52,6 +55,7 @@ class ModelStage {
  private:
   std::unique_ptr<models::Model> model_;
   at::Device device_;
+  bool channels_last_;
   Sgd sgd_;
 };
 

@@ -19,10 +19,15 @@ absl::StatusOr<StepResult> StepRunner::Run(const data::Batch& batch, double lr) 
   return StepResult{std::move(logits), std::move(loss), in.labels};
 }
 
+at::Tensor ModelInput(const ModelStage& model, const at::Tensor& images) {
+  at::Tensor x = images.to(model.device(), /*non_blocking=*/true);
+  if (model.channels_last() && x.dim() == 4) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  return x;
+}
+
 StepRunner::Inputs StepRunner::ToDevice(const data::Batch& batch) const {
-  const at::Device device = model_.device();
-  return {batch.images.to(device, /*non_blocking=*/true),
-          batch.labels.to(device, /*non_blocking=*/true)};
+  return {ModelInput(model_, batch.images),
+          batch.labels.to(model_.device(), /*non_blocking=*/true)};
 }
 
 at::Tensor StepRunner::Forward(const at::Tensor& images) {

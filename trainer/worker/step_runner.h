@@ -21,6 +21,9 @@
 
 namespace ddp {
 
+// A batch's images as the model takes them: on its device, in its memory format.
+at::Tensor ModelInput(const ModelStage& model, const at::Tensor& images);
+
 struct StepOptions {
   bool bf16 = false;  // autocast forward to bfloat16 (CUDA only; ignored on CPU)
 };

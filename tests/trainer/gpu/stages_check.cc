@@ -2,7 +2,7 @@
 // on CUDA, a communication stage built, trained through, aborted (MarkFailed: the NCCL
 // communicator is aborted) and rebuilt under a new prefix in the same process, the state kept
 // bitwise, then shut down. Prints one line per check and the timings; exits 0 when all pass,
-// 77 (skipped) without a CUDA device, 1 otherwise. Built by tests/trainer/gpu/run.sh.
+// 77 (skipped) without a CUDA device, 1 otherwise (ctest label gpu).
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -13,6 +13,7 @@
 #include <string>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include "trainer/dist/process_group.h"
 #include "trainer/models/model_factory.h"
 #include "trainer/worker/autocast_guard.h"
 #include "trainer/worker/communication_stage.h"
@@ -88,8 +89,9 @@ bool SameState(const ModelStage& a, const ModelStage& b) {
 }
 
 int Main() {
-  if (!torch::cuda::is_available()) {
-    std::printf("SKIPPED: no CUDA device visible\n");
+  if (!torch::cuda::is_available() || !NcclCompiledIn()) {
+    std::printf("SKIPPED: %s\n",
+                NcclCompiledIn() ? "no CUDA device visible" : "no NCCL in this build");
     return 77;
   }
   const at::Device gpu(at::kCUDA, 0);
