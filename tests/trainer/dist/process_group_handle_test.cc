@@ -113,6 +113,12 @@ TEST(ProcessGroupHandleRebuild, SurvivorsOfASigkilledPeerRebuildUnderANewPrefix)
     for (int r = 0; r < 2; ++r) {
       EXPECT_FALSE(results[r].timed_out) << results[r].output;
       EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
+      const size_t line = results[r].output.find("rank " + std::to_string(r) + ": after");
+      if (line != std::string::npos) {
+        std::printf(
+            "%s\n",
+            results[r].output.substr(line, results[r].output.find('\n', line) - line).c_str());
+      }
     }
     EXPECT_EQ(results[2].exit_code, -1) << "rank 2 should die by SIGKILL:\n" << results[2].output;
     return;
