@@ -318,15 +318,14 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     if (code != kExitAborted) {
       // A collective failed: usually a peer died. The coordinator learns which one from that
       // peer's launcher at once, or within its heartbeat timeout; wait that long for it to name
-      // the rank. If the reason names this rank (our own report got there first), give the
+      // the rank. If the cause names this rank (our own report got there first), give the
       // coordinator a moment to re-attribute it to a dead peer (Job::kRootCauseWindow).
       const absl::Time deadline = absl::Now() + absl::Seconds(c.heartbeat_timeout_s + 3);
-      const std::string self = absl::StrCat("rank ", s.rank.rank, " (");
       absl::Time settle = absl::InfiniteFuture();
       for (;;) {
         const absl::Time now = absl::Now();
-        auto why = reporter.abort_reason();
-        if (now >= deadline || (why && !absl::StartsWith(*why, self)) || now >= settle) break;
+        auto why = reporter.abort_cause();
+        if (now >= deadline || (why && why->rank != s.rank.rank) || now >= settle) break;
         if (why && settle == absl::InfiniteFuture()) settle = now + absl::Seconds(2);
         absl::SleepFor(absl::Milliseconds(300));
         if (why) reporter.Flush();
