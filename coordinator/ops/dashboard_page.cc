@@ -101,7 +101,7 @@ function render(s){
   $("ranks").textContent=s.state==="REGISTERING"?`${s.registered}/${s.world_size}`:`${live}/${s.world_size}`;
   const al=$("alert");
   if(s.state==="FAILED"){al.style.display="block";
-    al.innerHTML="<b>Job failed"+(s.failed_rank!==null?" \u2014 rank "+s.failed_rank:"")+":</b> "+esc(s.failure_reason);}
+    al.innerHTML="<b>Job failed"+(s.failed_rank!==null?" \u2014 rank "+s.failed_rank:"")+(s.failure?" ("+esc(s.failure.cause)+")":"")+":</b> "+esc(s.failure_reason);}
   else if(s.state==="STOPPING"){al.style.display="block";al.style.borderColor="var(--warn)";al.innerHTML="<b>Stopping:</b> "+esc(s.stop_reason);}
   else al.style.display="none";
   const med=median(s.ranks.filter(r=>!TERMINAL.has(r.state)).map(r=>r.step));
