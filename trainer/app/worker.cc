@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
@@ -155,17 +154,16 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
 
 // A collective failed: usually a peer died. The coordinator learns which one from that peer's
 // launcher at once, or within its heartbeat timeout; wait that long for it to name the rank. If
-// the reason names this rank (our own report got there first), give the coordinator a moment to
+// the cause names this rank (our own report got there first), give the coordinator a moment to
 // re-attribute it to a dead peer (Job::kRootCauseWindow). Returns the coordinator's reason.
 std::optional<std::string> AwaitRootCause(const TrainerConfig& c, CoordinatorSession& session) {
   ProgressReporter& reporter = session.reporter();
   const absl::Time deadline = absl::Now() + absl::Seconds(c.heartbeat_timeout_s + 3);
-  const std::string self = absl::StrCat("rank ", session.rank().rank, " (");
   absl::Time settle = absl::InfiniteFuture();
   for (;;) {
     const absl::Time now = absl::Now();
-    auto why = reporter.abort_reason();
-    if (now >= deadline || (why && !absl::StartsWith(*why, self)) || now >= settle) break;
+    auto why = reporter.abort_cause();
+    if (now >= deadline || (why && why->rank != session.rank().rank) || now >= settle) break;
     if (why && settle == absl::InfiniteFuture()) settle = now + absl::Seconds(2);
     absl::SleepFor(absl::Milliseconds(300));
     if (why) reporter.Flush();
