@@ -9,13 +9,14 @@
 #   make tidy    build with clang-tidy on our targets         make format  clang-format in place
 #   make bench   every benchmark under bench/
 #   make fuzz    libFuzzer (clang) on every harness under fuzz/: 10^6 runs or FUZZ_SECONDS each
+#   make gpu-bundle  gpu-bundle/: the binaries and libraries for a GPU machine (bench/gpu/run.sh)
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: deps configure build test demo asan tsan tidy format bench fuzz clean
+.PHONY: deps configure build test demo asan tsan tidy format bench fuzz clean gpu-bundle
 
 deps:
 	@scripts/setup-deps.sh
@@ -53,6 +54,9 @@ bench: build
 
 fuzz: deps
 	@fuzz/run.sh $(FUZZ_ARGS)
+
+gpu-bundle: build
+	@BUILD_DIR=$(BUILD_DIR) scripts/gpu-bundle.sh
 
 clean:
 	@rm -rf $(BUILD_DIR) build-asan build-tsan build-tidy build-fuzz

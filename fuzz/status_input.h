@@ -1,6 +1,7 @@
 // Builds a JobStatus (common/job_status.h) from fuzz bytes for the status view harnesses: every
 // field, including strings of arbitrary bytes (control characters, invalid UTF-8), extreme and
-// non-finite numbers, unknown states, and up to 40 ranks and 12 events.
+// non-finite numbers, every job and rank state, phase and failure cause (and one value past
+// each), and up to 40 ranks and 12 events.
 #ifndef SLURM_DDP_FUZZ_STATUS_INPUT_H_
 #define SLURM_DDP_FUZZ_STATUS_INPUT_H_
 
@@ -12,7 +13,7 @@ namespace ddp::fuzz {
 inline JobStatus ReadJobStatus(ByteReader& in) {
   JobStatus s;
   s.job_id = in.Str();
-  s.state = static_cast<JobState>(in.Byte() % 6);  // 5 is no state at all
+  s.state = static_cast<JobState>(in.Byte() % 8);  // 7 is no state at all
   s.finished = in.Bool();
   s.generation = in.Int();
   s.world_size = static_cast<int>(in.Int());
@@ -26,8 +27,10 @@ inline JobStatus ReadJobStatus(ByteReader& in) {
   s.samples_per_second = in.Double();
   s.eta_seconds = in.Double();
   s.uptime_seconds = in.Double();
-  s.failed_rank = static_cast<int>(in.Int());
-  s.failure_reason = in.Str(200);
+  s.failure.rank = static_cast<int>(in.Int());
+  s.failure.kind = static_cast<FailureKind>(in.Byte() % 11);  // 10 is no cause at all
+  s.failure.text = in.Str(200);
+  s.stop_reason = in.Str(200);
   s.checkpoint_epoch = in.Int();
   s.checkpoint_step = in.Int();
   s.checkpoint_path = in.Str();
@@ -39,10 +42,9 @@ inline JobStatus ReadJobStatus(ByteReader& in) {
     r.node_rank = static_cast<int>(in.Int());
     r.local_rank = static_cast<int>(in.Int());
     r.pid = static_cast<int>(in.Int());
-    // Mostly the states the coordinator uses, sometimes anything.
-    static const char* kStates[] = {"starting", "training", "done", "stopped", "failed", "lost"};
-    const uint8_t pick = in.Byte();
-    r.state = pick < 200 ? kStates[pick % 6] : in.Str(16);
+    r.state = static_cast<RankState>(in.Byte() % 12);  // 11 is no state at all
+    r.phase = static_cast<StepPhase>(in.Byte() % 10);  // 9 is no phase at all
+    r.phase_seconds = in.Double();
     r.epoch = in.Int();
     r.step = in.Int();
     r.loss = in.Double();

@@ -37,7 +37,7 @@ JobStatus Running() {
     rank.rank = r;
     rank.host = "node0";
     rank.local_rank = r;
-    rank.state = "training";
+    rank.state = RankState::kTraining;
     rank.step = 92;
     s.ranks.push_back(rank);
   }
@@ -68,13 +68,14 @@ TEST(StatusViewTest, RunningJob) {
 TEST(StatusViewTest, HostileStringsArePrintedAsPlainText) {
   JobStatus s = Running();
   s.state = JobState::kFailed;
-  s.failed_rank = 1;
+  s.failure.rank = 1;
+  s.failure.kind = FailureKind::kWorkerError;
   s.job_id = "job\x1b]0;owned\x07";  // a terminal title escape
-  s.failure_reason =
+  s.failure.text =
       "line one\nline two\x1b[2J\xff\xfe \xc2\x9b"
       "31m";  // newline, clear, bad bytes, CSI
   s.ranks[1].host = "evil\x1b[31mhost";
-  s.ranks[1].state = "failed\r";
+  s.ranks[1].state = RankState::kFailed;
   s.events = {"+1.0s \x1b[1Aoverwrite"};
   const std::string view = FormatStatus(s, {});
   EXPECT_TRUE(IsValidUtf8(view)) << view;

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/status_macros.h"
 #include "trainer/app/pickle_check.h"
 
 namespace ddp {
@@ -110,6 +111,29 @@ absl::Status CheckArchive(const std::string& path, size_t file_size,
   const absl::Status st =
       CheckPickle(absl::string_view(static_cast<const char*>(program.get()), size));
   return st.ok() ? st : Corrupt(path, st.message());
+}
+
+// A tensor's view must lie inside its storage: torch's unpickler takes sizes, strides and the
+// offset from the pickle program as they are, so one flipped byte in a stride gave a tensor that
+// reads past the end of its storage (a crash, or other memory in the weights).
+absl::Status CheckInStorage(const std::string& path, const std::string& name, const at::Tensor& t) {
+  if (t.numel() == 0) return absl::OkStatus();
+  int64_t last = t.storage_offset();
+  bool ok = last >= 0;
+  for (int64_t d = 0; ok && d < t.dim(); ++d) {
+    const int64_t size = t.size(d), stride = t.stride(d);
+    int64_t span = 0;
+    ok = size >= 0 && stride >= 0 && !__builtin_mul_overflow(size - 1, stride, &span) &&
+         !__builtin_add_overflow(last, span, &last);
+  }
+  int64_t end = 0;
+  ok = ok && !__builtin_add_overflow(last, int64_t{1}, &end) &&
+       !__builtin_mul_overflow(end, static_cast<int64_t>(t.element_size()), &end) &&
+       static_cast<uint64_t>(end) <= t.storage().nbytes();
+  if (ok) return absl::OkStatus();
+  return Corrupt(path, absl::StrCat("tensor ", name, " (sizes ", c10::str(t.sizes()), ", strides ",
+                                    c10::str(t.strides()), ", offset ", t.storage_offset(),
+                                    ") lies outside its ", t.storage().nbytes(), "-byte storage"));
 }
 
 }  // namespace
@@ -215,6 +239,10 @@ absl::StatusOr<CheckpointState> ReadCheckpoint(const std::string& path) {
     const std::string what = e.what();
     return Corrupt(path, what.substr(0, what.find('\n')));
   }
+  for (const auto* tensors : {&s.model, &s.momentum}) {
+    for (const auto& t : *tensors) RETURN_IF_ERROR(CheckInStorage(path, t.name, t.tensor));
+  }
+  RETURN_IF_ERROR(CheckInStorage(path, "rng", s.rng));
   if (!v1) {
     const uint32_t computed = CheckpointCrc32(s);
     if (stored_crc != static_cast<int64_t>(computed)) {

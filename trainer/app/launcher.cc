@@ -171,8 +171,8 @@ int RunLauncher(const LaunchPlan& plan, const TrainerConfig& config, int argc, c
       std::string rank;
       // Only a death nobody asked for: not a worker we stopped, nor one after a forwarded signal.
       if (first && !forwarded && WIFSIGNALED(status) && report_lost) {
-        rank = report_lost(
-            LostWorker{base.node_rank, w.local_rank, static_cast<int>(w.pid), Describe(status)});
+        rank = report_lost(LostWorker{base.node_rank, w.local_rank, static_cast<int>(w.pid),
+                                      Describe(status), WTERMSIG(status)});
       }
       Log(task, absl::StrCat("worker ",
                              rank.empty()

@@ -179,6 +179,28 @@ TEST(CheckpointTest, AFlippedByteNeverLoadsAsADifferentCheckpoint) {
   ::unlink(path.c_str());
 }
 
+// Found by the test above: one flipped byte in a stride in the pickle program made the unpickler
+// build a tensor that reads past the end of its storage (a segfault in the checksum, or other
+// memory in the weights). The view is now checked against its storage.
+TEST(CheckpointTest, ATensorViewOutsideItsStorageIsDataLoss) {
+  CheckpointState s = MakeState();
+  s.model = {{"w", torch::ones({777})}};  // 777 = 0x0309: size (777,), stride (1,) in the pickle
+  const std::string path = TempPath("ckpt-stride.pt");
+  ASSERT_TRUE(WriteCheckpoint(path, s).ok());
+  std::string bytes = ReadAll(path);
+  // MARK BININT2 777 TUPLE (the size), MARK BININT1 1 TUPLE (the stride).
+  const std::string pattern("(M\x09\x03t(K\x01t", 9);
+  const size_t at = bytes.find(pattern);
+  ASSERT_NE(at, std::string::npos) << "the pickle does not hold the size and stride as expected";
+  bytes[at + 7] = 0x21;  // stride 33: the view would reach element 33 x 776 of 777
+  WriteAll(path, bytes);
+  absl::StatusOr<CheckpointState> loaded = ReadCheckpoint(path);
+  ASSERT_TRUE(absl::IsDataLoss(loaded.status())) << loaded.status();
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), "lies outside its 3108-byte storage"))
+      << loaded.status();
+  ::unlink(path.c_str());
+}
+
 TEST(CheckpointTest, TruncatedAndForeignFilesAreDataLoss) {
   const std::string path = TempPath("ckpt-trunc.pt");
   ASSERT_TRUE(WriteCheckpoint(path, MakeState()).ok());
