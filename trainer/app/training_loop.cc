@@ -14,9 +14,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/job_status.h"
 #include "common/sampler_plan.h"
 #include "common/status_macros.h"
 #include "trainer/app/checkpoint_store.h"
+#include "trainer/app/step_meters.h"
 #include "trainer/data/batch_source.h"
 #include "trainer/dist/dist_errors.h"
 #include "trainer/worker/step_runner.h"
@@ -31,21 +33,29 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // Steps between the collective that lets every rank agree to stop at the same step.
 constexpr int64_t kStopCheckInterval = 10;
 
-// Running average, like the recipe's AverageMeter.
+// Running average of a host-side time, like the recipe's AverageMeter.
 struct Meter {
   double last = 0, sum = 0;
   int64_t count = 0;
-  void Add(double v, int64_t n = 1) {
+  void Add(double v) {
     last = v;
-    sum += v * static_cast<double>(n);
-    count += n;
+    sum += v;
+    ++count;
   }
   double avg() const { return count == 0 ? 0 : sum / static_cast<double>(count); }
 };
 
+// How often the loss sent to the coordinator is refreshed (one host sync each time): about once
+// per heartbeat.
+constexpr auto kLossRefresh =
+    std::chrono::milliseconds(static_cast<int>(kHeartbeatPeriodSeconds * 1000));
+
 struct EpochMeters {
-  Meter batch_time, data_time, losses, top1, top5;
+  Meter batch_time, data_time;
+  StepMeters steps;          // loss and accuracy over every step, summed on the device
+  double reported_loss = 0;  // the mean loss over the steps before the last refresh
   Clock::time_point tick = Clock::now();
+  std::optional<Clock::time_point> refreshed;  // unset: refresh at the first step
 };
 
 // Where an epoch's positions of the global sample order start and end for this world.
@@ -56,7 +66,7 @@ struct EpochSpan {
   int64_t world = 0;
 };
 
-// Correct top-1 and top-5 predictions in a batch.
+// Correct top-1 and top-5 predictions in a batch (evaluation).
 std::pair<int64_t, int64_t> TopkCorrect(const at::Tensor& logits, const at::Tensor& labels) {
   const int64_t k = std::min<int64_t>(5, logits.size(1));
   const at::Tensor pred = std::get<1>(at::topk(logits, k, 1));
@@ -173,31 +183,35 @@ class Loop {
     pos_.consumed_world_size = span.consumed_world;
   }
 
-  // Meters, the heartbeat's progress, and rank 0's progress line.
+  // Meters, the heartbeat's progress, and rank 0's progress line. The loss and accuracy columns
+  // average every step of the epoch; the device sums are read only when a line is printed or
+  // the coordinator's loss is refreshed.
   void RecordStep(const StepResult& step, int64_t i, int64_t batches, double lr, double data_s,
                   EpochMeters& m) {
     const auto now = Clock::now();
-    const int64_t n = step.labels.size(0);
     m.batch_time.Add(Seconds(now - m.tick));
     m.data_time.Add(data_s);
     m.tick = now;
+    m.steps.Add(step.loss, step.logits, step.labels);
     const bool print = IsRank0() && (i % c_.print_freq == 0 || i + 1 == batches);
-    if (print || i % c_.print_freq == 0) {
-      m.losses.Add(step.loss.item<double>(), n);
-      c10::NoGradGuard no_grad;
-      auto [c1, c5] = TopkCorrect(step.logits.detach(), step.labels);
-      m.top1.Add(100.0 * static_cast<double>(c1) / static_cast<double>(n), n);
-      m.top5.Add(100.0 * static_cast<double>(c5) / static_cast<double>(n), n);
+    const bool refresh = !m.refreshed || now - *m.refreshed >= kLossRefresh || i + 1 == batches;
+    if (print || refresh) {
+      const MeterReading r = m.steps.Read(/*restart_since_previous=*/refresh);
+      if (refresh) {
+        m.reported_loss = r.loss_since_previous;
+        m.refreshed = now;
+      }
+      if (print) {
+        const int width = static_cast<int>(std::to_string(batches).size());
+        Print(absl::StrFormat(
+            "Epoch: [%d][%*d/%d]\tTime %6.3f (%6.3f)\tData %6.3f (%6.3f)\tLoss %.4e (%.4e)\t"
+            "Acc@1 %6.2f (%6.2f)\tAcc@5 %6.2f (%6.2f)\tlr %.4g",
+            pos_.epoch, width, i, batches, m.batch_time.last, m.batch_time.avg(), m.data_time.last,
+            m.data_time.avg(), r.loss_last, r.loss_avg, r.top1_last, r.top1_avg, r.top5_last,
+            r.top5_avg, lr));
+      }
     }
     Report(m);
-    if (!print) return;
-    const int width = static_cast<int>(std::to_string(batches).size());
-    Print(absl::StrFormat(
-        "Epoch: [%d][%*d/%d]\tTime %6.3f (%6.3f)\tData %6.3f (%6.3f)\tLoss %.4e (%.4e)\t"
-        "Acc@1 %6.2f (%6.2f)\tAcc@5 %6.2f (%6.2f)\tlr %.4g",
-        pos_.epoch, width, i, batches, m.batch_time.last, m.batch_time.avg(), m.data_time.last,
-        m.data_time.avg(), m.losses.last, m.losses.avg(), m.top1.last, m.top1.avg(), m.top5.last,
-        m.top5.avg(), lr));
   }
 
   void Report(const EpochMeters& m) {
@@ -207,7 +221,7 @@ class Loop {
     r.epochs = c_.epochs;
     r.step = pos_.step;
     r.steps_per_epoch = steps_per_epoch_;
-    r.loss = m.losses.last;
+    r.loss = m.reported_loss;
     r.samples_per_second = m.batch_time.last > 0 ? c_.batch_size / m.batch_time.last : 0;
     r.data_wait_share = m.batch_time.avg() > 0 ? m.data_time.avg() / m.batch_time.avg() : 0;
     const StepTimings t = ctx_.comm.ddp().timings();
