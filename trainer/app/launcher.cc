@@ -54,7 +54,7 @@ class LauncherRun {
     spec.forward_signals = false;  // Slurm and terminals signal it directly
     auto id = supervisor_.Start(std::move(spec));
     if (!id.ok()) {
-      Log(task_, absl::StrCat("cannot start the coordinator: ", id.status().message()));
+      Log(task_, absl::StrCat("cannot start ", id.status().message()));
       return false;
     }
     coordinator_ = *id;
@@ -75,8 +75,8 @@ class LauncherRun {
       spec.spawn.stop_grace = options_.timeouts.worker_stop_grace;
       auto id = supervisor_.Start(std::move(spec));
       if (!id.ok()) {
-        Log(task_, absl::StrCat("cannot start worker (local rank ", local_rank,
-                                "): ", id.status().message(), "; stopping the other workers"));
+        Log(task_,
+            absl::StrCat("cannot start ", id.status().message(), "; stopping the other workers"));
         policy_.OnLaunchFailure();
         StopWorkers();
         return;
