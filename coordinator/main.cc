@@ -55,7 +55,10 @@ class Logger {
   explicit Logger(const std::string& path) {
     if (!path.empty()) file_.open(path, std::ios::app);
   }
-  bool ok(const std::string& path) const { return path.empty() || file_.is_open(); }
+  bool ok(const std::string& path) const {
+    absl::MutexLock lock(&mu_);
+    return path.empty() || file_.is_open();
+  }
   void Log(const std::string& line) {
     std::string out =
         absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3S", absl::Now(), absl::LocalTimeZone()),
@@ -66,7 +69,7 @@ class Logger {
   }
 
  private:
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::ofstream file_ ABSL_GUARDED_BY(mu_);
 };
 

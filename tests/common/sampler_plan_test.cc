@@ -150,8 +150,9 @@ std::vector<std::string> CheckedInGolden(const std::vector<Case>& cases) {
     const std::string key = absl::StrCat(c.n, " ", c.world, " ", c.rank, " ", c.epoch, " ",
                                          c.drop_last ? 1 : 0, " ", c.shuffle ? 1 : 0, " ", c.seed);
     if (line.substr(0, colon) != key) {
-      ADD_FAILURE() << path << " lists case [" << line.substr(0, colon) << "] where GoldenCases() has ["
-                    << key << "]: regenerate it with make_sampler_golden.py";
+      ADD_FAILURE() << path << " lists case [" << line.substr(0, colon)
+                    << "] where GoldenCases() has [" << key
+                    << "]: regenerate it with make_sampler_golden.py";
       return {};
     }
     digests.push_back(line.substr(colon + 3));
@@ -169,9 +170,10 @@ TEST(SamplerPlanTest, MatchesTorchDistributedSamplerBitExactly) {
   std::string why;
   const std::vector<std::vector<int64_t>> live = TorchGolden(cases, &why);
   if (live.empty()) {
-    std::printf("note: no live torch to compare with (%s); comparing with the checked-in golden "
-                "vectors only\n",
-                why.c_str());
+    std::printf(
+        "note: no live torch to compare with (%s); comparing with the checked-in golden "
+        "vectors only\n",
+        why.c_str());
   } else {
     ASSERT_EQ(live.size(), cases.size());
   }
