@@ -28,7 +28,9 @@ elseif(DDP_SANITIZE STREQUAL "thread")
     message(WARNING "DDP_SANITIZE=thread without DDP_TSAN_ABSEIL_DIR: absl::Mutex is invisible to "
                     "TSan, expect false reports (make tsan builds and uses the TSan abseil)")
   endif()
-  set(DDP_TEST_SANITIZER_ENV "DDP_SANITIZER=thread;TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1")
+  # tests/build/tsan_suppressions.txt says what TSan cannot see in uninstrumented gRPC, and why.
+  set(DDP_TSAN_OPTIONS "halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 suppressions=${CMAKE_SOURCE_DIR}/tests/build/tsan_suppressions.txt")
+  set(DDP_TEST_SANITIZER_ENV "DDP_SANITIZER=thread;TSAN_OPTIONS=${DDP_TSAN_OPTIONS}")
 elseif(NOT DDP_SANITIZE STREQUAL "")
   message(FATAL_ERROR "DDP_SANITIZE must be '', 'address' or 'thread', not '${DDP_SANITIZE}'")
 endif()

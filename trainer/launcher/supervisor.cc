@@ -56,6 +56,7 @@ absl::Status Supervisor::Launch(Entry* entry) {
   entry->kill_at = absl::InfiniteFuture();
   entry->abandon_at = absl::InfiniteFuture();
   entry->abandoned = false;
+  entry->reported = false;
   return absl::OkStatus();
 }
 
@@ -83,7 +84,7 @@ absl::Status Supervisor::Respawn(int id) {
 
 void Supervisor::Forward(int sig) {
   for (Entry& e : entries_) {
-    if (e.spec.forward_signals && !e.abandoned) e.process->Signal(sig);
+    if (e.spec.forward_signals && !e.reported) e.process->Signal(sig);
   }
 }
 
@@ -95,10 +96,7 @@ void Supervisor::Stop(int id, absl::Duration grace) {
   e.kill_at = std::min(e.kill_at, absl::Now() + grace);
 }
 
-bool Supervisor::running(int id) const {
-  const Entry& e = entries_.at(static_cast<size_t>(id));
-  return e.process->running() && !e.abandoned;
-}
+bool Supervisor::running(int id) const { return !entries_.at(static_cast<size_t>(id)).reported; }
 
 int Supervisor::CountRunning(const std::vector<int>& ids) const {
   return static_cast<int>(
@@ -134,13 +132,15 @@ void Supervisor::Check(std::vector<SupervisorEvent>* events) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     Entry& e = entries_[i];
     const int id = static_cast<int>(i);
-    if (e.abandoned || !e.process->running()) continue;
-    if (e.process->Poll()) {
+    if (e.reported) continue;
+    if (e.process->Poll()) {  // ended now, or reaped earlier by a Signal: reported either way
+      e.reported = true;
       events->push_back({SupervisorEvent::Kind::kExited, 0, id, e.process->exit_status()});
       continue;
     }
     if (now >= e.abandon_at) {
       e.abandoned = true;
+      e.reported = true;
       e.process->Abandon();
       events->push_back({SupervisorEvent::Kind::kAbandoned, 0, id, std::nullopt});
     } else if (now >= e.kill_at && e.abandon_at == absl::InfiniteFuture()) {

@@ -71,6 +71,8 @@ class Supervisor {
   // `deadline` passes, or no child is running; returns what happened, oldest first.
   std::vector<SupervisorEvent> DoWork(absl::Time deadline);
 
+  // True until DoWork has reported the child's end (kExited or kAbandoned): a child reaped
+  // meanwhile (by Stop, say) still counts as running, so no end is ever lost.
   bool running(int id) const;
   // Running children among `ids`.
   int CountRunning(const std::vector<int>& ids) const;
@@ -86,6 +88,7 @@ class Supervisor {
     absl::Time kill_at = absl::InfiniteFuture();     // SIGKILL due (Stop)
     absl::Time abandon_at = absl::InfiniteFuture();  // give up (SIGKILL sent)
     bool abandoned = false;
+    bool reported = false;  // DoWork returned its kExited or kAbandoned event
   };
   absl::Status Launch(Entry* entry);
   bool AnyRunning() const;

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -106,6 +108,26 @@ TEST(Supervisor, SignalsBecomeEventsAndAreForwardedToTheirTakers) {
   EXPECT_EQ(Drain(s, {*b}, absl::Seconds(10)), (std::map<int, int>{{*b, 128 + SIGTERM}}));
   unlink(ready_a.c_str());
   unlink(ready_b.c_str());
+}
+
+// A child that has already ended is reaped by Stop (or Forward) before DoWork looks at it: its
+// end must still come out of DoWork, or a launcher would lose a worker's failure.
+TEST(Supervisor, AnEndReapedOutsideDoWorkIsStillReported) {
+  Supervisor s({SIGUSR1});
+  auto id = s.Start(Sh("quick", "exit 9"));
+  ASSERT_TRUE(id.ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (kill(s.pid(*id), 0) == 0 && absl::Now() < deadline) {
+    std::ifstream stat(absl::StrCat("/proc/", s.pid(*id), "/stat"));
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    if (text.find(") Z ") != std::string::npos) break;  // ended, not yet reaped
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  s.Stop(*id, absl::Seconds(1));  // reaps it
+  s.Forward(SIGUSR1);
+  EXPECT_TRUE(s.running(*id)) << "counted as ended before DoWork reported it";
+  EXPECT_EQ(Drain(s, {*id}, absl::Seconds(10)), (std::map<int, int>{{*id, 9}}));
+  EXPECT_FALSE(s.running(*id));
 }
 
 TEST(Supervisor, StopEscalatesToSigkillInsideDoWork) {
