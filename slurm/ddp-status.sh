@@ -7,15 +7,17 @@
 # Given a job id, the dist file is <job's working dir>/dist_file.<jobid> (the templates' and
 # ddp-trainer's default), found through `scontrol show job`; DIST_FILE=... overrides it.
 # ddpctl is found by ddp_find_bin (lib/ddp.sh): $DDP_BIN_DIR, then PATH, then <repo>/build/bin.
-# Exit: ddpctl status's code; 1 if the dist file cannot be found or read.
+# Exit: ddpctl status's code; DDP_EXIT_FAILED (ddpctl exit-codes) if the dist file cannot be read.
 set -uo pipefail
 
-die() { echo "ddp-status: $*" >&2; exit 1; }
-[[ $# -ge 1 && "$1" != -h && "$1" != --help ]] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-target=$1; shift
-
 # shellcheck source=lib/ddp.sh
-source "$(dirname "$(readlink -f "$0")")/lib/ddp.sh" || die "cannot read lib/ddp.sh beside $0"
+source "$(dirname "$(readlink -f "$0")")/lib/ddp.sh" || { echo "ddp-status: cannot read lib/ddp.sh beside $0" >&2; exit 1; }
+ddpctl=$(ddp_find_bin ddpctl 2>/dev/null) ||
+  { echo "ddp-status: ddpctl not found (set DDP_BIN_DIR, put it on PATH, or run 'make build')" >&2; exit 1; }
+ddp_load_exit_codes || exit 1
+die() { echo "ddp-status: $*" >&2; exit "$DDP_EXIT_FAILED"; }
+[[ $# -ge 1 && "$1" != -h && "$1" != --help ]] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit "$DDP_EXIT_USAGE"; }
+target=$1; shift
 
 job_id="" dist_file=""
 if [[ "$target" =~ ^[0-9]+(_[0-9]+)?$ ]]; then
@@ -39,7 +41,6 @@ fi
 [[ -r "$dist_file" ]] || die "cannot read $dist_file (mode 0600: run as the job's owner)"
 echo "dist file: $dist_file"
 
-ddpctl=$(ddp_find_bin ddpctl 2>/dev/null) || die "ddpctl not found (set DDP_BIN_DIR, put it on PATH, or run 'make build')"
 extra=()
 [[ -n "$job_id" ]] && extra=(--job-id "$job_id")
 

@@ -17,9 +17,9 @@ body() {
   job=$(sbatch --parsable -N1 --chdir="$w" -o /dev/null --wrap 'sleep 120') || fail sbatch
   wait_until 30 "job $job running" job_state_is "$job" RUNNING || fail "job not running"
 
-  note "no dist file yet -> exit 1 with a reason"
+  note "no dist file yet -> DDP_EXIT_FAILED with a reason"
   out=$(cd / && DDP_BIN_DIR=$T_WORK/bin "$T_REPO/slurm/ddp-status.sh" "$job" 2>&1); rc=$?
-  ((rc == 1)) && [[ "$out" == *"no dist file at $w/dist_file.$job"* ]] || fail "missing dist file: rc=$rc out=$out"
+  ((rc == DDP_EXIT_FAILED)) && [[ "$out" == *"no dist file at $w/dist_file.$job"* ]] || fail "missing dist file: rc=$rc out=$out"
 
   note "job id -> dist file in the job's WorkDir, dashboard URL, ddpctl status"
   printf 'slurm-ddp-dist-file v1\njob_id=%s\ngeneration=0\nnonce=%s\ntoken=%s\ngrpc_address=127.0.0.1:5555\nhttp_port=8123\nend=1\n' \
