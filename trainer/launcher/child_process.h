@@ -46,7 +46,9 @@ struct SpawnOptions {
   // The signal mask the child starts with (a launcher blocks signals it takes synchronously;
   // its children must not inherit that). Empty mask when unset.
   std::optional<sigset_t> child_mask;
-  // PR_SET_PDEATHSIG(SIGKILL): the child dies with this process, whatever happens to it.
+  // PR_SET_PDEATHSIG(SIGKILL): the child dies with this process, whatever happens to it. (Linux
+  // sends it when the *thread* that called Spawn ends: spawn from a thread that lives as long as
+  // the children, as the launcher's main thread does.)
   bool die_with_parent = true;
   // How long the destructor waits after SIGTERM before it sends SIGKILL.
   absl::Duration stop_grace = absl::Seconds(5);
