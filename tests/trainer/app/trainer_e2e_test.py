@@ -161,8 +161,9 @@ def case_kill_worker(tmp):
     def pick_victim(st):
         if st["state"] != "RUNNING" or not any(r["step"] >= 1 for r in st["ranks"]):
             return None
-        # Find the worker processes (children of the launcher running --internal-worker).
-        out = subprocess.run(["pgrep", "-f", "--", "--internal-worker.*|job-id kill.*--internal-worker"],
+        # Find the worker processes: this launcher's children running --internal-worker (only
+        # its own: other jobs on the machine run workers too).
+        out = subprocess.run(["pgrep", "-P", str(p.pid), "-f", "--", "--internal-worker"],
                              stdout=subprocess.PIPE, text=True).stdout.split()
         workers = [int(x) for x in out if int(x) != p.pid]
         if len(workers) < 3:
@@ -190,8 +191,15 @@ def case_kill_worker(tmp):
     expect(named.search(out), f"output does not name the lost rank {victim_rank} (pid {victim})", out)
     aborted = [l for l in out.splitlines() if re.match(r"\[rank \d+\] error:", l)]
     expect(all(named.search(l) for l in aborted), "a rank blamed someone else", "\n".join(aborted))
-    left = subprocess.run(["pgrep", "-f", "job-id kill"], stdout=subprocess.PIPE, text=True).stdout
-    expect(left.strip() == "", f"processes left running: {left}")
+    # Nothing of this job is left: no process works in its folder (other jobs may run elsewhere).
+    left = []
+    for proc in glob.glob("/proc/[0-9]*"):
+        try:
+            if os.path.realpath(os.readlink(proc + "/cwd")) == os.path.realpath(tmp):
+                left.append(proc[len("/proc/"):])
+        except OSError:
+            pass
+    expect(not left, f"processes left running: {left}")
     print(f"job ended {elapsed:.1f} s after the kill")
 
 
