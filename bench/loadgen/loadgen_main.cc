@@ -27,9 +27,9 @@
 #include "absl/time/clock.h"
 #include "common/dist_file.h"
 #include "common/mutex_mode.h"
-#include "coordinator/job.h"
+#include "coordinator/job/job.h"
 #include "coordinator/kv_store.h"
-#include "coordinator/server.h"
+#include "coordinator/rpc/server.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace pb = ::slurm_ddp::v1;

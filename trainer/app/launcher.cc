@@ -128,7 +128,8 @@ class LauncherRun {
     std::string rank;
     if (d.report_lost && options_.report_lost) {
       rank = options_.report_lost(
-          LostWorker{plan_.base.node_rank, local_rank, static_cast<int>(pid), status.Describe()});
+          LostWorker{plan_.base.node_rank, local_rank, static_cast<int>(pid), status.Describe(),
+                     status.signal(), status.signaled() ? 0 : status.code()});
     }
     const std::string who =
         rank.empty() ? absl::StrCat("(local rank ", local_rank, ", pid ", pid, ")") : rank;
