@@ -91,7 +91,7 @@ grpc::ServerUnaryReactor* CoordinatorService::StoreSet(grpc::CallbackServerConte
   if (auto* r = Refuse(ctx, "StoreSet")) return r;
   absl::Status st = ValidateKey(req->key());
   if (st.ok()) st = ValidateValue(req->value());
-  if (st.ok()) store_->Set(req->key(), req->value());
+  if (st.ok()) st = store_->Set(req->key(), req->value());
   return Reply(ctx, st);
 }
 
@@ -131,8 +131,10 @@ grpc::ServerUnaryReactor* CoordinatorService::StoreCompareSet(grpc::CallbackServ
   if (auto* r = Refuse(ctx, "StoreCompareSet")) return r;
   absl::Status st = ValidateKey(req->key());
   if (st.ok()) st = ValidateValue(req->desired());
-  if (st.ok()) resp->set_value(store_->CompareSet(req->key(), req->expected(), req->desired()));
-  return Reply(ctx, st);
+  if (!st.ok()) return Reply(ctx, st);
+  absl::StatusOr<std::string> now = store_->CompareSet(req->key(), req->expected(), req->desired());
+  if (now.ok()) resp->set_value(*std::move(now));
+  return Reply(ctx, now.status());
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::StoreDelete(grpc::CallbackServerContext* ctx,

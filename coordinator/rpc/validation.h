@@ -13,12 +13,13 @@
 
 #include "absl/status/status.h"
 #include "common/coordinator_api.h"
+#include "coordinator/kv_store.h"
 
 namespace ddp {
 
 inline constexpr int kMaxMessageBytes = 16 * 1024 * 1024;
-inline constexpr size_t kMaxKeyBytes = 4096;
-inline constexpr size_t kMaxValueBytes = 8 * 1024 * 1024;
+inline constexpr size_t kMaxKeyBytes = KvLimits{}.max_key_bytes;
+inline constexpr size_t kMaxValueBytes = KvLimits{}.max_value_bytes;
 inline constexpr size_t kMaxKeysPerCall = 4096;
 inline constexpr size_t kMaxHostBytes = 255;
 inline constexpr size_t kMaxPathBytes = 4096;
