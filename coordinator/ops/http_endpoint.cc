@@ -14,23 +14,23 @@
 namespace ddp {
 namespace {
 
-// True when `req` carries the token (header or query parameter).
-bool Authorized(const httplib::Request& req, const std::string& token) {
+// True when `req` carries a view or control token (header or query parameter).
+bool Authorized(const httplib::Request& req, const Authenticator& auth) {
   const std::string header = req.get_header_value("Authorization");
-  if (!header.empty() && ConstantTimeEquals(header, "Bearer " + token)) return true;
-  if (req.has_param("token") && ConstantTimeEquals(req.get_param_value("token"), token)) {
-    return true;
+  Role role = header.empty() ? Role::kNone : auth.RoleOf(header);
+  if (role == Role::kNone && req.has_param("token")) {
+    role = auth.RoleOfToken(req.get_param_value("token"));
   }
-  return false;
+  return (Roles(role) & kViewRoles) != 0;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOptions& options,
+                                                                  const Authenticator* auth,
                                                                   StatusCache* cache,
                                                                   History* history,
                                                                   RpcMetrics* metrics) {
-  if (options.token.empty()) return absl::InvalidArgumentError("the HTTP endpoint needs a token");
   std::unique_ptr<HttpEndpoint> e(new HttpEndpoint());
   e->server_ = std::make_unique<httplib::Server>();
   httplib::Server& svr = *e->server_;
@@ -45,11 +45,10 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOpti
   svr.set_write_timeout(5);
   svr.set_payload_max_length(64 * 1024);
 
-  const std::string token = options.token;
   // Wraps a handler with the token check and request counting.
-  auto guarded = [token, metrics](const char* path, auto handler) {
-    return [token, metrics, path, handler](const httplib::Request& req, httplib::Response& res) {
-      if (!Authorized(req, token)) {
+  auto guarded = [auth, metrics](const char* path, auto handler) {
+    return [auth, metrics, path, handler](const httplib::Request& req, httplib::Response& res) {
+      if (!Authorized(req, *auth)) {
         res.status = 401;
         res.set_header("WWW-Authenticate", "Bearer realm=\"slurm-ddp\"");
         res.set_content("401 unauthorized: pass Authorization: Bearer <token> or ?token=<token>\n",

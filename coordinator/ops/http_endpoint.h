@@ -20,6 +20,7 @@
 #include "coordinator/ops/history.h"
 #include "coordinator/ops/rpc_metrics.h"
 #include "coordinator/ops/status_cache.h"
+#include "coordinator/rpc/auth.h"
 
 namespace httplib {
 class Server;
@@ -30,14 +31,14 @@ namespace ddp {
 struct HttpOptions {
   std::string host = "127.0.0.1";  // "0.0.0.0" listens everywhere
   int port = 0;                    // 0 = ephemeral
-  std::string token;
-  int threads = 8;  // concurrent requests (keep-alive connections hold one each)
+  int threads = 8;                 // concurrent requests (keep-alive connections hold one each)
 };
 
 class HttpEndpoint {
  public:
   // The pointers must outlive the endpoint.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(const HttpOptions& options,
+                                                             const Authenticator* auth,
                                                              StatusCache* cache, History* history,
                                                              RpcMetrics* metrics);
   ~HttpEndpoint();

@@ -98,18 +98,39 @@ elapsed_ok "$start" 2 "missing dist_file"
 
 start_coordinator errs 8
 cp "$df" "$work/forged"
-sed -i "s/^token=.*/token=$(printf 'f%.0s' $(seq 64))/" "$work/forged"
+sed -i "s/^view_token=.*/view_token=$(printf 'f%.0s' $(seq 64))/" "$work/forged"
 chmod 600 "$work/forged"
 out="$("$bin/ddpctl" --dist-file "$work/forged" status 2>&1)" && rc=0 || rc=$?
 [[ $rc -eq 1 ]] && grep -q "token" <<<"$out" || fail "wrong token: $rc $out"
 [[ $(wc -l <<<"$out") -eq 1 ]] || fail "wrong token: not one line: $out"
 out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token wrong status 2>&1)" && rc=0 || rc=$?
 [[ $rc -eq 1 ]] && grep -q "token" <<<"$out" || fail "wrong --token: $rc $out"
-out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token "$(dist_value token)" dashboard)"
-[[ "$out" == "http://127.0.0.1:$(dist_value http_port)/?token=$(dist_value token)" ]] ||
+# Tokens from files, never on the command line. The dashboard URL carries the view token even
+# when ddpctl was given the control token.
+(umask 077 && dist_value control_token >"$work/control.tok" && dist_value view_token >"$work/view.tok" &&
+  dist_value token >"$work/worker.tok")
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/control.tok" dashboard)"
+[[ "$out" == "http://127.0.0.1:$(dist_value http_port)/?token=$(dist_value view_token)" ]] ||
   fail "dashboard via --address: $out"
 [[ "$(ctl dashboard)" == "$out" ]] || fail "dashboard via dist_file"
-pass "errors: no job, missing file, wrong token; dashboard URL"
+grep -q "$(dist_value control_token)\|$(dist_value token)" <<<"$out" && fail "dashboard URL leaks a token"
+# A view token can look but not stop; a worker token can do neither.
+"$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/view.tok" status >/dev/null ||
+  fail "status with the view token"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/view.tok" stop 2>&1)" &&
+  rc=0 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "needs the control token; this is the view token" <<<"$out" ||
+  fail "stop with the view token: $rc $out"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/worker.tok" status 2>&1)" &&
+  rc=0 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "needs a view or control token" <<<"$out" ||
+  fail "status with the worker token: $rc $out"
+chmod 644 "$work/view.tok"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/view.tok" status 2>&1)" &&
+  rc=0 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "chmod 600" <<<"$out" || fail "token file readable by others: $rc $out"
+ctl status --json | grep -q '"state":"REGISTERING"' || fail "the refused stop changed the job"
+pass "errors: no job, missing file, wrong token; token files by role; view-only dashboard URL"
 
 ctl watch >"$work/watch2.out" 2>&1 &
 watch_pid=$!

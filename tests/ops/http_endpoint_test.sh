@@ -8,7 +8,7 @@ start_workers http 8 --steps-per-second 10 --epochs 100
 wait_running
 sleep 2
 port="$(dist_value http_port)"
-token="$(dist_value token)"
+token="$(dist_value view_token)"
 [[ "$port" -gt 0 ]] || fail "dist_file has no real http port: $port"
 base="http://127.0.0.1:$port"
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
