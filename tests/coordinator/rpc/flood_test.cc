@@ -223,8 +223,8 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
   std::regex line_re("refused ([0-9]+) call\\(s\\)");
   int lines = 0;
   long counted = 0;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line_re); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line_re);
+       it != std::sregex_iterator(); ++it) {
     ++lines;
     counted += std::stol((*it)[1]);
   }
