@@ -52,7 +52,10 @@ watch_pid=$!
 pids+=("$watch_pid")
 sleep 1
 start=$(date +%s)
-out="$(ctl stop --reason maintenance 2>&1)" && rc=0 || rc=$?
+# The reason of issue 16: 4087 ASCII bytes and four two-byte characters, which a cut at byte
+# 4096 of "ddpctl: <reason>" used to split, breaking every later status and heartbeat reply.
+reason="$(printf 'a%.0s' $(seq 4087))éééé"
+out="$(ctl stop --reason "$reason" 2>&1)" && rc=0 || rc=$?
 [[ $rc -eq $DDP_EXIT_OK ]] || fail "stop: exit $rc: $out"
 elapsed_ok "$start" 10 "graceful stop"
 grep -q "CHECKPOINT_AND_STOP" <<<"$out" || fail "stop: does not say what it asked: $out"
@@ -69,7 +72,7 @@ grep -q "reported_done=8" "$work/graceful.workers.log" ||
   fail "workers did not all report done: $(cat "$work/graceful.workers.log")"
 grep -q "stopped after checkpoint" "$work/graceful.coord.log" ||
   fail "coordinator did not log the CANCELLED reports"
-pass "stop: graceful, watch exits $DDP_EXIT_RESUMABLE"
+pass "stop: graceful (a 4 KiB reason ending in multi-byte characters), watch exits $DDP_EXIT_RESUMABLE"
 
 # --- stop --now: ABORT -----------------------------------------------------------------------
 LINGER=10 start_coordinator now 8

@@ -3,7 +3,9 @@
 // coordinator from 19 MB to 1 GB), oversized calls with a real token, and calls with the wrong
 // role's token. The coordinator must refuse them all without reading their bodies, keep its
 // peak RSS under 256 MB, keep answering the job's heartbeats, and log the refusals at most about
-// once a second, with counts.
+// once a second, with counts. And hostile text: a stop reason that a byte cut would break inside
+// a character (the reproduction of issue 16), longer than the limit, or not UTF-8 at all, sent
+// straight to the coordinator without the client's own clamping.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -28,8 +30,11 @@
 #include "client/coordinator_client.h"
 #include "client/operator_client.h"
 #include "common/dist_file.h"
+#include "common/exit_codes.h"
+#include "common/utf8.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/coordinator.pb.h"
 
 namespace ddp {
 namespace {
@@ -107,7 +112,7 @@ class FloodTest : public ::testing::Test {
       std::freopen("/dev/null", "w", stderr);
       ::execl(exe.c_str(), exe.c_str(), "--world-size", "1", "--job-id", "flood", "--dist-file",
               dist_file_.c_str(), "--listen", "127.0.0.1:0", "--log-file", log_.c_str(),
-              "--heartbeat-timeout", "10", nullptr);
+              "--heartbeat-timeout", "10", "--linger", "0.2", nullptr);
       ::_exit(127);
     }
     auto file = WaitForDistFile(dist_file_, {"flood", 0}, absl::Seconds(20));
@@ -231,6 +236,62 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
   EXPECT_EQ(counted, 64 + 1) << log;  // the flood and the view token's write
   EXPECT_LE(lines, static_cast<int>(absl::ToDoubleSeconds(took)) + 3) << log;
   EXPECT_THAT(log, HasSubstr("StoreCheck: missing authorization token"));
+}
+
+TEST_F(FloodTest, StopReasonsOfAnyShapeLeaveTheJobHealthyAndStoppable) {
+  auto worker = ConnectToCoordinator(Options(TokenRole::kWorker));
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  WorkerIdentity who;
+  who.host = "utf8-host";
+  ASSERT_TRUE((*worker)->Register(who, absl::Seconds(10)).ok());
+  const std::string address = contents_.grpc_address;
+  const std::string stop = "/slurm_ddp.v1.Coordinator/Stop";
+  auto stop_body = [](const std::string& reason) {
+    slurm_ddp::v1::StopRequest req;
+    req.set_reason(reason);
+    return req.SerializeAsString();
+  };
+
+  // Not UTF-8: refused at the edge, the job untouched.
+  std::string bad = stop_body("x");
+  bad.back() = '\xff';  // the reason's one byte
+  CallResult r = RawCall(address, stop, bad, contents_.control_token).get();
+  EXPECT_EQ(r.code, grpc::StatusCode::INVALID_ARGUMENT) << r.message;
+  EXPECT_THAT(r.message, HasSubstr("UTF-8"));
+  // The view token may not stop.
+  r = RawCall(address, stop, stop_body("no"), contents_.view_token).get();
+  EXPECT_EQ(r.code, grpc::StatusCode::PERMISSION_DENIED) << r.message;
+  auto op = OperatorClient::Connect(Options(TokenRole::kView));
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto status = (*op)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, JobState::kRunning);
+
+  // 4087 ASCII bytes and then two-byte characters well past the 4 KiB limit: a byte cut at 4096
+  // would split one. The job must stay readable and stoppable.
+  std::string reason(4087, 'a');
+  for (int i = 0; i < 1000; ++i) reason += "\xc3\xa9";
+  r = RawCall(address, stop, stop_body(reason), contents_.control_token).get();
+  ASSERT_EQ(r.code, grpc::StatusCode::OK) << r.message;
+  status = (*op)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, JobState::kStopping);
+  EXPECT_TRUE(IsValidUtf8(status->stop_reason));
+  EXPECT_LE(status->stop_reason.size(), 4096u + 64);
+  EXPECT_THAT(status->stop_reason, HasSubstr(std::string(4087, 'a')));
+  auto beat = (*worker)->Heartbeat(ProgressReport());
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  EXPECT_EQ(beat->command, Command::kCheckpointAndStop);
+  EXPECT_TRUE(IsValidUtf8(beat->reason));
+  ASSERT_TRUE((*worker)->ReportDone(absl::CancelledError("stopped after checkpoint")).ok());
+  int exit_status = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (::waitpid(pid_, &exit_status, WNOHANG) == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(WIFEXITED(exit_status)) << "the coordinator did not end with the stopped job";
+  pid_ = -1;
+  EXPECT_EQ(WEXITSTATUS(exit_status), kExitResumable);
 }
 
 }  // namespace
