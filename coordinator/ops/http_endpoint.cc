@@ -32,15 +32,14 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOpti
                                                                   History* history,
                                                                   RpcMetrics* metrics) {
   std::unique_ptr<HttpEndpoint> e(new HttpEndpoint());
-  e->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& svr = *e->server_;
-  const int threads = std::max(1, options.threads);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  HttpLimits limits = options.limits;
+  limits.threads = static_cast<size_t>(std::max(1, options.threads));
+  e->server_ = std::make_unique<GuardedHttpServer>(
+      limits, [metrics](int status) { metrics->RecordHttp("refused", status); });
+  GuardedHttpServer& svr = *e->server_;
   // Without TCP_NODELAY a small reply waits for the client's delayed ACK (Nagle): ~40 ms for
   // a small job's /api/status instead of about one.
   svr.set_tcp_nodelay(true);
-  svr.set_keep_alive_max_count(10000);
-  svr.set_keep_alive_timeout(2);
   svr.set_read_timeout(5);
   svr.set_write_timeout(5);
   svr.set_payload_max_length(64 * 1024);
@@ -103,6 +102,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOpti
     }
     e->port_ = options.port;
   }
+  e->server_->WidenBacklog(128);
   e->thread_ = std::thread([raw = e->server_.get()] { raw->listen_after_bind(); });
   return e;
 }
