@@ -287,6 +287,42 @@ TEST_F(ServerTest, StopAnswersWithTheTypedState) {
   EXPECT_EQ(st->stop_reason, "maintenance");
 }
 
+// Per-request state is bounded: 400 checkpoint commits, each with a path at the 4 KiB limit,
+// leave at most the last 200 events (each of bounded size), and a path over the limit is refused
+// with an error naming it.
+TEST_F(ServerTest, RepeatedRequestsKeepTheEventListBounded) {
+  Start(1);
+  auto api = Connect();
+  WorkerIdentity who;
+  who.host = "h";
+  ASSERT_TRUE(api->Register(who, absl::Seconds(5)).ok());
+  for (int i = 1; i <= 400; ++i) {
+    CommittedCheckpoint c;
+    c.step = i;
+    c.path = absl::StrCat(i, "/", std::string(4000, 'p'));
+    ASSERT_TRUE(api->CommitCheckpoint(c).ok()) << i;
+  }
+  CommittedCheckpoint too_long;
+  too_long.step = 401;
+  too_long.path = std::string(4097, 'p');
+  const absl::Status refused = api->CommitCheckpoint(too_long);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("checkpoint path too long"));
+  auto op = OperatorClient::Connect(Options(TokenRole::kView));
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto st = (*op)->GetStatus();
+  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_LE(st->events.size(), 200u);
+  ASSERT_FALSE(st->events.empty());
+  size_t bytes = 0;
+  for (const std::string& e : st->events) {
+    EXPECT_LE(e.size(), 4096u + 256) << e.substr(0, 80);
+    bytes += e.size();
+  }
+  EXPECT_LE(bytes, 200u * (4096 + 256));
+  EXPECT_THAT(st->events.back(), HasSubstr("400/"));
+}
+
 // The service validates before the job sees a request.
 TEST_F(ServerTest, NonsensicalRequestsAreRefusedAndChangeNothing) {
   Start(1);
