@@ -41,6 +41,18 @@ namespace {
 
 using ::testing::HasSubstr;
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 constexpr size_t kBody = 16 * 1024 * 1024 - 5;  // with the 5-byte gRPC frame header: 16 MiB
 
 // A StoreCheckRequest of `size` bytes: field 1 (keys), empty, over and over.
@@ -208,7 +220,12 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
               unauthenticated, absl::ToDoubleSeconds(took), peak / 1e6, beats.load());
   EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "the coordinator died";
   EXPECT_GT(peak, 0u);
-  EXPECT_LT(peak, size_t{256} << 20) << "peak RSS " << peak;
+  if (kSanitized) {
+    std::printf(
+        "peak RSS not checked: a sanitizer build's shadow memory and quarantine dominate\n");
+  } else {
+    EXPECT_LT(peak, size_t{256} << 20) << "peak RSS " << peak;
+  }
   EXPECT_EQ(failed_beats.load(), 0) << first_failure;
   EXPECT_GE(beats.load(), 10);
 
