@@ -79,7 +79,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   ServerOptions server_options;
   server_options.listen =
       options_.listen.empty() ? absl::StrCat(DefaultListenHost(), ":0") : options_.listen;
-  server_options.token = contents_.token;
+  server_options.tokens = {contents_.token, contents_.view_token, contents_.control_token};
   server_options.log = config.log;
   ASSIGN_OR_RETURN(server_, CoordinatorServer::Start(server_options, job_.get(), &store_,
                                                      MonotonicClock::Get()));
@@ -89,9 +89,9 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
     http_options.host = server_options.listen.substr(0, server_options.listen.rfind(':'));
     if (http_options.host == "[::]" || http_options.host.empty()) http_options.host = "0.0.0.0";
     http_options.port = options_.http_port;
-    http_options.token = contents_.token;
-    ASSIGN_OR_RETURN(http_, HttpEndpoint::Start(http_options, &server_->status_cache(),
-                                                &server_->history(), &server_->metrics()));
+    ASSIGN_OR_RETURN(http_, HttpEndpoint::Start(http_options, &server_->authenticator(),
+                                                &server_->status_cache(), &server_->history(),
+                                                &server_->metrics()));
     server_->SetHttpPort(http_->port());
   }
   contents_.http_port = http_ ? http_->port() : 0;
@@ -107,7 +107,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   if (http_) {
     const std::string host = server_->address().substr(0, server_->address().rfind(':'));
     Log(absl::StrCat("dashboard: http://", host, ":", http_->port(),
-                     "/ (token in the dist_file; `ddpctl dashboard` prints the full URL)"));
+                     "/ (view token in the dist_file; `ddpctl dashboard` prints the full URL)"));
   }
   return absl::OkStatus();
 }

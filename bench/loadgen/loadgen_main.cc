@@ -117,7 +117,7 @@ int Main(const Flags& f) {
     config.heartbeat_timeout = absl::Seconds(30);
     job = std::make_unique<Job>(config, MonotonicClock::Get());
     ServerOptions options;
-    options.token = contents.token;
+    options.tokens = {contents.token, contents.view_token, contents.control_token};
     auto started = CoordinatorServer::Start(options, job.get(), &store, MonotonicClock::Get());
     if (!started.ok()) {
       std::fprintf(stderr, "loadgen: %s\n", std::string(started.status().message()).c_str());
@@ -127,7 +127,8 @@ int Main(const Flags& f) {
     address = server->address();
   }
   const int channels = f.channels > 0 ? f.channels : std::max(1, f.workers / 8);
-  const std::string auth = "Bearer " + contents.token;
+  const std::string auth = "Bearer " + contents.token;  // the worker token
+  const std::string view_auth = "Bearer " + contents.view_token;
   std::vector<std::unique_ptr<pb::Coordinator::Stub>> stubs;
   for (int c = 0; c < channels; ++c) {
     grpc::ChannelArguments args;
@@ -315,7 +316,7 @@ int Main(const Flags& f) {
   const absl::Time measure_end = absl::Now() + absl::Seconds(f.status_seconds);
   while (absl::Now() < measure_end) {
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", auth);
+    ctx.AddMetadata("authorization", view_auth);
     pb::GetStatusRequest req;
     pb::JobStatus reply;
     const absl::Time t0 = absl::Now();

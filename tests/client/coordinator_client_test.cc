@@ -28,7 +28,7 @@ TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
   Job job(config, MonotonicClock::Get());
   KvStore store;
   ServerOptions options;
-  options.token = contents->token;
+  options.tokens = {contents->token, contents->view_token, contents->control_token};
   auto server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
   ASSERT_TRUE(server.ok()) << server.status();
   ConnectOptions o;
@@ -45,8 +45,9 @@ TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
   EXPECT_EQ(rank->world_size, 1);
   EXPECT_EQ(*(*api)->StoreAdd("x", 41), 41);
   EXPECT_EQ(*(*api)->StoreAdd("x", 1), 42);
+  o.token = contents->view_token;
   auto op = OperatorClient::Connect(o);
-  ASSERT_TRUE(op.ok());
+  ASSERT_TRUE(op.ok()) << op.status();
   auto status = (*op)->GetStatus();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->state, JobState::kRunning);
