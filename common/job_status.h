@@ -117,8 +117,8 @@ struct PhaseCount {
 struct StallReport {
   int rank = -1;
   StepPhase phase = StepPhase::kNone;
-  double seconds = 0.0;         // time the rank has been in `phase`
-  double budget_seconds = 0.0;  // the budget it went past
+  double seconds = 0.0;           // time the rank has been in `phase`
+  double budget_seconds = 0.0;    // the budget it went past
   std::vector<PhaseCount> peers;  // what the other working ranks are doing, by phase
   bool present() const { return rank >= 0; }
 };

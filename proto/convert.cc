@@ -223,7 +223,8 @@ JobStatus FromProto(const pb::JobStatus& in) {
     s.stall.phase = FromProto(st.phase());
     s.stall.seconds = st.seconds();
     s.stall.budget_seconds = st.budget_seconds();
-    for (const pb::PhaseCount& p : st.peers()) s.stall.peers.push_back({FromProto(p.phase()), p.ranks()});
+    for (const pb::PhaseCount& p : st.peers())
+      s.stall.peers.push_back({FromProto(p.phase()), p.ranks()});
   }
   return s;
 }

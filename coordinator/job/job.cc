@@ -242,7 +242,8 @@ void Job::StopSignaled(int rank) {
   const JobState state = lifecycle_.state();
   if (state != JobState::kRunning && state != JobState::kRecovering) return;
   const std::string why = absl::StrCat(membership_.Describe(rank), " received a stop signal");
-  if (lifecycle_.RequestStop(why)) StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
+  if (lifecycle_.RequestStop(why))
+    StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
 }
 
 void Job::SuspendedLocked(absl::Duration gap, Completions* out) {
@@ -322,9 +323,12 @@ void Job::JudgeStallsLocked(absl::Time now, Completions* out) {
     EndStopLocked(stalls_, "graceful stop cannot complete", out);
     return;
   }
-  // In-job recovery would replace the stalled worker while restarts are left; without it, the
-  // stall fails the job, naming the rank and its phase (every rank then gets kAbort: the
-  // stalled one's heartbeat thread ends its process, ProgressReporter::abort_grace).
+  // Hook for in-job recovery: with restarts left, instead of failing, tell only the stalled rank
+  // to exit (its heartbeat replies carry kExit; its heartbeat thread ends the process even though
+  // its training thread is stuck) and let its launcher's FailurePolicy respawn it, as for a lost
+  // rank (Job::ReportLost). Without restarts the stall fails the job, naming the rank and its
+  // phase: every rank gets kAbort, and a rank that cannot act on it is ended by its heartbeat
+  // thread (ProgressReporter's abort_grace).
   FailLocked(CauseOfStall(stalls_.front().rank, absl::StrJoin(described, "; ")),
              absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), out);
 }

@@ -150,8 +150,8 @@ class Job {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a graceful stop that cannot complete, naming `holdouts` (what = why it ends now):
   // STOPPED with a committed checkpoint, else FAILED; then every running rank gets kExit.
-  void EndStopLocked(const std::vector<Stall>& holdouts, const std::string& what,
-                     Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndStopLocked(const std::vector<Stall>& holdouts, const std::string& what, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool FinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const JobConfig config_;

@@ -65,8 +65,8 @@ absl::Duration StallRule::StepBudget(std::optional<absl::Duration> median) const
 absl::Duration StallRule::BudgetFor(const RankView& rank,
                                     std::optional<absl::Duration> median) const {
   const absl::Duration t = StepBudget(median);
-  const bool long_phase = rank.first_step || rank.phase == StepPhase::kCheckpoint ||
-                          rank.phase == StepPhase::kEval;
+  const bool long_phase =
+      rank.first_step || rank.phase == StepPhase::kCheckpoint || rank.phase == StepPhase::kEval;
   return long_phase ? t * options_.long_phase_multiple : t;
 }
 

@@ -56,7 +56,7 @@ struct Stall {
   int rank = -1;
   StepPhase phase = StepPhase::kNone;
   absl::Duration in_phase;
-  absl::Duration budget;  // zero for a holdout (no budget applies)
+  absl::Duration budget;          // zero for a holdout (no budget applies)
   std::vector<PhaseCount> peers;  // the other working ranks, by phase
 };
 

@@ -69,7 +69,8 @@ class JobStallTest : public ::testing::Test {
     return replies;
   }
 
-  // From now on: rank 0 waits in allreduce, rank 1 sits in data (both at step 10).
+  // From now on: rank 0 waits in allreduce, rank 1 sits in data (both at step 10). Keep the one
+  // function for the whole hang: its phase time counts from when it was made.
   std::function<ProgressReport(int, double)> DataHang() {
     const double since = elapsed_;
     return [since](int rank, double t) {
@@ -83,10 +84,11 @@ class JobStallTest : public ::testing::Test {
 
 TEST_F(JobStallTest, ADataHangFailsTheJobNamingTheRankAndItsPhase) {
   auto job = MakeJob(absl::Seconds(5), absl::Seconds(60));
-  Run(*job, 5, DataHang());
+  const auto hang = DataHang();
+  Run(*job, 5, hang);
   EXPECT_EQ(job->Status().state, JobState::kRunning) << "still within the 5 s budget";
   EXPECT_FALSE(job->Status().stall.present());
-  const std::vector<HeartbeatReply> replies = Run(*job, 2, DataHang());
+  const std::vector<HeartbeatReply> replies = Run(*job, 2, hang);
 
   const JobStatus s = job->Status();
   ASSERT_EQ(s.state, JobState::kFailed);
@@ -135,9 +137,10 @@ TEST_F(JobStallTest, TheDefaultBudgetIsDerivedFromTheJobsPace) {
   Run(*job, 30, [](int, double t) {
     return Progress(static_cast<int64_t>(10 * t), StepPhase::kBackward, 0.05);
   });
-  Run(*job, 58, DataHang());
+  const auto hang = DataHang();
+  Run(*job, 58, hang);
   EXPECT_EQ(job->Status().state, JobState::kRunning);
-  Run(*job, 4, DataHang());
+  Run(*job, 4, hang);
   EXPECT_EQ(job->Status().state, JobState::kFailed);
   EXPECT_EQ(job->Status().stall.budget_seconds, 60);
 }
@@ -157,13 +160,14 @@ TEST_F(JobStallTest, AFirstStepHasTenTimesTheBudget) {
 
 TEST_F(JobStallTest, TimeTheCoordinatorWasNotRunningIsNotAStall) {
   auto job = MakeJob(absl::Seconds(5), absl::Seconds(60), /*suspend_threshold=*/absl::Seconds(2));
-  Run(*job, 2, DataHang());
+  const auto hang = DataHang();
+  Run(*job, 2, hang);
   // The whole job is suspended for 30 s (no ticks); the ranks' phase clocks ran on.
   clock_.Advance(absl::Seconds(30));
   elapsed_ += 30;
-  Run(*job, 4, DataHang());
+  Run(*job, 4, hang);
   EXPECT_EQ(job->Status().state, JobState::kRunning) << "30 s of suspension counted as a stall";
-  Run(*job, 3, DataHang());
+  Run(*job, 3, hang);
   EXPECT_EQ(job->Status().state, JobState::kFailed);
 }
 

@@ -75,7 +75,8 @@ TEST(StallRuleTest, WhoIsStalled) {
   };
   // Budget 10 s (ordinary), 100 s (first step, checkpoint, eval).
   const std::vector<Case> cases = {
-      {"one rank in data past the budget, peer waits", {View(0, kWait, 12), View(1, kData, 12)},
+      {"one rank in data past the budget, peer waits",
+       {View(0, kWait, 12), View(1, kData, 12)},
        {1}},
       {"within the budget", {View(0, kWait, 9), View(1, kData, 9.5)}, {}},
       {"the overlap counts: the peer only just started waiting",
@@ -83,9 +84,7 @@ TEST(StallRuleTest, WhoIsStalled) {
        {}},
       {"everyone works (a slow file system)", {View(0, kData, 50), View(1, kData, 50)}, {}},
       {"everyone waits (a network hang)", {View(0, kWait, 50), View(1, kWait, 50)}, {}},
-      {"nothing reported is never judged",
-       {View(0, kWait, 50), View(1, StepPhase::kNone, 50)},
-       {}},
+      {"nothing reported is never judged", {View(0, kWait, 50), View(1, StepPhase::kNone, 50)}, {}},
       {"the waiting peer has finished", {View(0, kWait, 50, false, false), View(1, kData, 50)}, {}},
       {"a finished rank is not judged", {View(0, kWait, 50), View(1, kData, 50, false, false)}, {}},
       {"first step: ten times the budget",
@@ -101,13 +100,15 @@ TEST(StallRuleTest, WhoIsStalled) {
        {View(0, StepPhase::kCheckpoint, 120), View(1, kWait, 120), View(2, kWait, 120)},
        {0}},
       {"eval past its budget", {View(0, StepPhase::kEval, 101), View(1, kWait, 101)}, {0}},
-      {"peers waiting in recovery count", {View(0, StepPhase::kRecovery, 20), View(1, kData, 20)},
+      {"peers waiting in recovery count",
+       {View(0, StepPhase::kRecovery, 20), View(1, kData, 20)},
        {1}},
       {"two stuck ranks, longest first",
        {View(0, kData, 11), View(1, kWait, 30), View(2, StepPhase::kBackward, 25),
         View(3, kWait, 30)},
        {2, 0}},
-      {"ties: lowest rank first", {View(0, kWait, 30), View(2, kData, 20), View(1, kData, 20)},
+      {"ties: lowest rank first",
+       {View(0, kWait, 30), View(2, kData, 20), View(1, kData, 20)},
        {1, 2}},
   };
   StallOptions o;

@@ -31,7 +31,8 @@ TEST(StepPaceTest, SamplesAreTimePerStepBetweenObservations) {
       {"median ignores one slow interval (evaluation)",
        {{0, 1}, {1, 2}, {2, 3}, {62, 4}, {63, 5}},
        absl::Seconds(1)},
-      {"a step that goes back restarts without a sample", {{0, 10}, {1, 20}, {5, 2}, {6, 12}},
+      {"a step that goes back restarts without a sample",
+       {{0, 10}, {1, 20}, {5, 2}, {6, 12}},
        absl::Milliseconds(100)},
   };
   for (const Case& c : cases) {
