@@ -96,8 +96,7 @@ void ProgressReporter::SendOnce() {
   if (reply.ok() && reply->command == Command::kExit) {
     std::fprintf(stderr, "%sexiting (code %d): %s\n", options_.log_prefix.c_str(), reply->exit_code,
                  reply->reason.c_str());
-    std::fflush(stderr);
-    std::fflush(stdout);
+    std::fflush(stderr);  // not stdout: a stuck training thread may hold its lock
     _exit(reply->exit_code);
   }
   absl::MutexLock lock(&mu_);

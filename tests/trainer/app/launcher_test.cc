@@ -130,10 +130,10 @@ TEST(Launcher, WorkersThatDoNotEndAfterAStopSignalAreStoppedAtTheDeadline) {
   o.timeouts.signal_stop_deadline = absl::Seconds(1);
   // Rank 0 acts on USR1 (exit 3); rank 1 is stuck: it ignores USR1 and SIGTERM alike.
   const std::string ready = absl::StrCat(::testing::TempDir(), "/launcher_stuck_", getpid());
-  o.worker_command = Worker(absl::StrCat(
-      "0) trap 'exit 3' USR1; while [ ! -e ", ready,
-      " ]; do sleep 0.01; done; kill -USR1 $PPID;", " while :; do sleep 0.05; done ;;",
-      "1) trap '' USR1 TERM; touch ", ready, "; while :; do sleep 0.05; done ;;"));
+  o.worker_command = Worker(
+      absl::StrCat("0) trap 'exit 3' USR1; while [ ! -e ", ready,
+                   " ]; do sleep 0.01; done; kill -USR1 $PPID;", " while :; do sleep 0.05; done ;;",
+                   "1) trap '' USR1 TERM; touch ", ready, "; while :; do sleep 0.05; done ;;"));
   const absl::Time start = absl::Now();
   // Rank 1 dies by SIGKILL after deadline + grace: a failure, so not resumable.
   EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitFailed);
