@@ -142,7 +142,7 @@ class Job {
   void RankFinishedLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SuspendedLocked(absl::Duration gap, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A heartbeat said its worker received a stop signal: a graceful stop while running.
-  void StopSignaled(int rank);
+  void StopSignaled(int rank) ABSL_LOCKS_EXCLUDED(mu_);
   // Observes the pace and applies the stall rule (stall_rule.h); acts on a stall.
   void JudgeStallsLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Each rank as the stall rule sees it; with `pace`, feeds it the ranks' steps.
