@@ -77,6 +77,24 @@ std::string FailureJson(const FailureCause& f) {
   return out;
 }
 
+std::string StallJson(const StallReport& st) {
+  std::string peers;
+  {
+    ObjectWriter p(&peers);
+    for (const PhaseCount& c : st.peers) p.Int(StepPhaseName(c.phase), c.ranks);
+  }
+  std::string out;
+  {
+    ObjectWriter w(&out);
+    w.Int("rank", st.rank);
+    w.Raw("phase", st.phase == StepPhase::kNone ? "null" : JsonQuote(StepPhaseName(st.phase)));
+    w.Dbl("seconds", st.seconds);
+    w.Dbl("budget_seconds", st.budget_seconds);
+    w.Raw("peers", peers);
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* JobStateName(JobState state) {
@@ -272,6 +290,7 @@ std::string ToJson(const JobStatus& s) {
     }
     events.push_back(']');
     w.Raw("events", events);
+    if (s.stall.present()) w.Raw("stall", StallJson(s.stall));
   }
   return out;
 }

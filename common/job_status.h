@@ -105,6 +105,24 @@ struct RankStatus {
   double last_seen_seconds = 0.0;  // since the last heartbeat (or registration)
 };
 
+// How many ranks are in one step phase (the peers of a stalled rank, by phase).
+struct PhaseCount {
+  StepPhase phase = StepPhase::kNone;
+  int ranks = 0;
+};
+
+// A rank that sits in a working phase (data, forward, backward, optimizer, checkpoint, eval)
+// past its budget while its peers wait in a collective (coordinator/job/stall_rule.h).
+// `rank` is -1 when no rank is stalled.
+struct StallReport {
+  int rank = -1;
+  StepPhase phase = StepPhase::kNone;
+  double seconds = 0.0;           // time the rank has been in `phase`
+  double budget_seconds = 0.0;    // the budget it went past
+  std::vector<PhaseCount> peers;  // what the other working ranks are doing, by phase
+  bool present() const { return rank >= 0; }
+};
+
 struct JobStatus {
   std::string job_id;
   JobState state = JobState::kRegistering;
@@ -128,6 +146,9 @@ struct JobStatus {
   std::string checkpoint_path;
   std::vector<RankStatus> ranks;
   std::vector<std::string> events;  // recent state changes, oldest first ("+12.3s what")
+  // The rank stalled longest (each stalled rank's state is kStalled); absent when none. Kept
+  // once the job has ended because of it.
+  StallReport stall;
 };
 
 // Lagging ranks, the rule `ddpctl status` and the dashboard share (the page mirrors it in JS):
@@ -151,7 +172,9 @@ std::string JsonQuote(absl::string_view s);
 
 // One JSON object, on one line. Besides the contract fields: `failed_rank` and `failure_reason`
 // (null and "" unless FAILED), `failure` ({rank, cause, text} with the cause's stable name, null
-// unless FAILED), `stop_reason`, and per rank `phase` (null until reported) and `phase_seconds`.
+// unless FAILED), `stop_reason`, per rank `phase` (null until reported) and `phase_seconds`, and
+// `stall` ({rank, phase, seconds, budget_seconds, peers: {phase: ranks}}; the key is absent when
+// no rank is stalled).
 std::string ToJson(const JobStatus& status);
 
 }  // namespace ddp

@@ -41,6 +41,8 @@ struct CoordinatorOptions {
   int64_t generation = -1;  // < 0: SLURM_RESTART_COUNT, else 0
   absl::Duration registration_timeout = absl::Seconds(300);
   absl::Duration heartbeat_timeout = absl::Seconds(10);
+  absl::Duration stall_timeout = absl::ZeroDuration();  // zero: from the job's pace (stall_rule.h)
+  absl::Duration stop_timeout = absl::Seconds(60);
   int http_port = 0;  // 0: ephemeral; -1: no HTTP endpoint
   absl::Duration linger = absl::Seconds(10);
   std::string log_file;  // also append log lines here

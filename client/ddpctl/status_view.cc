@@ -56,10 +56,30 @@ int Weight(const RankStatus& r, const RankFlags& f) {
 
 std::string Flags(const RankFlags& f, const RankStatus& r) {
   std::vector<std::string> parts;
+  if (r.state == RankState::kStalled) {
+    parts.push_back(absl::StrFormat("in %s %.1fs", StepPhaseName(r.phase), r.phase_seconds));
+  }
   if (f.behind_by > 0) parts.push_back(absl::StrCat("behind by ", f.behind_by));
   if (f.silent) parts.push_back(absl::StrFormat("silent %.1fs", r.last_seen_seconds));
   if (parts.empty()) return "";
   return absl::StrCat("<< ", absl::StrJoin(parts, ", "));
+}
+
+// "rank 3 in data for 62.0s (budget 1m0s; peers: 1 in allreduce)".
+std::string StallText(const StallReport& st) {
+  std::vector<std::string> peers;
+  for (const PhaseCount& c : st.peers) {
+    peers.push_back(absl::StrCat(c.ranks, " in ", StepPhaseName(c.phase)));
+  }
+  std::string out =
+      absl::StrFormat("rank %d in %s for %.1fs", st.rank, StepPhaseName(st.phase), st.seconds);
+  std::vector<std::string> notes;
+  if (st.budget_seconds > 0) {
+    notes.push_back(absl::StrCat("budget ", FormatDuration(st.budget_seconds)));
+  }
+  if (!peers.empty()) notes.push_back(absl::StrCat("peers: ", absl::StrJoin(peers, ", ")));
+  if (!notes.empty()) absl::StrAppend(&out, " (", absl::StrJoin(notes, "; "), ")");
+  return out;
 }
 
 }  // namespace
@@ -92,6 +112,7 @@ int ExitCodeForJob(const JobStatus& s) {
 
 std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   std::string out;
+  if (s.stall.present()) absl::StrAppend(&out, "STALLED: ", StallText(s.stall), "\n");
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&out, "FAILED",
                     s.failure.rank >= 0 ? absl::StrCat(": rank ", s.failure.rank) : std::string(),
@@ -195,6 +216,7 @@ std::string FormatLine(const JobStatus& s) {
   }
   absl::StrAppend(&line, absl::StrFormat(" ranks %d/%d working", working, s.world_size));
   if (lagging > 0) absl::StrAppend(&line, absl::StrFormat(" %d lagging", lagging));
+  if (s.stall.present()) absl::StrAppend(&line, " stalled: ", StallText(s.stall));
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&line, " failed",
                     s.failure.rank >= 0 ? absl::StrCat(" rank ", s.failure.rank) : std::string(),

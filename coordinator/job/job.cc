@@ -1,10 +1,13 @@
 #include "coordinator/job/job.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/exit_codes.h"
 #include "coordinator/job/failure_causes.h"
 #include "coordinator/job/status_view.h"
 
@@ -17,7 +20,10 @@ Job::Job(JobConfig config, const Clock* clock)
       membership_(config_.world_size, config_.nonce, config_.generation),
       liveness_(config_.heartbeat_timeout, config_.suspend_threshold, start_),
       shards_(config_.world_size),
-      events_(start_, config_.max_events, config_.log) {}
+      events_(start_, config_.max_events, config_.log),
+      stall_rule_(config_.stall),
+      pace_(config_.world_size),
+      judged_since_(start_) {}
 
 void Job::EventLocked(const std::string& line, Completions* out) {
   events_.Add(clock_->Now(), line, out);
@@ -26,7 +32,12 @@ void Job::EventLocked(const std::string& line, Completions* out) {
 }
 
 void Job::StateChangedLocked(const std::string& why, Completions* out) {
-  command_.store(lifecycle_.command(), std::memory_order_release);
+  if (lifecycle_.state() == JobState::kStopping && stopping_since_ == absl::InfiniteFuture()) {
+    stopping_since_ = clock_->Now();
+  }
+  // Once ranks were told to exit (EndStopLocked), that stays the command.
+  command_.store(exit_reason_.empty() ? lifecycle_.command() : Command::kExit,
+                 std::memory_order_release);
   EventLocked(absl::StrCat("job ", JobStateName(lifecycle_.state()), why.empty() ? "" : ": ", why),
               out);
 }
@@ -95,13 +106,22 @@ absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressR
   if (!st.ok()) return st;
   HeartbeatReply reply;
   reply.command = command_.load(std::memory_order_acquire);
-  liveness_.Beat(rank, progress, clock_->Now(), reply.command == Command::kAbort);
+  if (progress.stop_signaled && reply.command == Command::kContinue) {
+    StopSignaled(rank);
+    reply.command = command_.load(std::memory_order_acquire);
+  }
+  liveness_.Beat(rank, progress, clock_->Now(),
+                 reply.command == Command::kAbort || reply.command == Command::kExit);
   version_.fetch_add(1, std::memory_order_acq_rel);
   if (reply.command != Command::kContinue) {
     absl::ReaderMutexLock lock(&mu_);
     if (reply.command == Command::kAbort) {
       reply.cause = lifecycle_.failure();
       reply.reason = reply.cause.text;
+    } else if (reply.command == Command::kExit) {
+      reply.cause = lifecycle_.failure();
+      reply.exit_code = exit_code_;
+      reply.reason = exit_reason_;
     } else {
       reply.reason = absl::StrCat("checkpoint and stop: ", lifecycle_.stop_reason());
     }
@@ -216,8 +236,21 @@ absl::Status Job::Stop(bool graceful, const std::string& reason) {
   return absl::OkStatus();
 }
 
+void Job::StopSignaled(int rank) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  const JobState state = lifecycle_.state();
+  if (state != JobState::kRunning && state != JobState::kRecovering) return;
+  const std::string why = absl::StrCat(membership_.Describe(rank), " received a stop signal");
+  if (lifecycle_.RequestStop(why))
+    StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
+}
+
 void Job::SuspendedLocked(absl::Duration gap, Completions* out) {
   if (lifecycle_.state() == JobState::kRegistering) registration_suspended_ += gap;
+  // Phase times and the stop's age include the gap: neither may count it against a rank.
+  judged_since_ = clock_->Now();
+  if (stopping_since_ != absl::InfiniteFuture()) stopping_since_ += gap;
   EventLocked(absl::StrCat("coordinator was not running for ", SecondsText(gap),
                            " (job suspended or stopped, or host paused); that time does not count "
                            "against heartbeats"),
@@ -243,7 +276,83 @@ void Job::Tick() {
                                 config_.heartbeat_timeout),
                  absl::StatusCode::kUnavailable, absl::InfinitePast(), &out);
     }
+    if (!FinishedLocked()) JudgeStallsLocked(now, &out);
+    if (lifecycle_.state() == JobState::kStopping && now - stopping_since_ > config_.stop_timeout) {
+      EndStopLocked(StallRule::Holdouts(RankViewsLocked(now, nullptr)),
+                    absl::StrCat("graceful stop not completed within ",
+                                 absl::FormatDuration(config_.stop_timeout)),
+                    &out);
+    }
   }
+}
+
+std::vector<RankView> Job::RankViewsLocked(absl::Time now, StepPace* pace) {
+  std::vector<RankView> views;
+  const int n = membership_.num_ranks();
+  views.reserve(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const RankSample sample = liveness_.Sample(r, now);
+    const ProgressReport& p = sample.progress;
+    RankView v;
+    v.rank = r;
+    v.working = !IsFinal(sample.state) && sample.state != RankState::kFinished;
+    v.phase = p.step_phase;
+    v.in_phase = std::min(absl::Seconds(p.phase_seconds) + sample.since_seen, now - judged_since_);
+    v.first_step = p.phase == WorkerPhase::kStarting;  // its first Update follows its first step
+    if (pace != nullptr && v.working && !v.first_step) pace->Observe(r, p.step, now);
+    views.push_back(v);
+  }
+  return views;
+}
+
+void Job::JudgeStallsLocked(absl::Time now, Completions* out) {
+  if (now < next_stall_check_) return;
+  next_stall_check_ = now + kStallCheckPeriod;
+  const std::vector<RankView> views = RankViewsLocked(now, &pace_);
+  std::vector<Stall> found = stall_rule_.Find(views, pace_.median());
+  std::vector<std::string> described;
+  for (const Stall& st : found) {
+    described.push_back(DescribeStall(st, membership_.Describe(st.rank), "stalled"));
+    const bool known = std::any_of(stalls_.begin(), stalls_.end(),
+                                   [&](const Stall& old) { return old.rank == st.rank; });
+    if (!known) EventLocked(described.back(), out);
+  }
+  stalls_ = std::move(found);
+  if (stalls_.empty()) return;
+  if (lifecycle_.state() == JobState::kStopping) {
+    EndStopLocked(stalls_, "graceful stop cannot complete", out);
+    return;
+  }
+  // Hook for in-job recovery: with restarts left, instead of failing, tell only the stalled rank
+  // to exit (its heartbeat replies carry kExit; its heartbeat thread ends the process even though
+  // its training thread is stuck) and let its launcher's FailurePolicy respawn it, as for a lost
+  // rank (Job::ReportLost). Without restarts the stall fails the job, naming the rank and its
+  // phase: every rank gets kAbort, and a rank that cannot act on it is ended by its heartbeat
+  // thread (ProgressReporter's abort_grace).
+  FailLocked(CauseOfStall(stalls_.front().rank, absl::StrJoin(described, "; ")),
+             absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), out);
+}
+
+void Job::EndStopLocked(const std::vector<Stall>& holdouts, const std::string& what,
+                        Completions* out) {
+  std::vector<std::string> names;
+  for (const Stall& h : holdouts) {
+    names.push_back(DescribeStall(h, membership_.Describe(h.rank), "stuck"));
+  }
+  const std::string text =
+      absl::StrCat(what, ": ", names.empty() ? "no rank still works" : absl::StrJoin(names, "; "));
+  stalls_ = holdouts;
+  if (const CommittedCheckpoint* c = checkpoints_.latest()) {
+    stop_note_ = absl::StrCat(text, "; resumable from the checkpoint of step ", c->step);
+    exit_reason_ = stop_note_;
+    lifecycle_.FinishStop();
+    StateChangedLocked(stop_note_, out);
+  } else {
+    exit_reason_ = absl::StrCat(text, "; no checkpoint to resume from");
+    FailLocked(CauseOfStall(holdouts.empty() ? -1 : holdouts.front().rank, exit_reason_),
+               absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), out);
+  }
+  exit_code_ = lifecycle_.ExitCode();
 }
 
 JobStatus Job::Status() const {
@@ -260,6 +369,7 @@ JobStatus Job::Status() const {
   s.uptime_seconds = absl::ToDoubleSeconds(now - start_);
   s.failure = lifecycle_.failure();
   s.stop_reason = lifecycle_.stop_reason();
+  if (!stop_note_.empty()) absl::StrAppend(&s.stop_reason, "; ", stop_note_);
   if (const CommittedCheckpoint* c = checkpoints_.latest()) {
     s.checkpoint_epoch = c->epoch;
     s.checkpoint_step = c->step;
@@ -279,6 +389,16 @@ JobStatus Job::Status() const {
                       absl::ToDoubleSeconds(now - running_since_), &s);
   } else {
     for (const WorkerIdentity& w : membership_.Registered()) s.ranks.push_back(RegisteredRow(w));
+  }
+  for (const Stall& st : stalls_) {
+    if (st.rank < 0 || static_cast<size_t>(st.rank) >= s.ranks.size()) continue;
+    RankStatus& row = s.ranks[static_cast<size_t>(st.rank)];
+    if (!IsFinal(row.state)) row.state = RankState::kStalled;
+  }
+  if (!stalls_.empty()) {
+    const Stall& st = stalls_.front();
+    s.stall = {st.rank, st.phase, absl::ToDoubleSeconds(st.in_phase),
+               absl::ToDoubleSeconds(st.budget), st.peers};
   }
   s.events = events_.Recent();
   return s;

@@ -23,7 +23,9 @@ struct TrainerConfig {
   std::string device = "auto";   // auto (cuda with NCCL, else cpu) | cpu | cuda
   double registration_timeout_s = 120;
   double heartbeat_timeout_s = 10;
-  double pg_timeout_s = 300;  // every collective fails after this long instead of hanging
+  double stall_timeout_s = 0;  // 0: derived from the median step time (coordinator)
+  double stop_timeout_s = 60;  // a graceful stop ends within this (coordinator)
+  double pg_timeout_s = 300;   // every collective fails after this long instead of hanging
 
   // Data and model.
   std::string data = "fashion-mnist";

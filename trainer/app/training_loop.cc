@@ -101,6 +101,8 @@ class Loop {
   int Rank() { return ctx_.comm.process_group().getRank(); }
   int World() { return ctx_.comm.process_group().getSize(); }
   bool IsRank0() { return Rank() == 0; }
+  // The phase the coordinator's stall rule sees (progress_reporter.h); one atomic store.
+  void MarkPhase(StepPhase phase) { ctx_.session.reporter().MarkPhase(phase); }
 
   void Print(const std::string& line) const {
     std::fprintf(stdout, "%s%s\n", ctx_.session.log_prefix().c_str(), line.c_str());
@@ -143,9 +145,10 @@ class Loop {
                                            pos_.epoch, c_.workers, ctx_.model.device()));
     const int64_t batches = loader->num_batches();
     ctx_.model.model().train(true);
-    StepRunner runner(ctx_.model, ctx_.comm, pos_, {c_.bf16});
+    StepRunner runner(ctx_.model, ctx_.comm, pos_, {c_.bf16, &ctx_.session.reporter()});
     EpochMeters meters;
     for (int64_t i = 0;; ++i) {
+      MarkPhase(StepPhase::kData);
       ASSIGN_OR_RETURN(std::optional<data::Batch> batch, loader->Next());
       if (!batch) break;
       const double data_s = absl::ToDoubleSeconds(loader->last_wait());
@@ -303,6 +306,7 @@ class Loop {
   // periodic checkpoint that meets a full disk is a warning (CheckpointStore says which).
   absl::Status Checkpoint(CheckpointKind kind) {
     if (!IsRank0() || ctx_.checkpoints == nullptr) return absl::OkStatus();
+    MarkPhase(StepPhase::kCheckpoint);
     CheckpointState s;
     s.model = ctx_.model.model().state_dict();
     s.momentum = ctx_.model.optimizer().MomentumBuffers();
@@ -334,6 +338,7 @@ class Loop {
 
   // Top-1/top-5 accuracy (percent) over the whole test split: rank r takes r, r+W, ...
   absl::StatusOr<std::pair<double, double>> Evaluate() {
+    MarkPhase(StepPhase::kEval);
     const at::Device device = ctx_.model.device();
     std::vector<int64_t> indices;
     for (int64_t i = Rank(); i < ctx_.data.test().size(); i += World()) indices.push_back(i);

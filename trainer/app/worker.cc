@@ -23,6 +23,7 @@
 #include "trainer/app/checkpoint_store.h"
 #include "trainer/app/host_memory.h"
 #include "trainer/app/training_loop.h"
+#include "trainer/dist/dist_errors.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/dist/status_from_exception.h"
 #include "trainer/worker/communication_stage.h"
@@ -36,6 +37,28 @@ namespace {
 std::atomic<bool> g_signal_stop{false};
 
 void OnStopSignal(int) { g_signal_stop.store(true); }
+
+// The reporter that collective waits are marked on (the phase "allreduce"), while one lives.
+std::atomic<ProgressReporter*> g_reporter{nullptr};
+
+void OnCollectiveWait(bool waiting) {
+  if (ProgressReporter* r = g_reporter.load(std::memory_order_acquire)) {
+    r->MarkCollectiveWait(waiting);
+  }
+}
+
+// While it lives, `reporter` hears of collective waits and stop signals.
+class ReporterHooks {
+ public:
+  explicit ReporterHooks(ProgressReporter& reporter) {
+    reporter.WatchStopSignal(&g_signal_stop);
+    g_reporter.store(&reporter, std::memory_order_release);
+    SetCollectiveWaitHook(&OnCollectiveWait);
+  }
+  ~ReporterHooks() { g_reporter.store(nullptr, std::memory_order_release); }
+  ReporterHooks(const ReporterHooks&) = delete;
+  ReporterHooks& operator=(const ReporterHooks&) = delete;
+};
 
 void InstallStopSignals() {
   struct sigaction sa = {};
@@ -277,6 +300,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   if (!model.ok()) return Fail(prefix, kExitUsage, std::string(model.status().message()));
   auto session = CoordinatorSession::Open(c, p);
   if (!session.ok()) return Fail(prefix, kExitFailed, std::string(session.status().message()));
+  const ReporterHooks hooks((*session)->reporter());
 
   const TrainOutcome outcome =
       Train(c, p, *data, *model, **session, **checkpoints, host_memory, *pipeline_note);

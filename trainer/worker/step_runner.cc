@@ -9,11 +9,14 @@
 namespace ddp {
 
 absl::StatusOr<StepResult> StepRunner::Run(const data::Batch& batch, double lr) {
+  Mark(StepPhase::kForward);
   const Inputs in = ToDevice(batch);
   ASSIGN_OR_RETURN(DdpStep step, DdpStep::Begin(comm_.ddp()));
   at::Tensor logits = Forward(in.images);
   at::Tensor loss = Loss(logits, in.labels);
+  Mark(StepPhase::kBackward);  // its gradient allreduce waits are marked by WaitForWork's hook
   RETURN_IF_ERROR(step.Backward(loss));
+  Mark(StepPhase::kOptimizer);
   RETURN_IF_ERROR(step.ApplyOptimizer([&] { model_.optimizer().Step(lr); }));
   ++position_.step;
   return StepResult{std::move(logits), std::move(loss), in.labels};

@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/status/statusor.h"
+#include "trainer/app/progress_reporter.h"
 #include "trainer/data/dataset.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/model_stage.h"
@@ -26,6 +27,8 @@ at::Tensor ModelInput(const ModelStage& model, const at::Tensor& images);
 
 struct StepOptions {
   bool bf16 = false;  // autocast forward to bfloat16 (CUDA only; ignored on CPU)
+  // Told of each phase as the step enters it (forward, backward, optimizer); may be null.
+  ProgressReporter* phases = nullptr;
 };
 
 struct StepResult {
@@ -52,6 +55,9 @@ class StepRunner {
   Inputs ToDevice(const data::Batch& batch) const;
   at::Tensor Forward(const at::Tensor& images);
   static at::Tensor Loss(const at::Tensor& logits, const at::Tensor& labels);
+  void Mark(StepPhase phase) {
+    if (options_.phases != nullptr) options_.phases->MarkPhase(phase);
+  }
 
   ModelStage& model_;
   CommunicationStage& comm_;
