@@ -67,6 +67,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 
 # run LABEL [env...] -- scalebench args: prints one row; result line in $out.
 out=""
+failures=()
 declare -A res
 run() {
   local key="$1"; shift
@@ -75,7 +76,7 @@ run() {
   out="$(cat "$work/$key.out")"
   if [[ $rc != 0 || -z "$out" ]]; then
     echo "loadgen.sh: $key failed (exit $rc): $(tail -1 "$log")" >&2
-    out=""
+    failures+=("$key")
   fi
   res[$key]="$out"
 }
@@ -146,10 +147,12 @@ for n in "${sizes[@]}"; do
     echo "  $n ranks, TCPStore $who client: connect $(ratio "$(field connect_s "$t")" "$(field connect_s "$g")"), rendezvous $(ratio "$(field rendezvous_s "$t")" "$(field rendezvous_s "$g")")"
   done
 done
-failed=0
-for key in "${!res[@]}"; do [[ -z "${res[$key]}" ]] && failed=1; done
-for n in "${sizes[@]}"; do
-  r="${res[grpc-$n]:-}"
-  [[ -n "$r" && "$(field hb_failed "$r")" != 0 ]] && failed=1
+echo
+echo "== raw results (ddp-scalebench, one line per run)"
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+  [[ -n "${res[$key]:-}" ]] && echo "$key: ${res[$key]}"
 done
-exit $failed
+if [[ ${#failures[@]} -gt 0 ]]; then
+  echo "loadgen.sh: FAILED: ${failures[*]} (heartbeats failed, the job failed, or a run did not finish)" >&2
+  exit 1
+fi

@@ -33,7 +33,7 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
 struct GrpcRanks::Rank {
   int global = 0;  // index among all simulated ranks, 0..world-1
   int pid = 0;
-  int rank = -1;  // assigned by Register
+  std::atomic<int> rank{-1};  // assigned by Register; then the rank heartbeats
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<pb::Coordinator::Stub> stub;
   // The calls of the phase in progress; made before any call of the phase is issued.
@@ -177,6 +177,9 @@ PhaseReport GrpcRanks::Rendezvous() {
     r->shard_ctx->AddMetadata("authorization", auth);
     r->shard_ctx->set_deadline(DeadlineIn(options_.phase_timeout));
   }
+  // A worker starts heartbeating as soon as Register gives it its rank (the coordinator's
+  // liveness clock starts when the world is complete), so heartbeats overlap the GetShard calls.
+  StartHeartbeats();
   auto phase = std::make_shared<Phase>(options_.count);
   for (auto& r : ranks_) {
     r->issued_ns = MonotonicNanos();
@@ -187,8 +190,8 @@ PhaseReport GrpcRanks::Rendezvous() {
             phase->Done(raw->issued_ns, s, "Register");
             return;
           }
-          raw->rank = raw->register_reply.rank();
-          raw->shard_req.mutable_worker()->set_rank(raw->rank);
+          raw->shard_req.mutable_worker()->set_rank(raw->register_reply.rank());
+          raw->rank = raw->register_reply.rank();  // from now on it heartbeats
           raw->stub->async()->GetShard(
               raw->shard_ctx.get(), &raw->shard_req, &raw->shard_reply,
               [raw, phase](grpc::Status s2) { phase->Done(raw->issued_ns, s2, "GetShard"); });
@@ -213,7 +216,7 @@ void GrpcRanks::BeatLoop() {
       // Rank g's turn is g/world of the way through the period: the ranks of all processes
       // together spread evenly over it.
       if (j % 16 == 0) SleepUntilNs(round + period * r->global / options_.world);
-      if (r->aborted.load()) continue;
+      if (r->aborted.load() || r->rank.load() < 0) continue;
       SendHeartbeat(r, static_cast<double>(MonotonicNanos() - train_start_ns_) / 1e9);
     }
     round += period;
@@ -234,7 +237,7 @@ void GrpcRanks::SendHeartbeat(Rank* rank, double elapsed_s) {
   call->rank = rank;
   call->ctx.AddMetadata("authorization", "Bearer " + options_.token);
   call->ctx.set_deadline(DeadlineIn(options_.rpc_timeout));
-  call->req.mutable_worker()->set_rank(rank->rank);
+  call->req.mutable_worker()->set_rank(rank->rank.load());
   call->req.mutable_worker()->set_pid(rank->pid);
   // A training worker's progress: every rank at the same step (DDP is synchronous).
   constexpr int64_t kStepsPerEpoch = 5000;

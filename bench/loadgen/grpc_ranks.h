@@ -3,9 +3,11 @@
 // callback API by a few threads rather than one blocked thread per rank. The channels are made
 // by the constructor; they connect on their first call. The phases mirror a worker's start:
 // Connect (Hello, wait_for_ready: the TCP and HTTP/2 handshakes and one call), Rendezvous
-// (Register, which answers once the whole world has joined, then GetShard), then heartbeats at one
+// (Register, which answers once the whole world has joined, then GetShard), and heartbeats: one
 // per rank per period carrying training progress, at most one in flight per rank (a worker's
-// heartbeat is synchronous).
+// heartbeat is synchronous). As ddp-trainer's workers do, a rank starts heartbeating as soon as
+// Register has given it its rank, so heartbeats overlap the GetShard calls; StartHeartbeats is
+// then a no-op.
 //
 // Thread safety: the phase methods are called from one thread, in order; Counts may be called
 // while heartbeats run. Internal state is guarded by mu_ (callbacks run on gRPC's threads).

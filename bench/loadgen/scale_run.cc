@@ -94,7 +94,7 @@ absl::Status ScaleRun::StartCoordinator() {
             "--registration-timeout",
             absl::StrCat(timeout_s),
             "--linger",
-            "0"};
+            "3600"};  // status stays readable after a failure; the driver kills it
   o.log_path = absl::StrCat(options_.work_dir, "/coordinator.log");
   o.stdout_to_log = true;
   ASSIGN_OR_RETURN(server_, ChildProcess::Start(o));
@@ -250,6 +250,8 @@ absl::Status ScaleRun::HeartbeatWindows() {
       .Add("job_state", end.state)
       .Add("unhealthy_ranks", static_cast<int64_t>(end.unhealthy_ranks))
       .Add("status_bytes", static_cast<int64_t>(end.bytes));
+  if (!end.failure.empty()) result_.Add("job_failure", end.failure);
+  healthy_ = end.state == "RUNNING" && failed == 0 && aborted == 0 && end.unhealthy_ranks == 0;
   for (const AgentReply& r : stopped) {
     auto e = r.String("first_error");
     if (e.ok() && *e != "-") {
@@ -259,12 +261,13 @@ absl::Status ScaleRun::HeartbeatWindows() {
   }
   Log(absl::StrCat("heartbeats: ", ok, " ok, ", failed, " failed, ", late, " late (worst p99 ",
                    hb.p99, " ms); job ", end.state, ", ", end.unhealthy_ranks,
-                   " ranks lost/stalled/failed"));
+                   " ranks lost/stalled/failed", end.failure.empty() ? "" : ": ", end.failure));
   return absl::OkStatus();
 }
 
 absl::StatusOr<ReplyFields> ScaleRun::Run() {
   RETURN_IF_ERROR(CheckHost());
+  healthy_ = true;
   if (options_.target == "grpc") {
     RETURN_IF_ERROR(StartCoordinator());
   } else if (options_.target == "tcpstore") {

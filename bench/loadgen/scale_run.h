@@ -48,6 +48,8 @@ class ScaleRun {
 
   // The result as `ok key=value ...` fields; an error names the phase that failed.
   absl::StatusOr<ReplyFields> Run();
+  // After Run: false if any heartbeat failed or the job did not stay RUNNING with every rank.
+  bool healthy() const { return healthy_; }
 
  private:
   absl::Status CheckHost();
@@ -62,6 +64,7 @@ class ScaleRun {
 
   const ScaleOptions options_;
   int procs_ = 0;
+  bool healthy_ = false;
   ReplyFields result_;
   std::unique_ptr<ChildProcess> server_;
   std::unique_ptr<AgentGroup> agents_;

@@ -3,6 +3,7 @@
 // and target and prints the table.
 //   ddp-scalebench --target grpc|tcpstore|tcpstore-py --ranks N [--procs P] [--window S] [--keep]
 #include <ftw.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -76,9 +77,11 @@ int Main(int argc, char** argv) {
   }
   o.work_dir = pattern;
   absl::StatusOr<ReplyFields> result;
+  bool healthy = false;
   {
     ScaleRun run(o);
     result = run.Run();
+    healthy = run.healthy();
   }  // every process of the run is gone here
   if (!result.ok()) {
     std::fprintf(stderr, "ddp-scalebench: %s (logs in %s)\n",
@@ -86,6 +89,12 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::printf("%s\n", result->Format().c_str());
+  if (!healthy) {
+    std::fprintf(stderr,
+                 "ddp-scalebench: heartbeats failed or the job did not stay RUNNING (logs in %s)\n",
+                 o.work_dir.c_str());
+    return 1;
+  }
   if (!keep) RemoveTree(o.work_dir);
   return 0;
 }
@@ -95,5 +104,6 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   ddp::UseReleaseMutexMode();
+  signal(SIGPIPE, SIG_IGN);  // a dead agent is an error reply, not the driver's death
   return ddp::bench::Main(argc, argv);
 }

@@ -53,6 +53,7 @@ absl::StatusOr<JobSnapshot> StatusProbe::Once() {
   snap.world_size = reply->world_size();
   snap.registered = reply->registered();
   snap.bytes = reply->ByteSizeLong();
+  snap.failure = reply->failure_reason();
   for (const pb::RankStatus& r : reply->ranks()) {
     if (r.state() == "lost" || r.state() == "failed" || r.state() == "stalled") {
       ++snap.unhealthy_ranks;

@@ -19,6 +19,7 @@ struct JobSnapshot {
   int world_size = 0;
   int registered = 0;
   int unhealthy_ranks = 0;  // ranks lost, failed or stalled
+  std::string failure;      // the job's failure reason, if it failed
   size_t bytes = 0;         // serialized size of the reply
 };
 
