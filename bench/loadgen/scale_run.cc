@@ -73,6 +73,15 @@ absl::Status ScaleRun::CheckHost() {
                                                      n + 1024, " ephemeral ports; the range has ",
                                                      ports));
   }
+  if (options_.target != "grpc") {
+    // The TCPStore clients block, so every rank is a thread; threads take ids from pid_max.
+    ASSIGN_OR_RETURN(const int64_t pid_max, ReadSysctl("/proc/sys/kernel/pid_max"));
+    result_.Add("pid_max", pid_max);
+    if (n + 2048 > pid_max) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(n, " rank threads leave too few of pid_max ", pid_max, " ids"));
+    }
+  }
   Log(absl::StrCat(options_.target, ": ", n, " ranks over ", procs_, " agent processes; fd limit ",
                    fd_limit, ", ", ports, " ephemeral ports, load average ", LoadAverage()));
   return absl::OkStatus();
