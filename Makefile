@@ -8,13 +8,14 @@
 #   make asan    ASan+UBSan build and tests in build-asan/   make tsan  TSan (torch-free) in build-tsan/
 #   make tidy    build with clang-tidy on our targets         make format  clang-format in place
 #   make bench   every benchmark under bench/
+#   make gpu-bundle  gpu-bundle/: the binaries and libraries for a GPU machine (bench/gpu/run.sh)
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: deps configure build test demo asan tsan tidy format bench clean
+.PHONY: deps configure build test demo asan tsan tidy format bench clean gpu-bundle
 
 deps:
 	@scripts/setup-deps.sh
@@ -49,6 +50,9 @@ format:
 
 bench: build
 	@for b in bench/*.sh; do echo "== $$b"; BUILD_DIR=$(BUILD_DIR) bash $$b || exit 1; done
+
+gpu-bundle: build
+	@BUILD_DIR=$(BUILD_DIR) scripts/gpu-bundle.sh
 
 clean:
 	@rm -rf $(BUILD_DIR) build-asan build-tsan build-tidy

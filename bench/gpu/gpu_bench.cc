@@ -1,176 +1,247 @@
-// GPU check: world-1 NCCL DDP training of ResNet-50 (bf16 autocast, channels-last, synthetic
-// batch of 224x224 images) with our reducer, for images/s; bench/gpu/gpu_bench.py runs PyTorch's
-// Python DDP on the same GPU. Built standalone by bench/gpu/run.sh (no abseil/gRPC): the NCCL
-// process group comes from trainer/dist/nccl_backend.cc, the factory path CreateProcessGroup
-// takes, and first passes the same allreduce check as tests/trainer/dist/nccl_test.cc.
-//   gpu_bench [steps] [warmup] [batch]
+// GPU step benchmark: world-1 NCCL DDP training of ddp-trainer's ResNet-50 (bf16 autocast,
+// channels-last, a synthetic 224x224 batch) with our DDP engine and SGD, for images/s, in two
+// variants measured in one process:
+//   eager  forward, backward (bucketed allreduce overlapped with backward), optimizer, as
+//          ddp-trainer runs a step;
+//   graph  the same step captured once as a CUDA graph and replayed (no per-kernel launch cost on
+//          the host; the allreduce and the optimizer are inside the graph).
+// bench/gpu/gpu_bench.py runs PyTorch's Python DDP on the same model shape and batch; bench/gpu/
+// run.sh runs both and prints the ratio. First checks that NCCL constructs and reduces.
+//   ddp_gpu_bench [--steps 40] [--warmup 10] [--batch 128] [--arch resnet50] [--variants
+//   eager,graph]
 #include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <ATen/ops/cross_entropy_loss.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/cuda.h>
-#include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <vector>
 
-#include "trainer/dist/backend_factories.h"
-#include "trainer/dist/reducer.h"
+#include "absl/strings/str_split.h"
+#include "trainer/app/optimizer.h"
+#include "trainer/dist/ddp.h"
+#include "trainer/dist/process_group.h"
+#include "trainer/models/model_factory.h"
 
 namespace {
 
-namespace nn = torch::nn;
+struct Args {
+  int steps = 40;
+  int warmup = 10;
+  int64_t batch = 128;
+  std::string arch = "resnet50";
+  std::vector<std::string> variants = {"eager", "graph"};
+};
 
-struct BottleneckImpl : nn::Module {
-  BottleneckImpl(int64_t in, int64_t width, int64_t stride) {
-    const int64_t out = width * 4;
-    conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(in, width, 1).bias(false)));
-    bn1 = register_module("bn1", nn::BatchNorm2d(width));
-    conv2 = register_module(
-        "conv2",
-        nn::Conv2d(nn::Conv2dOptions(width, width, 3).stride(stride).padding(1).bias(false)));
-    bn2 = register_module("bn2", nn::BatchNorm2d(width));
-    conv3 = register_module("conv3", nn::Conv2d(nn::Conv2dOptions(width, out, 1).bias(false)));
-    bn3 = register_module("bn3", nn::BatchNorm2d(out));
-    if (stride != 1 || in != out) {
-      downsample = register_module(
-          "downsample",
-          nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
-                         nn::BatchNorm2d(out)));
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const char* v = argv[i + 1];
+    if (flag == "--steps")
+      a.steps = std::atoi(v);
+    else if (flag == "--warmup")
+      a.warmup = std::atoi(v);
+    else if (flag == "--batch")
+      a.batch = std::atoll(v);
+    else if (flag == "--arch")
+      a.arch = v;
+    else if (flag == "--variants")
+      a.variants = absl::StrSplit(v, ',');
+    else {
+      std::fprintf(stderr, "ddp_gpu_bench: unknown flag %s\n", flag.c_str());
+      std::exit(2);
     }
   }
-  at::Tensor forward(const at::Tensor& x) {
-    auto y = torch::relu(bn1->forward(conv1->forward(x)));
-    y = torch::relu(bn2->forward(conv2->forward(y)));
-    y = bn3->forward(conv3->forward(y));
-    return torch::relu(y + (downsample ? downsample->forward(x) : x));
-  }
-  nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
-  nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
-  nn::Sequential downsample{nullptr};
-};
-TORCH_MODULE(Bottleneck);
+  return a;
+}
 
-// torchvision.models.resnet50 (v1.5: stride in the 3x3 convolution).
-struct ResNet50Impl : nn::Module {
-  ResNet50Impl() {
-    conv1 = register_module(
-        "conv1", nn::Conv2d(nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
-    bn1 = register_module("bn1", nn::BatchNorm2d(64));
-    int64_t in = 64;
-    const int64_t widths[4] = {64, 128, 256, 512};
-    const int blocks[4] = {3, 4, 6, 3};
-    for (int l = 0; l < 4; ++l) {
-      nn::Sequential layer;
-      for (int b = 0; b < blocks[l]; ++b) {
-        layer->push_back(Bottleneck(in, widths[l], (b == 0 && l > 0) ? 2 : 1));
-        in = widths[l] * 4;
-      }
-      layers.push_back(register_module("layer" + std::to_string(l + 1), layer));
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string FirstLine(const std::exception& e) {
+  const std::string what = e.what();
+  return what.substr(0, what.find('\n'));
+}
+
+// One training step of the engine, as ddp-trainer's loop does it (without the data loader).
+class Step {
+ public:
+  Step(ddp::models::Model& model, ddp::DistributedDataParallel& ddp, ddp::Sgd& sgd, at::Tensor x,
+       at::Tensor y)
+      : model_(model), ddp_(ddp), sgd_(sgd), x_(std::move(x)), y_(std::move(y)) {}
+
+  // Forward under bf16 autocast, backward with the reducer's allreduce, SGD. Leaves gradients in
+  // place (the caller zeroes them between eager steps).
+  void Run() {
+    auto st = ddp_.BeginStep();
+    TORCH_CHECK(st.ok(), std::string(st.message()));
+    at::Tensor logits;
+    {
+      at::autocast::set_autocast_enabled(at::kCUDA, true);
+      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      logits = model_.forward(x_);
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+      at::autocast::clear_cache();
     }
-    fc = register_module("fc", nn::Linear(2048, 1000));
+    loss_ = at::cross_entropy_loss(logits.to(at::kFloat), y_);
+    st = ddp_.Backward(loss_);
+    TORCH_CHECK(st.ok(), std::string(st.message()));
+    ddp_.BeginOptimizer();
+    sgd_.Step(0.01);
+    ddp_.EndOptimizer();
   }
-  at::Tensor forward(const at::Tensor& x) {
-    auto y = torch::relu(bn1->forward(conv1->forward(x)));
-    y = torch::max_pool2d(y, 3, 2, 1);
-    for (auto& layer : layers) y = layer->forward(y);
-    return fc->forward(torch::adaptive_avg_pool2d(y, {1, 1}).flatten(1));
-  }
-  nn::Conv2d conv1{nullptr};
-  nn::BatchNorm2d bn1{nullptr};
-  std::vector<nn::Sequential> layers;
-  nn::Linear fc{nullptr};
+  void ZeroGrad() { ddp_.ZeroGrad(); }
+  float loss() const { return loss_.item<float>(); }
+
+ private:
+  ddp::models::Model& model_;
+  ddp::DistributedDataParallel& ddp_;
+  ddp::Sgd& sgd_;
+  at::Tensor x_, y_, loss_;
 };
-TORCH_MODULE(ResNet50);
+
+void Report(const char* impl, const Args& a, double seconds, float loss, const std::string& extra) {
+  std::printf("RESULT impl=%s images_per_s=%.1f ms_per_step=%.2f loss=%.4f%s\n", impl,
+              a.steps * a.batch / seconds, seconds * 1000 / a.steps, loss, extra.c_str());
+  std::fflush(stdout);
+}
+
+void RunEager(Step& step, const Args& a) {
+  for (int i = 0; i < a.warmup; ++i) {
+    step.Run();
+    step.ZeroGrad();
+  }
+  torch::cuda::synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < a.steps; ++i) {
+    step.Run();
+    step.ZeroGrad();
+  }
+  torch::cuda::synchronize();
+  Report("cpp-eager", a, Seconds(start), step.loss(), "");
+}
+
+// Captures one whole step and replays it. The gradients stay where the capture put them (the
+// reducer's bucket views): each replay overwrites them, so nothing needs zeroing between replays.
+void RunGraph(Step& step, const Args& a) {
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, 0);
+  at::cuda::CUDAGraph graph;
+  const auto capture_start = std::chrono::steady_clock::now();
+  side.synchronize();
+  torch::cuda::synchronize();
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    for (int i = 0; i < 3; ++i) {  // warm-up on the capture stream (autograd's stream rules)
+      step.Run();
+      step.ZeroGrad();
+    }
+    torch::cuda::synchronize();
+    graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+    step.Run();
+    graph.capture_end();
+  }
+  torch::cuda::synchronize();
+  const double capture_s = Seconds(capture_start);
+  for (int i = 0; i < a.warmup; ++i) graph.replay();
+  torch::cuda::synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < a.steps; ++i) graph.replay();
+  torch::cuda::synchronize();
+  char extra[64];
+  std::snprintf(extra, sizeof(extra), " capture_s=%.2f", capture_s);
+  Report("cpp-graph", a, Seconds(start), step.loss(), extra);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 50;
-  const int warmup = argc > 2 ? std::atoi(argv[2]) : 10;
-  const int64_t batch = argc > 3 ? std::atoll(argv[3]) : 128;
+  const Args a = Parse(argc, argv);
   if (!torch::cuda::is_available()) {
-    std::fprintf(stderr, "gpu_bench: no CUDA device visible\n");
+    std::fprintf(stderr, "ddp_gpu_bench: no CUDA device visible\n");
     return 1;
   }
+  // Captured collectives must not be tracked by the NCCL watchdog (PyTorch's advice for DDP in
+  // CUDA graphs); this benchmark never needs its error handling.
+  setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0", 0);
   try {
     auto store = c10::make_intrusive<c10d::HashStore>();
-    auto pg = ddp::internal::NewNcclBackend(store, 0, 1, std::chrono::seconds(120), 0);
-    if (!pg) {
-      std::fprintf(stderr, "gpu_bench: built without NCCL\n");
+    ddp::ProcessGroupOptions po;
+    po.backend = ddp::BackendKind::kNccl;
+    po.timeout = std::chrono::seconds(120);
+    auto pg = ddp::CreateProcessGroup(store, 0, 1, po);
+    if (!pg.ok()) {
+      std::fprintf(stderr, "ddp_gpu_bench: %s\n", std::string(pg.status().message()).c_str());
       return 1;
     }
-    {  // The NCCL construction test (tests/trainer/dist/nccl_test.cc).
-      std::vector<at::Tensor> t = {torch::arange(1024, torch::kFloat32).cuda()};
-      pg->allreduce(t)->wait();
-      if (!torch::equal(t[0].cpu(), torch::arange(1024, torch::kFloat32)) ||
-          pg->getBackendName() != "nccl") {
-        std::fprintf(stderr, "gpu_bench: NCCL allreduce check FAILED\n");
+    {  // NCCL constructs and reduces (tests/trainer/dist/nccl_test.cc on a GPU).
+      std::vector<at::Tensor> t = {at::arange(1024, at::kFloat).cuda()};
+      (*pg)->allreduce(t)->wait();
+      if (!at::equal(t[0].cpu(), at::arange(1024, at::kFloat)) ||
+          (*pg)->getBackendName() != "nccl") {
+        std::fprintf(stderr, "ddp_gpu_bench: NCCL allreduce check FAILED\n");
         return 1;
       }
-      std::printf("NCCL_CHECK ok backend=%s\n", pg->getBackendName().c_str());
+      std::printf("NCCL_CHECK ok backend=%s\n", (*pg)->getBackendName().c_str());
     }
     at::globalContext().setBenchmarkCuDNN(true);
-    torch::manual_seed(0);
-    ResNet50 model;
-    model->to(torch::kCUDA);
-    std::vector<std::string> names;
-    std::vector<at::Tensor> params;
+    at::manual_seed(0);
+    auto model = ddp::models::CreateModel(a.arch, 1000, {3, 224, 224});
+    if (!model.ok()) {
+      std::fprintf(stderr, "ddp_gpu_bench: %s\n", std::string(model.status().message()).c_str());
+      return 1;
+    }
+    (*model)->to(at::kCUDA);
     {
-      torch::NoGradGuard no_grad;
-      for (auto& item : model->named_parameters()) {
-        at::Tensor p = item.value();
-        if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
-        names.push_back(item.key());
-        params.push_back(p);
+      c10::NoGradGuard no_grad;
+      for (auto list : {(*model)->named_parameters(), (*model)->named_buffers()}) {
+        for (auto& t : list) {
+          if (t.tensor.dim() == 4) {
+            t.tensor.set_data(t.tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
+          }
+        }
       }
     }
-    ddp::Reducer reducer(names, params, pg, ddp::ReducerOptions());
-    torch::optim::SGD sgd(params, torch::optim::SGDOptions(0.01).momentum(0.9));
-    auto x =
-        torch::randn({batch, 3, 224, 224}, torch::kCUDA).contiguous(at::MemoryFormat::ChannelsLast);
-    auto y = torch::randint(0, 1000, {batch},
-                            torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
-    std::chrono::steady_clock::time_point start;
-    double wait = 0, overlap = 0;
-    at::Tensor last_loss;
-    for (int step = 0; step < warmup + steps; ++step) {
-      if (step == warmup) {
-        torch::cuda::synchronize();
-        start = std::chrono::steady_clock::now();
-      }
-      at::Tensor loss;
-      {
-        at::autocast::set_autocast_enabled(at::kCUDA, true);
-        at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-        loss = torch::cross_entropy_loss(model->forward(x), y);
-        at::autocast::set_autocast_enabled(at::kCUDA, false);
-        at::autocast::clear_cache();
-      }
-      reducer.MarkBackwardStart();
-      loss.backward();
-      last_loss = loss.detach();
-      sgd.step();
-      reducer.ZeroGrad();
-      if (step >= warmup) {
-        wait += reducer.last_timings().comm_wait_ms;
-        overlap += reducer.last_timings().overlap_share;
+    auto engine = ddp::DistributedDataParallel::Create(
+        ddp::ModuleTensors{(*model)->named_parameters(), (*model)->named_buffers()}, *pg);
+    if (!engine.ok()) {
+      std::fprintf(stderr, "ddp_gpu_bench: %s\n", std::string(engine.status().message()).c_str());
+      return 1;
+    }
+    ddp::Sgd sgd((*model)->named_parameters(), {0.9, 0.0, false});
+    at::Tensor x = at::randn({a.batch, 3, 224, 224}, at::TensorOptions().device(at::kCUDA))
+                       .contiguous(at::MemoryFormat::ChannelsLast);
+    at::Tensor y =
+        at::randint(0, 1000, {a.batch}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+    Step step(**model, **engine, sgd, x, y);
+    for (const std::string& variant : a.variants) {
+      try {
+        if (variant == "eager") {
+          RunEager(step, a);
+        } else if (variant == "graph") {
+          RunGraph(step, a);
+          step.ZeroGrad();
+        } else {
+          std::fprintf(stderr, "ddp_gpu_bench: unknown variant %s\n", variant.c_str());
+          return 2;
+        }
+      } catch (const std::exception& e) {
+        std::printf("RESULT impl=cpp-%s FAILED %s\n", variant.c_str(), FirstLine(e).c_str());
+        std::fflush(stdout);
       }
     }
-    torch::cuda::synchronize();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf(
-        "RESULT impl=cpp images_per_s=%.1f ms_per_step=%.2f buckets=%zu "
-        "comm_wait_ms=%.3f overlap=%.2f loss=%.4f\n",
-        steps * batch / seconds, seconds * 1000 / steps, reducer.bucket_assignment().size(),
-        wait / steps, overlap / steps, last_loss.item<float>());
-    pg->shutdown();
+    (void)ddp::ShutdownProcessGroup(**pg);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    std::fprintf(stderr, "gpu_bench failed: %s\n", what.substr(0, what.find('\n')).c_str());
+    std::fprintf(stderr, "ddp_gpu_bench failed: %s\n", FirstLine(e).c_str());
     return 1;
   }
   return 0;

@@ -1,65 +1,295 @@
 #!/usr/bin/env bash
-# GPU check for one NVIDIA GPU (written for an H200 with PyTorch 2.11 / CUDA 13 in python3):
-# builds only the torch-side benchmark (bench/gpu/CMakeLists.txt: NCCL backend + reducer, no
-# abseil/gRPC) against this machine's torch, checks NCCL construction + allreduce, then measures
-# world-1 NCCL DDP training of ResNet-50 (bf16 autocast, channels-last, synthetic 224x224 batch)
-# with ours and with PyTorch's Python DDP, and prints a table. About 3-5 minutes.
-#   bench/gpu/run.sh [STEPS=40] [WARMUP=10] [BATCH=128]      env PYTHON (default python3)
-set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-STEPS="${1:-40}"; WARMUP="${2:-10}"; BATCH="${3:-128}"
-PY="${PYTHON:-python3}"
-BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
-die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
+# Every GPU check of slurm-ddp, run from the GPU bundle (scripts/gpu-bundle.sh) on a machine with
+# one NVIDIA GPU, Python and pip torch 2.11 (CUDA 13) + torchvision. About 6 minutes; prints one
+# table at the end. A check that cannot run says SKIP and why.
+#
+#   gpu-bundle/bench/gpu/run.sh          env: OUT (logs, default a temp folder), CHECKS (names,
+#                                        default all), PY (python3), STEPS (timed steps, 40)
+#
+# Correctness checks run first, side by side (they share the GPU but not their timings):
+#   env            the bundle's binaries load (every library resolves) and the GPU is visible
+#   gloo_cuda_w2   ddp-trainer, Gloo on CUDA tensors, 2 workers on one GPU, ResNet-18
+#   equiv_nccl     ddp-trainer --model vs PyTorch Python DDP, NCCL world 1, fp32, deterministic:
+#                  final weights within 1e-4
+#   equiv_gloo_w2  the same with Gloo on CUDA tensors, world 2
+#   stop_resume    a stop with checkpoint (exit 3), a resume from it to the end, compared with an
+#                  uninterrupted run (deterministic algorithms)
+#   nccl_kill      SIGKILL of the NCCL worker mid-training: the job ends promptly, naming the rank,
+#                  with no NCCL watchdog crash and no wait for NCCL's timeout
+# Then the timed checks, one at a time:
+#   step           ResNet-50 bf16 channels-last batch 128 world 1 NCCL: our engine (eager and
+#                  CUDA graph) vs Python DDP (torchvision ResNet-50), alternating, 2 rounds
+#   e2e_resnet50   the whole ddp-trainer (coordinator, gRPC, NCCL), ResNet-50, synthetic data
+#   jpeg           generated ImageNet-sized JPEGs: our GPU pipeline, nvJPEG decode alone, our CPU
+#                  pipeline, torchvision's GPU decode; then ddp-trainer from JPEG (GPU pipeline)
+#                  against e2e_resnet50's synthetic rate
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+B="$(cd "$HERE/../.." && pwd)"
+PY="${PY:-python3}"
+OUT="${OUT:-$(mktemp -d)}"
+STEPS="${STEPS:-40}"
+CHECKS="${CHECKS:-env gloo_cuda_w2 equiv_nccl equiv_gloo_w2 stop_resume nccl_kill step e2e_resnet50 jpeg}"
+export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+TRAINER="$B/bin/ddp-trainer"
+T0=$(date +%s)
 
-echo "== tools"
-for tool in cmake g++; do command -v "$tool" >/dev/null || die "$tool not found"; done
-command -v nvcc >/dev/null && nvcc --version | tail -1 || echo "nvcc: not found (the CUDA toolkit may be needed by Torch's CMake config)"
-cmake --version | head -1; g++ --version | head -1
-command -v nvidia-smi >/dev/null && nvidia-smi -L || true
-"$PY" - <<'PYEOF' || die "python3 cannot import torch with a CUDA device"
-import torch
-print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())
-assert torch.cuda.is_available(), "no CUDA device visible"
-print("device", torch.cuda.get_device_name(0))
-PYEOF
-"$PY" -c "import torchvision; print('torchvision', torchvision.__version__)" ||
-  die "torchvision missing (the Python side uses torchvision.models.resnet50)"
-PREFIX="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-NCCL_INC="$("$PY" - <<'PYEOF'
-import glob, os, torch
-site = os.path.dirname(os.path.dirname(torch.__file__))
-hits = glob.glob(os.path.join(site, "nvidia", "**", "nccl.h"), recursive=True)
-hits += [p for p in ("/usr/include/nccl.h", "/usr/local/cuda/include/nccl.h") if os.path.exists(p)]
-print(os.path.dirname(hits[0]) if hits else "")
-PYEOF
-)"
-[[ -n "$NCCL_INC" ]] || die "nccl.h not found (pip nvidia-nccl package or libnccl-dev)"
-echo "nccl.h: $NCCL_INC"
-# The bench needs no abseil; say so if someone adds an include by mistake.
-if grep -q 'absl/' "$ROOT/trainer/dist/reducer.h" "$ROOT/trainer/dist/reducer.cc" \
-    "$ROOT/trainer/dist/nccl_backend.cc" "$ROOT/trainer/dist/backend_factories.h"; then
-  [[ -d /usr/include/absl ]] || die "abseil headers needed by the reducer but absent"
+ROWS="$OUT/rows.txt"
+: > "$ROWS"
+row() {  # check status figure detail (appended to a file: background checks add rows too)
+  echo "$1|$2|$3|$4" >> "$ROWS"
+  printf '[%4ss] %-14s %-5s %s %s\n' "$(( $(date +%s) - T0 ))" "$1" "$2" "$3" "$4"
+}
+want() { [[ " $CHECKS " == *" $1 "* ]]; }
+# steady-state samples/s of a trainer log: batch / median "Time" of the progress lines after the
+# first third (cuDNN autotuning and warm-up excluded).
+rate_from_log() {  # log batch world
+  local times n
+  times="$(grep -o 'Time *[0-9.]* ' "$1" | awk '{print $2}')"
+  n=$(echo "$times" | grep -c .)
+  echo "$times" | tail -n +$(( n / 3 + 1 )) | sort -g |
+    awk -v b="$2" -v w="$3" '{v[++n]=$1} END {
+      if (n == 0) { print 0; exit }
+      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      printf "%.1f", (m > 0) ? b * w / m : 0 }'
+}
+field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" | tail -1; }
+# trainer ARGS... : runs ddp-trainer in its own folder $OUT/<name>; returns its exit code
+trainer() {
+  local name=$1; shift
+  mkdir -p "$OUT/$name"
+  (cd "$OUT/$name" && timeout 300 "$TRAINER" --job-id "$name" "$@") > "$OUT/$name.log" 2>&1
+}
+
+echo "== slurm-ddp GPU checks: bundle $(head -1 "$B/COMMIT" 2>/dev/null), logs in $OUT"
+nvidia-smi -L 2>/dev/null || true
+
+# --- env ------------------------------------------------------------------------------------
+if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  row env FAIL "" "python3 torch sees no CUDA device; nothing else can run"
+  CHECKS=""
+else
+  info="$("$PY" -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0))" 2>&1 | tail -1)"
+  missing="$(source "$B/env.sh" && for f in "$B"/libexec/*; do ldd "$f" | grep 'not found'; done | sort -u)"
+  if [[ -n "$missing" ]]; then
+    row env FAIL "" "unresolved libraries: $(echo $missing)"
+    CHECKS=""
+  elif ! "$B/bin/ddpctl" --help > "$OUT/env.log" 2>&1; then
+    row env FAIL "" "ddpctl does not start: $(tail -1 "$OUT/env.log")"
+    CHECKS=""
+  else
+    row env PASS "" "$info; bundle libraries resolve"
+  fi
 fi
 
-echo "== build ($BUILD)"
-GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
-cmake -S "$ROOT/bench/gpu" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$PREFIX" -DDDP_NCCL_INCLUDE_DIR="$NCCL_INC" >"$BUILD.cmake.log" 2>&1 ||
-  { tail -40 "$BUILD.cmake.log"; die "cmake configure failed (log: $BUILD.cmake.log)"; }
-cmake --build "$BUILD" -j "$(nproc)" || die "build failed"
+# --- correctness, side by side ----------------------------------------------------------------
+check_gloo_cuda_w2() {
+  trainer gloo_cuda_w2 --nprocs-per-node 2 --backend gloo --device cuda --arch resnet18 \
+    --data synthetic:1024x3x64x64:10 --batch-size 32 --epochs 1 --workers 2 --print-freq 4 \
+    --checkpoint-dir ck --no-eval
+  local rc=$? log="$OUT/gloo_cuda_w2.log"
+  if [[ $rc -eq 0 ]] && grep -q "gloo backend, cuda" "$log" && [[ -f "$OUT/gloo_cuda_w2/ck/final.pt" ]]; then
+    row gloo_cuda_w2 PASS "" "2 workers, Gloo on cuda tensors, 16 steps, final.pt written"
+  else
+    row gloo_cuda_w2 FAIL "exit $rc" "$(grep -m1 -i 'error' "$log" | cut -c1-150)"
+  fi
+}
 
-echo "== run: ResNet-50, batch $BATCH, $STEPS steps after $WARMUP warm-up, world 1, NCCL"
-CPP_OUT="$("$BUILD/gpu_bench" "$STEPS" "$WARMUP" "$BATCH")" || die "C++ benchmark failed"
-echo "$CPP_OUT"
-PY_OUT="$("$PY" "$ROOT/bench/gpu/gpu_bench.py" "$STEPS" "$WARMUP" "$BATCH")" ||
-  die "Python benchmark failed"
-echo "$PY_OUT"
-field() { sed -n "s/^RESULT.* $1=\([^ ]*\).*/\1/p"; }
-CPP_IPS="$(echo "$CPP_OUT" | field images_per_s)"; PY_IPS="$(echo "$PY_OUT" | field images_per_s)"
-[[ -n "$CPP_IPS" && -n "$PY_IPS" ]] || die "missing RESULT lines"
+check_equiv() {  # name backend world
+  local name=$1 backend=$2 world=$3 dir="$OUT/$1"
+  mkdir -p "$dir"
+  { "$PY" "$HERE/equivalence.py" data "$dir/data" 4096 &&
+    "$PY" "$HERE/equivalence.py" export "$dir/model.pt"; } > "$dir/prep.log" 2>&1 ||
+    { row "$name" FAIL "" "preparing data/model failed: $(tail -1 "$dir/prep.log")"; return; }
+  local dev=()
+  [[ $backend == gloo ]] && dev=(--device cuda)
+  trainer "$name" --model "$dir/model.pt" --data "mnist:$dir/data" --backend "$backend" "${dev[@]}" \
+    --nprocs-per-node "$world" --epochs 3 --batch-size 32 --lr 0.05 --momentum 0.9 \
+    --weight-decay 0.0001 --seed 3 --schedule constant --no-eval --deterministic --workers 1 \
+    --stop-after-steps 100 --checkpoint-dir ck --print-freq 50
+  local rc=$?
+  if [[ $rc -ne 3 ]]; then
+    row "$name" FAIL "exit $rc" "ddp-trainer: $(grep -m1 -i 'error' "$OUT/$name.log" | cut -c1-150)"
+    return
+  fi
+  timeout 300 "$PY" "$HERE/equivalence.py" train "$dir/model.pt" "$dir/data" "$dir/python.pt" 100 \
+    "$backend" "$world" > "$dir/python.log" 2>&1 ||
+    { row "$name" FAIL "" "python DDP failed: $(tail -1 "$dir/python.log")"; return; }
+  local ours; ours="$(ls "$dir"/ck/ckpt-*.pt | tail -1)"
+  local cmp diff
+  cmp="$("$PY" "$HERE/equivalence.py" compare "$ours" "$dir/python.pt" 2>&1)"
+  diff="$(echo "$cmp" | field max_abs_diff)"
+  if [[ -n "$diff" ]] && "$PY" -c "import sys; sys.exit(0 if float('$diff') <= 1e-4 else 1)"; then
+    row "$name" PASS "max_dw=$diff" "$backend world $world, 100 steps, fp32, deterministic (limit 1e-4)"
+  else
+    row "$name" FAIL "max_dw=${diff:-?}" "$(echo "$cmp" | tail -1 | cut -c1-150)"
+  fi
+}
+
+check_stop_resume() {
+  local common=(--backend nccl --arch resnet18 --data synthetic:1536x3x64x64:10 --batch-size 32
+    --epochs 1 --workers 2 --no-eval --deterministic --print-freq 8 --checkpoint-dir ck)
+  trainer stop_resume --stop-after-steps 20 "${common[@]}"; local rc1=$?
+  trainer stop_resume "${common[@]}"; local rc2=$?  # same folder: resumes (log overwritten)
+  cp "$OUT/stop_resume.log" "$OUT/stop_resume.resume.log"
+  trainer stop_resume_ref "${common[@]}"; local rc3=$?
+  local resumed=no
+  grep -q "resuming from .*step 20" "$OUT/stop_resume.resume.log" && resumed=yes
+  if [[ $rc1 -ne 3 || $rc2 -ne 0 || $rc3 -ne 0 || $resumed != yes ]]; then
+    row stop_resume FAIL "" "exits $rc1/$rc2/$rc3 (want 3/0/0), resumed at step 20: $resumed"
+    return
+  fi
+  local diff
+  diff="$("$PY" - "$OUT/stop_resume/ck/final.pt" "$OUT/stop_resume_ref/ck/final.pt" <<'EOF'
+import sys, torch, torch.jit._pickle
+with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
+    a, b = (torch.load(p)["model"] for p in sys.argv[1:3])
+print(max((a[k].float() - b[k].float()).abs().max().item() for k in b))
+EOF
+)"
+  if [[ -n "$diff" ]] && "$PY" -c "import sys; sys.exit(0 if float('$diff') <= 1e-4 else 1)"; then
+    row stop_resume PASS "max_dw=$diff" "stop at step 20 (exit 3), resume to step 48 (exit 0) vs uninterrupted"
+  else
+    row stop_resume FAIL "max_dw=${diff:-?}" "resumed final.pt differs from the uninterrupted run"
+  fi
+}
+
+check_nccl_kill() {
+  mkdir -p "$OUT/nccl_kill"
+  (cd "$OUT/nccl_kill" && exec timeout 300 "$TRAINER" --job-id nccl_kill --backend nccl \
+    --arch resnet18 --data synthetic:65536x3x64x64:10 --batch-size 32 --epochs 5 --workers 2 \
+    --no-eval --print-freq 5 --heartbeat-timeout 5) > "$OUT/nccl_kill.log" 2>&1 &
+  local job=$! t=0
+  until grep -q "Epoch: \[0\]\[ *[1-9][0-9]/" "$OUT/nccl_kill.log" 2>/dev/null; do
+    sleep 0.5; t=$((t + 1))
+    if (( t > 240 )) || ! kill -0 $job 2>/dev/null; then
+      row nccl_kill FAIL "" "never reached step 10: $(tail -1 "$OUT/nccl_kill.log" | cut -c1-120)"
+      kill $job 2>/dev/null; wait $job 2>/dev/null; return
+    fi
+  done
+  local victim="" pid
+  for pid in $(pgrep -f -- "--internal-worker"); do
+    grep -qa "nccl_kill" "/proc/$pid/cmdline" 2>/dev/null && victim=$pid
+  done
+  if [[ -z "$victim" ]]; then
+    row nccl_kill FAIL "" "no worker process found"; kill $job; wait $job 2>/dev/null; return
+  fi
+  local start; start=$(date +%s.%N)
+  kill -9 "$victim"
+  wait $job; local rc=$?
+  local took; took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+  local crash=no
+  grep -qiE "terminate called|Watchdog caught|core dumped|Segmentation" "$OUT/nccl_kill.log" && crash=yes
+  if [[ $rc -ne 0 ]] && grep -q "rank 0" "$OUT/nccl_kill.log" && [[ $crash == no ]] &&
+     awk -v t="$took" 'BEGIN{exit !(t <= 20)}'; then
+    row nccl_kill PASS "${took}s" "job exit $rc naming rank 0; no watchdog crash"
+  else
+    row nccl_kill FAIL "${took}s" "exit $rc, crash text: $crash: $(tail -1 "$OUT/nccl_kill.log" | cut -c1-120)"
+  fi
+}
+
+pids=()
+want gloo_cuda_w2 && { check_gloo_cuda_w2 & pids+=($!); }
+want equiv_nccl && { check_equiv equiv_nccl nccl 1 & pids+=($!); }
+want equiv_gloo_w2 && { check_equiv equiv_gloo_w2 gloo 2 & pids+=($!); }
+want stop_resume && { check_stop_resume & pids+=($!); }
+want nccl_kill && { check_nccl_kill & pids+=($!); }
+# Rows printed by background checks are in their logs; collect them from stdout afterwards.
+for p in "${pids[@]}"; do wait "$p"; done
+
+# --- timed checks, one at a time ------------------------------------------------------------------
+SYN_RATE=""
+if want step; then
+  py=() cpp=() graph=()
+  for round in 1 2; do
+    o="$(timeout 240 "$PY" "$HERE/gpu_bench.py" "$STEPS" 10 128 2>&1)"; echo "$o" >> "$OUT/step.log"
+    py+=("$(echo "$o" | grep RESULT | field images_per_s)")
+    o="$(timeout 240 "$B/bin/ddp_gpu_bench" --steps "$STEPS" --warmup 10 --batch 128 2>&1)"; echo "$o" >> "$OUT/step.log"
+    cpp+=("$(echo "$o" | grep 'impl=cpp-eager ' | field images_per_s)")
+    graph+=("$(echo "$o" | grep 'impl=cpp-graph ' | field images_per_s)")
+  done
+  summary="$("$PY" - "${py[*]}" "${cpp[*]}" "${graph[*]}" <<'EOF'
+import sys, statistics
+def vals(s): return [float(x) for x in s.split() if x]
+py, cpp, graph = (vals(a) for a in sys.argv[1:4])
+if not py or not cpp:
+    print("FAIL||missing results"); raise SystemExit
+r = statistics.median(c / p for c, p in zip(cpp, py))
+out = f"eager {r:.3f}x"
+best = r
+if graph and len(graph) == len(py):
+    g = statistics.median(c / p for c, p in zip(graph, py)); best = max(r, g)
+    out += f", graph {g:.3f}x"
+detail = (f"img/s python {statistics.median(py):.0f}, ours eager {statistics.median(cpp):.0f}"
+          + (f", ours graph {statistics.median(graph):.0f}" if graph else ", graph failed"))
+print(("PASS" if best >= 1.10 else "BELOW") + "|" + out + "|" + detail + " (target 1.10x)")
+EOF
+)"
+  IFS='|' read -r st fig det <<< "$summary"
+  row step "$st" "$fig" "$det"
+fi
+
+if want e2e_resnet50; then
+  trainer e2e_resnet50 --backend nccl --arch resnet50 --data "synthetic:$((128 * 60))x3x224x224:1000" \
+    --batch-size 128 --epochs 1 --bf16 --channels-last --workers 12 --no-eval --print-freq 2 \
+    --checkpoint-dir ck
+  rc=$?
+  SYN_RATE="$(rate_from_log "$OUT/e2e_resnet50.log" 128 1)"
+  if [[ $rc -eq 0 && -f "$OUT/e2e_resnet50/ck/final.pt" ]]; then
+    row e2e_resnet50 PASS "${SYN_RATE} img/s" "ddp-trainer NCCL world 1, ResNet-50 bf16 channels-last b128, 60 steps, synthetic"
+  else
+    row e2e_resnet50 FAIL "exit $rc" "$(grep -m1 -i error "$OUT/e2e_resnet50.log" | cut -c1-150)"
+  fi
+fi
+
+if want jpeg; then
+  jd="$OUT/jpegs"
+  if ! "$B/bin/ddp_make_jpegs" "$jd" 7680 100 500 375 90 > "$OUT/jpeg.make.log" 2>&1; then
+    row jpeg FAIL "" "could not generate JPEGs: $(tail -1 "$OUT/jpeg.make.log")"
+  else
+    o="$(timeout 300 "$B/bin/ddp_gpu_jpeg_bench" "$jd" 128 "$(nproc)" 2 2>&1)"; echo "$o" > "$OUT/jpeg.bench.log"
+    for p in gpu-pipeline gpu-decode cpu-pipeline; do
+      r="$(echo "$o" | grep "pipeline=$p " | field images_per_s)"
+      if [[ -n "$r" ]]; then row "jpeg:$p" INFO "$r img/s" "$(echo "$o" | grep "pipeline=$p " | sed 's/.*seconds=[^ ]*//')"
+      else row "jpeg:$p" FAIL "" "$(echo "$o" | grep -m1 -iE 'error|ddp_gpu_jpeg_bench:' | cut -c1-150)"; fi
+    done
+    gpu_rate="$(echo "$o" | grep 'pipeline=gpu-pipeline ' | field images_per_s)"
+    if [[ -n "$gpu_rate" ]] && awk -v r="$gpu_rate" 'BEGIN{exit !(r >= 4000)}'; then
+      row jpeg:target PASS "$gpu_rate img/s" "GPU pipeline into device batches (target 4000)"
+    else
+      row jpeg:target BELOW "${gpu_rate:-?} img/s" "GPU pipeline into device batches (target 4000)"
+    fi
+    o="$(timeout 300 "$PY" "$HERE/tv_decode_bench.py" "$jd" 128 2 2>&1)"; echo "$o" > "$OUT/jpeg.torchvision.log"
+    for p in torchvision-gpu-decode torchvision-gpu-pipeline; do
+      r="$(echo "$o" | grep "pipeline=$p " | field images_per_s)"
+      if [[ -n "$r" ]]; then row "jpeg:$p" INFO "$r img/s" "files in memory"
+      else row "jpeg:$p" SKIP "" "$(echo "$o" | tail -1 | cut -c1-150)"; fi
+    done
+    trainer jpeg_train --backend nccl --arch resnet50 --data "imagefolder:$jd" --data-pipeline gpu \
+      --batch-size 128 --epochs 1 --bf16 --channels-last --workers 12 --no-eval --print-freq 2
+    rc=$?
+    JPEG_RATE="$(rate_from_log "$OUT/jpeg_train.log" 128 1)"
+    if [[ $rc -ne 0 ]]; then
+      row jpeg:train FAIL "exit $rc" "$(grep -m1 -i error "$OUT/jpeg_train.log" | cut -c1-150)"
+    elif [[ -n "$SYN_RATE" && "$SYN_RATE" != 0 ]]; then
+      share="$(awk -v a="$JPEG_RATE" -v b="$SYN_RATE" 'BEGIN{printf "%.3f", a/b}')"
+      st=BELOW; awk -v s="$share" 'BEGIN{exit !(s >= 0.95)}' && st=PASS
+      row jpeg:train "$st" "${share} of synthetic" "$JPEG_RATE vs $SYN_RATE img/s, $(grep -m1 -o 'data pipeline: [^;]*' "$OUT/jpeg_train.log") (target 0.95)"
+    else
+      row jpeg:train INFO "$JPEG_RATE img/s" "no synthetic rate to compare with"
+    fi
+  fi
+fi
+
 echo
-printf "%-34s %12s %12s %8s\n" benchmark python_img/s cpp_img/s ratio
-printf "%-34s %12s %12s %8.3f\n" "resnet50 bf16 CL b$BATCH world1 nccl" "$PY_IPS" "$CPP_IPS" \
-  "$("$PY" -c "print($CPP_IPS / $PY_IPS)")"
-echo "(ratio = cpp / python images/s; > 1 means ours is faster)"
+echo "== slurm-ddp GPU check table ($(date -u +%Y-%m-%dT%H:%MZ), bundle $(head -1 "$B/COMMIT" 2>/dev/null | cut -c1-12), $(( $(date +%s) - T0 )) s)"
+printf '| %-26s | %-5s | %-22s | %s\n' check result figure detail
+while IFS='|' read -r a b c d; do
+  printf '| %-26s | %-5s | %-22s | %s\n' "$a" "$b" "$c" "$d"
+done < "$ROWS"
+for c in $CHECKS; do
+  case $c in env|gloo_cuda_w2|equiv_nccl|equiv_gloo_w2|stop_resume|nccl_kill|step|e2e_resnet50|jpeg) ;;
+    *) printf '| %-26s | %-5s | %-22s | %s\n' "$c" SKIP "" "unknown check name" ;;
+  esac
+done

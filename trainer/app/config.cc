@@ -15,6 +15,17 @@ absl::Status Validate(const TrainerConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("--backend ", c.backend, ": expected auto, nccl or gloo"));
   }
+  if (c.device != "auto" && c.device != "cpu" && c.device != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device ", c.device, ": expected auto, cpu or cuda"));
+  }
+  if (c.backend == "nccl" && c.device == "cpu") {
+    return absl::InvalidArgumentError("--backend nccl needs CUDA tensors: drop --device cpu");
+  }
+  if (c.data_pipeline != "auto" && c.data_pipeline != "cpu" && c.data_pipeline != "gpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data-pipeline ", c.data_pipeline, ": expected auto, cpu or gpu"));
+  }
   if (c.schedule != "step" && c.schedule != "cosine" && c.schedule != "constant") {
     return absl::InvalidArgumentError(
         absl::StrCat("--schedule ", c.schedule, ": expected step, cosine or constant"));
@@ -52,6 +63,9 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
       ->check(CLI::Range(0, 1024))
       ->group(job);
   app.add_option("--backend", c.backend, "auto | nccl | gloo")->group(job);
+  app.add_option("--device", c.device,
+                 "auto (cuda with NCCL, else cpu) | cpu | cuda (e.g. Gloo on CUDA tensors)")
+      ->group(job);
   app.add_option("--registration-timeout", c.registration_timeout_s,
                  "Seconds to wait for every worker to register")
       ->check(CLI::PositiveNumber)
@@ -76,6 +90,10 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   app.add_option("--workers", c.workers, "Data loading threads per worker")
       ->check(CLI::Range(0, 64))
       ->group(data);
+  app.add_option("--data-pipeline", c.data_pipeline,
+                 "imagefolder JPEGs: gpu (nvJPEG decode + transforms on the GPU), cpu, or auto "
+                 "(gpu on a CUDA device when nvJPEG loads)")
+      ->group(data);
 
   auto* opt = "Optimization";
   app.add_option("--epochs", c.epochs)->check(CLI::Range(1, 100000))->group(opt);
@@ -99,6 +117,15 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   app.add_option("--seed", c.seed, "Seed of initialization, data order and augmentation")
       ->group(opt);
   app.add_flag("--bf16", c.bf16, "bf16 autocast (GPU)")->group(opt);
+  app.add_flag("--channels-last", c.channels_last,
+               "Channels-last memory format for 4-D weights and inputs (faster convolutions on "
+               "GPU tensor cores)")
+      ->group(opt);
+  app.add_flag("--deterministic", c.deterministic,
+               "Deterministic algorithms only (as torch.use_deterministic_algorithms(True, "
+               "warn_only=True)); on GPU also no cuDNN autotuning. Set CUBLAS_WORKSPACE_CONFIG="
+               ":4096:8 for deterministic cuBLAS")
+      ->group(opt);
   app.add_option("--bucket-mb", c.bucket_mb, "DDP gradient bucket size in MiB")
       ->check(CLI::Range(1, 4096))
       ->group(opt);

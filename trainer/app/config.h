@@ -26,6 +26,7 @@ struct TrainerConfig {
   std::string job_id;            // local mode only; Slurm jobs use SLURM_JOB_ID
   int nprocs_per_node = 0;       // 0 = GPUs visible to the task, or 1 on a CPU-only node
   std::string backend = "auto";  // auto | nccl | gloo
+  std::string device = "auto";   // auto (cuda with NCCL, else cpu) | cpu | cuda
   double registration_timeout_s = 120;
   double heartbeat_timeout_s = 10;
   double pg_timeout_s = 300;  // every collective fails after this long instead of hanging
@@ -34,8 +35,9 @@ struct TrainerConfig {
   std::string data = "fashion-mnist";
   std::string normalize;  // MEAN,STD override
   std::string arch = "cnn";
-  std::string model_path;  // TorchScript module to train instead of --arch
-  int workers = 2;         // loader threads per worker process
+  std::string model_path;              // TorchScript module to train instead of --arch
+  int workers = 2;                     // loader threads per worker process
+  std::string data_pipeline = "auto";  // auto | cpu | gpu (nvJPEG decode + GPU transforms)
 
   // Optimization.
   int epochs = 2;
@@ -48,7 +50,9 @@ struct TrainerConfig {
   int lr_step_epochs = 30;
   int warmup_epochs = 0;
   int64_t seed = 0;
-  bool bf16 = false;  // autocast to bf16 on GPU
+  bool bf16 = false;           // autocast to bf16 on GPU
+  bool channels_last = false;  // 4-D parameters and inputs in channels-last memory format
+  bool deterministic = false;  // deterministic algorithms (cuDNN, scatter, ...); no cuDNN autotune
   int64_t bucket_mb = 25;
 
   // Checkpoints and stopping.

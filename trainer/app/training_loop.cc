@@ -17,6 +17,8 @@
 #include "common/sampler_plan.h"
 #include "common/status_macros.h"
 #include "trainer/app/checkpoint.h"
+#include "trainer/data/gpu_jpeg_loader.h"
+#include "trainer/data/image_folder_dataset.h"
 #include "trainer/data/loader.h"
 
 namespace ddp {
@@ -71,6 +73,38 @@ class Loop {
 
  private:
   bool IsRank0() const { return ctx_.rank.rank == 0; }
+
+  // An epoch's batches: through the GPU JPEG pipeline for image folders when it is set up, else
+  // the CPU loader.
+  absl::StatusOr<std::unique_ptr<data::BatchSource>> OpenBatches(const data::Dataset& dataset,
+                                                                 std::vector<int64_t> indices,
+                                                                 int64_t batch_size,
+                                                                 int64_t epoch) const {
+    const auto* folder = dynamic_cast<const data::ImageFolderDataset*>(&dataset);
+    if (ctx_.gpu_decoder != nullptr && folder != nullptr) {
+      data::GpuJpegLoaderOptions go;
+      go.batch_size = batch_size;
+      go.epoch = epoch;
+      go.read_threads = std::max(1, c_.workers);
+      ASSIGN_OR_RETURN(auto loader, data::GpuJpegLoader::Create(*folder, *ctx_.gpu_decoder,
+                                                                std::move(indices), go));
+      return std::unique_ptr<data::BatchSource>(std::move(loader));
+    }
+    data::LoaderOptions lo;
+    lo.batch_size = batch_size;
+    lo.workers = c_.workers;
+    lo.epoch = epoch;
+    lo.pin_memory = ctx_.device.is_cuda();
+    ASSIGN_OR_RETURN(auto loader, data::Loader::Create(dataset, std::move(indices), lo));
+    return std::unique_ptr<data::BatchSource>(std::move(loader));
+  }
+
+  // The model's input on its device, in its memory format.
+  at::Tensor ToInput(const at::Tensor& images) const {
+    at::Tensor x = images.to(ctx_.device, /*non_blocking=*/true);
+    if (c_.channels_last && x.dim() == 4) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    return x;
+  }
 
   void Print(const std::string& line) const {
     std::fprintf(stdout, "%s%s\n", ctx_.log_prefix.c_str(), line.c_str());
@@ -142,12 +176,8 @@ class Loop {
     const int world = ctx_.rank.world_size;
     std::vector<int64_t> indices = ShardIndices(shard);
     const int64_t per_rank = static_cast<int64_t>(indices.size());
-    data::LoaderOptions lo;
-    lo.batch_size = c_.batch_size;
-    lo.workers = c_.workers;
-    lo.epoch = epoch;
-    lo.pin_memory = ctx_.device.is_cuda();
-    ASSIGN_OR_RETURN(auto loader, data::Loader::Create(*ctx_.train, std::move(indices), lo));
+    ASSIGN_OR_RETURN(auto loader,
+                     OpenBatches(*ctx_.train, std::move(indices), c_.batch_size, epoch));
     const int64_t start_consumed = shard.consumed;
     const int64_t g_world = shard.consumed > 0 ? shard.consumed_world_size : shard.world_size;
     const int64_t end_consumed = start_consumed + per_rank * world;
@@ -160,7 +190,7 @@ class Loop {
       ASSIGN_OR_RETURN(std::optional<data::Batch> batch, loader->Next());
       if (!batch) break;
       const double data_s = absl::ToDoubleSeconds(loader->last_wait());
-      at::Tensor x = batch->images.to(ctx_.device, /*non_blocking=*/true);
+      at::Tensor x = ToInput(batch->images);
       at::Tensor y = batch->labels.to(ctx_.device, /*non_blocking=*/true);
       const double lr = LearningRate(schedule_, epoch, step_);
 
@@ -301,10 +331,7 @@ class Loop {
     const int world = ctx_.rank.world_size;
     std::vector<int64_t> indices;
     for (int64_t i = ctx_.rank.rank; i < ctx_.test->size(); i += world) indices.push_back(i);
-    data::LoaderOptions lo;
-    lo.batch_size = 256;
-    lo.workers = c_.workers;
-    ASSIGN_OR_RETURN(auto loader, data::Loader::Create(*ctx_.test, std::move(indices), lo));
+    ASSIGN_OR_RETURN(auto loader, OpenBatches(*ctx_.test, std::move(indices), 256, 0));
     ctx_.model->train(false);
     int64_t c1 = 0, c5 = 0, count = 0;
     {
@@ -312,7 +339,7 @@ class Loop {
       for (;;) {
         ASSIGN_OR_RETURN(std::optional<data::Batch> batch, loader->Next());
         if (!batch) break;
-        const at::Tensor logits = ctx_.model->forward(batch->images.to(ctx_.device));
+        const at::Tensor logits = ctx_.model->forward(ToInput(batch->images));
         auto [a, b] = TopkCorrect(logits.to(at::kFloat), batch->labels.to(ctx_.device));
         c1 += a;
         c5 += b;

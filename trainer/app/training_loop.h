@@ -20,6 +20,7 @@
 #include "trainer/app/optimizer.h"
 #include "trainer/app/progress_reporter.h"
 #include "trainer/data/dataset.h"
+#include "trainer/data/gpu_jpeg_decoder.h"
 #include "trainer/dist/ddp.h"
 #include "trainer/models/model.h"
 
@@ -45,6 +46,7 @@ struct TrainingContext {
   const data::Dataset* test = nullptr;
   ProgressReporter* reporter = nullptr;
   at::Device device = at::kCPU;
+  data::GpuJpegDecoder* gpu_decoder = nullptr;     // imagefolder batches through the GPU pipeline
   std::string log_prefix;                          // "[rank 0] "
   const std::atomic<bool>* signal_stop = nullptr;  // set by SIGTERM/SIGUSR1
   StartPoint start;

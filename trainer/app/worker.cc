@@ -1,5 +1,6 @@
 #include "trainer/app/worker.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/zeros_like.h>
 #include <c10/core/GradMode.h>
@@ -32,6 +33,8 @@
 #include "trainer/app/progress_reporter.h"
 #include "trainer/app/training_loop.h"
 #include "trainer/data/data_spec.h"
+#include "trainer/data/gpu_jpeg_decoder.h"
+#include "trainer/data/image_folder_dataset.h"
 #include "trainer/dist/ddp.h"
 #include "trainer/dist/grpc_store.h"
 #include "trainer/dist/process_group.h"
@@ -54,7 +57,44 @@ struct Setup {
   RankAssignment rank;
   c10::intrusive_ptr<c10d::Backend> pg;
   at::Device device = at::kCPU;
+  std::unique_ptr<data::GpuJpegDecoder> gpu_decoder;  // --data-pipeline gpu
 };
+
+// The GPU JPEG pipeline when asked for (or, under auto, when it can run: imagefolder data on a
+// CUDA device with nvJPEG present). Returns "" or a note for rank 0's log; an error only when
+// --data-pipeline gpu cannot be honoured.
+absl::StatusOr<std::string> SetUpDataPipeline(const TrainerConfig& c, Setup& s) {
+  if (c.data_pipeline == "cpu") return std::string();
+  const bool folder = dynamic_cast<const data::ImageFolderDataset*>(s.data.train.get()) != nullptr;
+  if (!folder || !s.device.is_cuda()) {
+    if (c.data_pipeline == "gpu") {
+      return absl::InvalidArgumentError(
+          "--data-pipeline gpu needs imagefolder data and a CUDA device");
+    }
+    return std::string();
+  }
+  auto decoder = data::GpuJpegDecoder::Create(s.device.index());
+  if (!decoder.ok()) {
+    if (c.data_pipeline == "gpu") return decoder.status();
+    return absl::StrCat(
+        "data pipeline: cpu (GPU pipeline unavailable: ", decoder.status().message(), ")");
+  }
+  s.gpu_decoder = std::move(*decoder);
+  return absl::StrCat("data pipeline: gpu (nvJPEG ", s.gpu_decoder->backend_name(),
+                      "; transforms on the GPU)");
+}
+
+// Channels-last weights (as model.to(memory_format=torch.channels_last)).
+void ToChannelsLast(models::Model& model) {
+  c10::NoGradGuard no_grad;
+  for (auto list : {model.named_parameters(), model.named_buffers()}) {
+    for (auto& t : list) {
+      if (t.tensor.dim() == 4) {
+        t.tensor.set_data(t.tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
+      }
+    }
+  }
+}
 
 absl::StatusOr<data::DatasetPair> OpenData(const TrainerConfig& c) {
   ASSIGN_OR_RETURN(const data::DataSpec spec, data::ParseDataSpec(c.data));
@@ -166,9 +206,16 @@ absl::StatusOr<StartPoint> Resume(const TrainerConfig& c, Setup& s, CoordinatorS
 
 absl::StatusOr<at::Device> ChooseDevice(const TrainerConfig& c, const WorkerPlacement& p) {
   ASSIGN_OR_RETURN(const BackendKind kind, ParseBackendKind(c.backend));
-  if (ResolveBackendKind(kind) != BackendKind::kNccl) return at::Device(at::kCPU);
+  const bool nccl = ResolveBackendKind(kind) == BackendKind::kNccl;
+  if (nccl && c.device == "cpu") {
+    return absl::InvalidArgumentError("the NCCL backend needs CUDA tensors, not --device cpu");
+  }
+  if (!nccl && c.device != "cuda") return at::Device(at::kCPU);
   const int count = static_cast<int>(torch::cuda::device_count());
-  if (count == 0) return absl::FailedPreconditionError("NCCL backend but no CUDA device visible");
+  if (count == 0) {
+    return absl::FailedPreconditionError(nccl ? "NCCL backend but no CUDA device visible"
+                                              : "--device cuda but no CUDA device visible");
+  }
   // One GPU visible (Slurm --gpus-per-task): use it. Several: the one of this local rank.
   const int index = count == 1 ? 0 : p.local_rank;
   if (index >= count) {
@@ -200,6 +247,11 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
     }
   }
   torch::manual_seed(static_cast<uint64_t>(c.seed));
+  if (c.deterministic) {
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+  }
   // Several CPU workers on one node share its cores (as torchrun sets OMP_NUM_THREADS=1).
   if (p.local_world_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -215,6 +267,12 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   auto device = ChooseDevice(c, p);
   if (!device.ok()) return Fail(prefix, kExitUsage, std::string(device.status().message()));
   s.device = *device;
+  // cuDNN picks the fastest convolution algorithm per shape (the recipe's cudnn.benchmark = True).
+  if (s.device.is_cuda() && !c.deterministic) at::globalContext().setBenchmarkCuDNN(true);
+  auto pipeline_note = SetUpDataPipeline(c, s);
+  if (!pipeline_note.ok()) {
+    return Fail(prefix, kExitUsage, std::string(pipeline_note.status().message()));
+  }
 
   ConnectOptions co;
   co.dist_file = p.dist_file;
@@ -261,6 +319,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   if (!pg.ok()) return Fail(prefix, kExitFailed, std::string(pg.status().message()));
   s.pg = *pg;
   s.model->to(s.device);
+  if (c.channels_last) ToChannelsLast(*s.model);
 
   auto report_done = [&](const absl::Status& outcome) {
     if (absl::Status st = s.api->ReportDone(outcome); !st.ok() && s.rank.rank == 0) {
@@ -296,6 +355,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   ctx.test = s.data.test.get();
   ctx.reporter = &reporter;
   ctx.device = s.device;
+  ctx.gpu_decoder = s.gpu_decoder.get();
   ctx.log_prefix = prefix;
   ctx.signal_stop = &g_signal_stop;
   ctx.start = *start;
@@ -306,6 +366,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
                 s.data.train->description().c_str(), static_cast<long>(s.data.train->size()),
                 static_cast<long>(s.data.test->size()));
     std::printf("%s%s\n", prefix.c_str(), host_memory.c_str());
+    if (!pipeline_note->empty()) std::printf("%s%s\n", prefix.c_str(), pipeline_note->c_str());
     std::fflush(stdout);
   }
 

@@ -54,6 +54,7 @@ class ImageFolderDataset : public Dataset {
   absl::StatusOr<Example> Get(int64_t index, int64_t epoch) const override;
 
   const std::vector<std::string>& classes() const { return classes_; }
+  const Options& options() const { return options_; }
   const std::vector<Sample>& samples() const { return samples_; }
 
  private:

@@ -87,6 +87,46 @@ absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& n
   return image;
 }
 
+absl::StatusOr<JpegInfo> ReadJpegInfo(std::string_view bytes, const std::string& name) {
+  auto bad = [&name](const std::string& why) {
+    return absl::DataLossError(absl::StrCat(name, ": not a readable JPEG (", why, ")"));
+  };
+  const auto byte = [&bytes](size_t i) { return static_cast<uint8_t>(bytes[i]); };
+  if (bytes.size() < 4 || byte(0) != 0xFF || byte(1) != 0xD8) return bad("no start-of-image");
+  size_t pos = 2;
+  while (true) {
+    // A marker: one or more 0xFF fill bytes, then the marker code.
+    if (pos >= bytes.size() || byte(pos) != 0xFF) return bad("expected a marker");
+    while (pos < bytes.size() && byte(pos) == 0xFF) ++pos;
+    if (pos >= bytes.size()) return bad("truncated before the frame header");
+    const uint8_t marker = byte(pos++);
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;  // no length field
+    if (marker == 0xD8) return bad("a second start-of-image");
+    if (marker == 0xD9 || marker == 0xDA) return bad("no frame header before the image data");
+    if (pos + 2 > bytes.size()) return bad("truncated marker length");
+    const size_t length = (static_cast<size_t>(byte(pos)) << 8) | byte(pos + 1);
+    if (length < 2 || pos + length > bytes.size()) return bad("truncated marker segment");
+    const bool frame =
+        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (frame) {
+      if (length < 8) return bad("short frame header");
+      JpegInfo info;
+      info.height = (byte(pos + 3) << 8) | byte(pos + 4);
+      info.width = (byte(pos + 5) << 8) | byte(pos + 6);
+      info.components = byte(pos + 7);
+      const int kind = marker & 0x0F;
+      info.progressive = kind == 2 || kind == 6 || kind == 10 || kind == 14;
+      info.arithmetic = kind >= 9;
+      if (info.width == 0 || info.height == 0) return bad("zero width or height");
+      if (info.components == 0 || length < 8 + 3 * static_cast<size_t>(info.components)) {
+        return bad("malformed frame header");
+      }
+      return info;
+    }
+    pos += length;
+  }
+}
+
 absl::StatusOr<std::string> EncodeJpeg(const RgbImage& image, int quality) {
   if (image.width <= 0 || image.height <= 0 ||
       image.pixels.size() != static_cast<size_t>(image.width) * image.height * 3) {

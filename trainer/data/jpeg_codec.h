@@ -27,6 +27,19 @@ struct RgbImage {
 // Decodes `bytes`; `name` (usually the path) appears in error messages.
 absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name);
 
+// What a JPEG's frame header (SOFn marker) says, read without decoding.
+struct JpegInfo {
+  int width = 0;
+  int height = 0;
+  int components = 0;        // 1 grey, 3 YCbCr, 4 CMYK/YCCK
+  bool progressive = false;  // SOF2/SOF6/SOF10/SOF14
+  bool arithmetic = false;   // SOF9..SOF15 (arithmetic coding)
+};
+
+// Walks the markers up to the first frame header. DataLoss naming `name` if `bytes` is not a
+// JPEG, is truncated before the frame header, or has a zero-sized or malformed frame.
+absl::StatusOr<JpegInfo> ReadJpegInfo(std::string_view bytes, const std::string& name);
+
 // Encodes an RGB image (quality 1..100).
 absl::StatusOr<std::string> EncodeJpeg(const RgbImage& image, int quality);
 

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "trainer/data/batch_source.h"
 #include "trainer/data/dataset.h"
 
 namespace ddp::data {
@@ -43,26 +44,26 @@ struct LoaderOptions {
   int64_t epoch = 0;        // passed to Dataset::GetBatch (augmentation)
 };
 
-class Loader {
+class Loader : public BatchSource {
  public:
   // `dataset` must outlive the Loader. Errors: batch_size < 1, workers < 0, pin_memory without
   // CUDA.
   static absl::StatusOr<std::unique_ptr<Loader>> Create(const Dataset& dataset,
                                                         std::vector<int64_t> indices,
                                                         LoaderOptions options);
-  ~Loader();
+  ~Loader() override;
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
   // The next batch in order; std::nullopt after the last one.
-  absl::StatusOr<std::optional<Batch>> Next();
+  absl::StatusOr<std::optional<Batch>> Next() override;
 
-  int64_t num_batches() const { return num_batches_; }
+  int64_t num_batches() const override { return num_batches_; }
   // Batches returned so far.
   int64_t batches_returned() const { return next_; }
   // Total time Next() spent waiting for data (loading, with workers == 0), and for the last call.
-  absl::Duration total_wait() const { return total_wait_; }
-  absl::Duration last_wait() const { return last_wait_; }
+  absl::Duration total_wait() const override { return total_wait_; }
+  absl::Duration last_wait() const override { return last_wait_; }
 
  private:
   struct Slot {
