@@ -63,6 +63,7 @@ fi
 nodns() { unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" "$@"; }
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
+col() { local v; v="$(field "$1" "$2")"; echo "${v:--}"; }   # "-" when the run never got there
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.1fx", a / b }'; }
 
 # run LABEL [env...] -- scalebench args: prints one row; result line in $out.
@@ -109,7 +110,7 @@ echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank)"
-printf "%-7s %-34s %-6s %-10s %-12s %-13s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_rank_p99 listen_overfl load1
+printf "%-7s %-34s %-6s %-10s %-12s %-13s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms listen_overfl load1
 for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   r="${res[$key]:-}"
   [[ -z "$r" ]] && continue
@@ -119,21 +120,21 @@ for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppd
     py-*) name="TCPStore, Python client" ;;
     cppdns-*) name="TCPStore, C++, resolver as is" ;;
   esac
-  printf "%-7s %-34s %-6s %-10s %-12s %-13s %-14s %-9s\n" "$(field ranks "$r")" "$name" "$(field procs "$r")" \
-    "$(field connect_s "$r")" "$(field rendezvous_s "$r")" "$(field rendezvous_rank_p99_ms "$r")ms" \
-    "$(field connect_ListenOverflows "$r")" "$(field load1_before "$r")"
+  printf "%-7s %-34s %-6s %-10s %-12s %-13s %-14s %-9s\n" "$(col ranks "$r")" "$name" "$(col procs "$r")" \
+    "$(col connect_s "$r")" "$(col rendezvous_s "$r")" "$(col rendezvous_rank_p99_ms "$r")" \
+    "$(col connect_ListenOverflows "$r")" "$(col load1_before "$r")"
 done
 
 echo
 echo "ddp-coordinator under heartbeats (every rank once a second; GetStatus from an operator process)"
-printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" ranks hb_per_s hb_failed hb_late hb_p99_ms status_p50 status_p99 coord_cores cpu%/1k_hb/s state
+printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" ranks hb_per_s hb_failed hb_late hb_p99_ms st_p50_ms st_p99_ms coord_cores %core/1k_hb/s state
 for n in "${sizes[@]}"; do
   r="${res[grpc-$n]:-}"
   [[ -z "$r" ]] && continue
-  printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" "$n" "$(field hb_per_s "$r")" \
-    "$(field hb_failed "$r")" "$(field hb_late "$r")" "$(field hb_p99_ms "$r")" \
-    "$(field status_p50_ms "$r")ms" "$(field status_p99_ms "$r")ms" "$(field coord_cores "$r")" \
-    "$(field coord_pct_core_per_1k_hbps "$r")%" "$(field job_state "$r")"
+  printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" "$n" "$(col hb_per_s "$r")" \
+    "$(col hb_failed "$r")" "$(col hb_late "$r")" "$(col hb_p99_ms "$r")" \
+    "$(col status_p50_ms "$r")" "$(col status_p99_ms "$r")" "$(col coord_cores "$r")" \
+    "$(col coord_pct_core_per_1k_hbps "$r")" "$(col job_state "$r")"
 done
 
 echo
@@ -147,6 +148,11 @@ for n in "${sizes[@]}"; do
     echo "  $n ranks, TCPStore $who client: connect $(ratio "$(field connect_s "$t")" "$(field connect_s "$g")"), rendezvous $(ratio "$(field rendezvous_s "$t")" "$(field rendezvous_s "$g")")"
   done
 done
+for key in "${failures[@]}"; do
+  e="$(field error "${res[$key]:-}")"; j="$(field job_failure "${res[$key]:-}")"
+  echo "$key FAILED: ${e:-see above}${j:+ (job: $j)}" | tr '_' ' '
+done
+
 echo
 echo "== raw results (ddp-scalebench, one line per run)"
 for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do

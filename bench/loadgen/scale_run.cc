@@ -274,9 +274,7 @@ absl::Status ScaleRun::HeartbeatWindows() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ReplyFields> ScaleRun::Run() {
-  RETURN_IF_ERROR(CheckHost());
-  healthy_ = true;
+absl::Status ScaleRun::RunPhases() {
   if (options_.target == "grpc") {
     RETURN_IF_ERROR(StartCoordinator());
   } else if (options_.target == "tcpstore") {
@@ -292,6 +290,31 @@ absl::StatusOr<ReplyFields> ScaleRun::Run() {
   RETURN_IF_ERROR(TimedPhase(kCmdConnect, "connect"));
   RETURN_IF_ERROR(TimedPhase(kCmdRendezvous, "rendezvous"));
   if (options_.target == "grpc") RETURN_IF_ERROR(HeartbeatWindows());
+  return absl::OkStatus();
+}
+
+void ScaleRun::NoteJobState() {
+  if (address_.empty()) return;
+  auto probe = StatusProbe::Open(address_, token_);
+  if (!probe.ok()) return;
+  auto snap = (*probe)->Once();
+  if (!snap.ok()) return;
+  result_.Add("job_state", snap->state);
+  if (!snap->failure.empty()) result_.Add("job_failure", snap->failure);
+}
+
+absl::StatusOr<ReplyFields> ScaleRun::Run() {
+  RETURN_IF_ERROR(CheckHost());
+  healthy_ = true;
+  const absl::Status s = RunPhases();
+  if (!s.ok()) {
+    // What was measured so far still goes out, with the error and (for the coordinator) the
+    // job's own account of it.
+    healthy_ = false;
+    error_ = std::string(s.message());
+    result_.Add("error", error_);
+    NoteJobState();
+  }
   result_.Add("load1_after", LoadAverage());
   return result_;
 }

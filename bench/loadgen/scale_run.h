@@ -46,13 +46,19 @@ class ScaleRun {
   explicit ScaleRun(ScaleOptions options);
   ~ScaleRun();  // kills and reaps every process it started
 
-  // The result as `ok key=value ...` fields; an error names the phase that failed.
+  // The result as `ok key=value ...` fields. A host that cannot take the run is an error; a
+  // phase that fails ends the run, and the result then holds what was measured before it, an
+  // `error` field naming the phase, and the job's state and failure reason if it has them.
   absl::StatusOr<ReplyFields> Run();
   // After Run: false if any heartbeat failed or the job did not stay RUNNING with every rank.
   bool healthy() const { return healthy_; }
+  // After Run: why the run ended early ("" if it did not).
+  const std::string& error() const { return error_; }
 
  private:
   absl::Status CheckHost();
+  absl::Status RunPhases();
+  void NoteJobState();
   absl::Status StartCoordinator();
   // The TCPStore server, then its agents; `command` is the executable (and script) to run.
   absl::Status StartTcpStoreServer(const std::vector<std::string>& command);
@@ -65,6 +71,7 @@ class ScaleRun {
   const ScaleOptions options_;
   int procs_ = 0;
   bool healthy_ = false;
+  std::string error_;
   ReplyFields result_;
   std::unique_ptr<ChildProcess> server_;
   std::unique_ptr<AgentGroup> agents_;

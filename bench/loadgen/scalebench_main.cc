@@ -78,10 +78,12 @@ int Main(int argc, char** argv) {
   o.work_dir = pattern;
   absl::StatusOr<ReplyFields> result;
   bool healthy = false;
+  std::string error;
   {
     ScaleRun run(o);
     result = run.Run();
     healthy = run.healthy();
+    error = run.error();
   }  // every process of the run is gone here
   if (!result.ok()) {
     std::fprintf(stderr, "ddp-scalebench: %s (logs in %s)\n",
@@ -90,9 +92,10 @@ int Main(int argc, char** argv) {
   }
   std::printf("%s\n", result->Format().c_str());
   if (!healthy) {
-    std::fprintf(stderr,
-                 "ddp-scalebench: heartbeats failed or the job did not stay RUNNING (logs in %s)\n",
-                 o.work_dir.c_str());
+    std::fprintf(
+        stderr, "ddp-scalebench: %s (logs in %s)\n",
+        error.empty() ? "a heartbeat failed or the job did not stay RUNNING" : error.c_str(),
+        o.work_dir.c_str());
     return 1;
   }
   if (!keep) RemoveTree(o.work_dir);
