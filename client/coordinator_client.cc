@@ -35,21 +35,18 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
 
   absl::StatusOr<RankAssignment> Register(const WorkerIdentity& who,
                                           absl::Duration timeout) override {
+    WorkerIdentity self = who;
+    if (self.pid == 0) self.pid = static_cast<int>(::getpid());
+    if (self.nonce.empty()) self.nonce = ch_->endpoint().nonce;
     pb::RegisterRequest req;
-    req.set_host(who.host);
-    req.set_node_rank(who.node_rank);
-    req.set_local_rank(who.local_rank);
-    req.set_local_world_size(who.local_world_size);
-    const int pid = who.pid != 0 ? who.pid : static_cast<int>(::getpid());
-    req.set_pid(pid);
-    req.set_nonce(who.nonce.empty() ? ch_->endpoint().nonce : who.nonce);
+    ToProto(self, &req);
     pb::RegisterReply reply;
     RETURN_IF_ERROR(ch_->Call("Register", timeout, [&](grpc::ClientContext* ctx) {
       return ch_->stub().Register(ctx, req, &reply);
     }));
     absl::MutexLock lock(&mu_);
     rank_ = reply.rank();
-    pid_ = pid;
+    pid_ = self.pid;
     return FromProto(reply);
   }
 
@@ -143,14 +140,8 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
 
   absl::StatusOr<ShardAssignment> GetShard(const ShardRequest& request) override {
     pb::GetShardRequest req;
+    ToProto(request, &req);
     SetWorker(req.mutable_worker());
-    req.set_epoch(request.epoch);
-    req.set_dataset_size(request.dataset_size);
-    req.set_seed(request.seed);
-    req.set_shuffle(request.shuffle);
-    req.set_drop_last(request.drop_last);
-    req.set_resume_consumed(request.resume_consumed);
-    req.set_resume_world_size(request.resume_world_size);
     pb::GetShardReply reply;
     RETURN_IF_ERROR(ch_->Call("GetShard", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().GetShard(ctx, req, &reply);
@@ -166,19 +157,13 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     RETURN_IF_ERROR(ch_->Call("Heartbeat", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().Heartbeat(ctx, req, &reply);
     }));
-    HeartbeatReply out;
-    out.command = static_cast<Command>(static_cast<int>(reply.command()));
-    out.reason = reply.reason();
-    return out;
+    return FromProto(reply);
   }
 
   absl::Status CommitCheckpoint(const CommittedCheckpoint& checkpoint) override {
     pb::CommitCheckpointRequest req;
+    ToProto(checkpoint, &req);
     SetWorker(req.mutable_worker());
-    req.set_epoch(checkpoint.epoch);
-    req.set_step(checkpoint.step);
-    req.set_consumed(checkpoint.consumed);
-    req.set_path(checkpoint.path);
     pb::CommitCheckpointReply reply;
     return ch_->Call("CommitCheckpoint", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().CommitCheckpoint(ctx, req, &reply);
@@ -187,10 +172,8 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
 
   absl::Status ReportDone(const absl::Status& outcome) override {
     pb::ReportDoneRequest req;
+    ToProto(outcome, &req);
     SetWorker(req.mutable_worker());
-    req.set_ok(outcome.ok());
-    req.set_error_code(static_cast<int>(outcome.code()));
-    req.set_message(std::string(outcome.message()));
     pb::ReportDoneReply reply;
     return ch_->Call("ReportDone", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().ReportDone(ctx, req, &reply);
@@ -199,10 +182,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
 
   absl::StatusOr<std::string> ReportLost(const LostWorker& lost) override {
     pb::ReportLostRequest req;
-    req.set_node_rank(lost.node_rank);
-    req.set_local_rank(lost.local_rank);
-    req.set_pid(lost.pid);
-    req.set_what(lost.what);
+    ToProto(lost, &req);
     pb::ReportLostReply reply;
     absl::Status st = ch_->Call("ReportLost", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().ReportLost(ctx, req, &reply);

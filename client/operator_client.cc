@@ -107,11 +107,11 @@ absl::Status OperatorClient::Watch(absl::Duration interval,
     return absl::UnavailableError(
         absl::StrCat("WatchStatus: lost the coordinator at ", address(), ": ", s.error_message()));
   }
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat("WatchStatus: ", s.error_message()));
+  const absl::Status st = FromGrpc(s);
+  return absl::Status(st.code(), absl::StrCat("WatchStatus: ", st.message()));
 }
 
-absl::StatusOr<std::string> OperatorClient::Stop(bool graceful, const std::string& reason) {
+absl::StatusOr<JobState> OperatorClient::Stop(bool graceful, const std::string& reason) {
   pb::StopRequest req;
   req.set_mode(graceful ? pb::StopRequest::GRACEFUL : pb::StopRequest::NOW);
   req.set_reason(reason);
@@ -119,7 +119,7 @@ absl::StatusOr<std::string> OperatorClient::Stop(bool graceful, const std::strin
   RETURN_IF_ERROR(ch_->Call("Stop", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
     return ch_->stub().Stop(ctx, req, &reply);
   }));
-  return reply.state();
+  return FromProto(reply.state());
 }
 
 }  // namespace ddp

@@ -36,7 +36,7 @@ class OperatorClient {
                      const std::function<bool(const JobStatus&)>& on_status,
                      absl::Duration silence = absl::ZeroDuration());
   // graceful: checkpoint and stop; otherwise abort now. Returns the job state after the request.
-  absl::StatusOr<std::string> Stop(bool graceful, const std::string& reason);
+  absl::StatusOr<JobState> Stop(bool graceful, const std::string& reason);
   // host:port of the coordinator.
   std::string address() const;
   // What Hello reported.

@@ -5,15 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "proto/convert.h"
 
 namespace ddp {
 namespace {
 
-constexpr int kMaxMessageBytes = 16 * 1024 * 1024;  // matches coordinator/validation.h
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
+constexpr int kMaxMessageBytes = 16 * 1024 * 1024;  // matches coordinator/rpc/validation.h
 
 }  // namespace
 
@@ -80,9 +77,12 @@ absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
     ++tries;
     if (s.ok()) return absl::OkStatus();
     const absl::Time now = absl::Now();
-    const bool unreachable = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                             (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
-                              s.error_message() == "Deadline Exceeded" && tries > 1);
+    // Unreachable: UNAVAILABLE, or our own deadline ran out after tries that found no server
+    // (a DEADLINE_EXCEEDED the coordinator answered, e.g. a StoreGet timeout, comes before our
+    // deadline: blocking calls get slack beyond their own timeout).
+    const bool unreachable =
+        s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && now >= deadline && tries > 1);
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE && now + backoff < deadline) {
       std::uniform_real_distribution<double> jitter(0.5, 1.5);
       std::this_thread::sleep_for(absl::ToChronoNanoseconds(backoff * jitter(rng)));

@@ -29,7 +29,8 @@ class RpcChannel {
 
   // Runs `call` until it returns something other than UNAVAILABLE or `timeout` passes. Each try
   // gets a fresh context carrying the token and the remaining deadline. Errors read
-  // "<method>: <reason>" and, when the coordinator never answered, name its address.
+  // "<method>: <reason>" and, when the coordinator never answered (UNAVAILABLE, or the deadline
+  // ran out after retries), are UNAVAILABLE naming its address.
   absl::Status Call(const char* method, absl::Duration timeout,
                     const std::function<grpc::Status(grpc::ClientContext*)>& call) const;
 

@@ -15,6 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/failure_cause.h"
+#include "common/job_status.h"
 
 namespace ddp {
 
@@ -72,11 +74,15 @@ struct ShardAssignment {
   int consumed_world_size = 1;
 };
 
+// What a worker is doing overall (its rank's state in status follows it).
 enum class WorkerPhase { kStarting, kTraining, kEvaluating, kCheckpointing, kFinished };
 
 // Progress a worker reports with each heartbeat (about once a second).
 struct ProgressReport {
   WorkerPhase phase = WorkerPhase::kStarting;
+  // Where inside the step the training thread is, and for how long (kNone: not reported).
+  StepPhase step_phase = StepPhase::kNone;
+  double phase_seconds = 0.0;
   int64_t epoch = 0;
   int64_t epochs = 0;
   int64_t step = 0;  // global step count since the start of training
@@ -96,7 +102,11 @@ enum class Command { kContinue, kCheckpointAndStop, kAbort };
 
 struct HeartbeatReply {
   Command command = Command::kContinue;
-  std::string reason;  // why (for kAbort: names the failed rank)
+  // Why, for people: the failure's text (kAbort) or the stop request (kCheckpointAndStop).
+  std::string reason;
+  // With kAbort: the job's failure as the coordinator decided it. A worker acts on cause.rank
+  // and cause.kind (e.g. "was I the failed rank?"), never on the text.
+  FailureCause cause;
 };
 
 // A checkpoint that rank 0 has durably written.
@@ -107,12 +117,14 @@ struct CommittedCheckpoint {
   std::string path;
 };
 
-// A worker that died without reporting, as its launcher saw it.
+// A worker that died without reporting, as its launcher saw it (from waitpid).
 struct LostWorker {
   int node_rank = 0;
   int local_rank = 0;
   int pid = 0;
-  std::string what;  // "killed by signal 9"
+  std::string what;   // for people: "killed by signal 9"
+  int signal = 0;     // > 0: killed by this signal (the failure's kind is kSignal)
+  int exit_code = 0;  // with signal == 0: the exit status (kind kExitCode)
 };
 
 class CoordinatorApi {
@@ -146,7 +158,10 @@ class CoordinatorApi {
   virtual absl::StatusOr<ShardAssignment> GetShard(const ShardRequest& request) = 0;
   virtual absl::StatusOr<HeartbeatReply> Heartbeat(const ProgressReport& progress) = 0;
   virtual absl::Status CommitCheckpoint(const CommittedCheckpoint& checkpoint) = 0;
-  // The worker's outcome: OK when it finished training, else why it failed.
+  // The worker's outcome: OK when it finished training; CANCELLED when it checkpointed and
+  // stopped; else why it failed. The status code is the typed channel the coordinator decides
+  // the failure's kind from: UNAVAILABLE or DEADLINE_EXCEEDED mean a collective (or a peer) failed
+  // (kCollectiveError); any other code is the worker's own error (kWorkerError).
   virtual absl::Status ReportDone(const absl::Status& outcome) = 0;
   // --- launcher -------------------------------------------------------------------------------
   // One of this node's workers died without reporting: fails the job naming its rank (see

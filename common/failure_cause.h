@@ -1,6 +1,8 @@
 // Why a rank (or the job) failed, as a typed value: the failed rank, a cause and a human text.
-// The coordinator decides it once and carries it in heartbeat replies and in status; workers,
-// ddpctl and the dashboard act on `kind` and `rank`, never on the text.
+// The coordinator decides it once (coordinator/job/failure_causes.h) and carries it in heartbeat
+// replies and in status; workers, ddpctl and the dashboard act on `kind` and `rank`, never on the
+// text. To add a cause: a value here, its name in failure_cause.cc, the proto enum
+// (proto/coordinator.proto FailureKind) and its mapping in proto/convert.cc.
 //
 // Thread safety: plain values and pure functions.
 #ifndef SLURM_DDP_COMMON_FAILURE_CAUSE_H_
@@ -20,13 +22,30 @@ enum class FailureKind {
   kWorkerError,          // the worker reported an error (bad data, checkpoint I/O, ...)
   kRegistrationTimeout,  // ranks that never registered before the deadline
   kCoordinatorLost,      // the coordinator could not be reached within its grace period
-  kOperatorStop,         // an operator (ddpctl stop --now, abort) ended the job
+  kOperatorStop,         // an operator (ddpctl stop --now, a signal) ended the job
 };
+
+inline constexpr FailureKind kAllFailureKinds[] = {
+    FailureKind::kNone,
+    FailureKind::kSignal,
+    FailureKind::kExitCode,
+    FailureKind::kLostHeartbeat,
+    FailureKind::kStall,
+    FailureKind::kCollectiveError,
+    FailureKind::kWorkerError,
+    FailureKind::kRegistrationTimeout,
+    FailureKind::kCoordinatorLost,
+    FailureKind::kOperatorStop,
+};
+
+// The stable lowercase name used in the status JSON ("signal", "lost_heartbeat", ...; "none").
+const char* FailureKindName(FailureKind kind);
 
 struct FailureCause {
   int rank = -1;  // the failed rank; -1 when no single rank is to blame
   FailureKind kind = FailureKind::kNone;
-  std::string text;  // one line for people, e.g. "rank 3 (host n1, node 1, local 1) killed by signal 9"
+  // One line for people, e.g. "rank 3 (host n1, node 1, local rank 1, pid 7) killed by signal 9".
+  std::string text;
 
   bool empty() const { return kind == FailureKind::kNone; }
 };

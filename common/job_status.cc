@@ -46,12 +46,31 @@ std::string RankJson(const RankStatus& r) {
     w.Int("node_rank", r.node_rank);
     w.Int("local_rank", r.local_rank);
     w.Int("pid", r.pid);
-    w.Str("state", r.state);
+    w.Str("state", RankStateName(r.state));
     w.Int("epoch", r.epoch);
     w.Int("step", r.step);
     w.Dbl("loss", r.loss);
     w.Dbl("samples_per_second", r.samples_per_second);
     w.Dbl("last_seen_seconds", r.last_seen_seconds);
+    w.Raw("phase", r.phase == StepPhase::kNone ? "null" : JsonQuote(StepPhaseName(r.phase)));
+    w.Dbl("phase_seconds", r.phase_seconds);
+  }
+  return out;
+}
+
+// The failure's rank, or null when no single rank is to blame (or nothing failed).
+std::string RankOrNull(const FailureCause& f) {
+  return f.empty() || f.rank < 0 ? "null" : absl::StrCat(f.rank);
+}
+
+std::string FailureJson(const FailureCause& f) {
+  if (f.empty()) return "null";
+  std::string out;
+  {
+    ObjectWriter w(&out);
+    w.Raw("rank", RankOrNull(f));
+    w.Str("cause", FailureKindName(f.kind));
+    w.Str("text", f.text);
   }
   return out;
 }
@@ -64,8 +83,12 @@ const char* JobStateName(JobState state) {
       return "REGISTERING";
     case JobState::kRunning:
       return "RUNNING";
+    case JobState::kRecovering:
+      return "RECOVERING";
     case JobState::kStopping:
       return "STOPPING";
+    case JobState::kStopped:
+      return "STOPPED";
     case JobState::kSucceeded:
       return "SUCCEEDED";
     case JobState::kFailed:
@@ -74,15 +97,76 @@ const char* JobStateName(JobState state) {
   return "UNKNOWN";
 }
 
-bool RankFinished(const RankStatus& r) {
-  return r.state == "done" || r.state == "stopped" || r.state == "failed" || r.state == "lost";
+const char* JobStateJsonName(JobState state) {
+  return state == JobState::kStopped ? JobStateName(JobState::kStopping) : JobStateName(state);
+}
+
+bool IsTerminal(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kStopped || state == JobState::kFailed;
+}
+
+const char* RankStateName(RankState state) {
+  switch (state) {
+    case RankState::kRegistered:
+      return "registered";
+    case RankState::kStarting:
+      return "starting";
+    case RankState::kTraining:
+      return "training";
+    case RankState::kEvaluating:
+      return "evaluating";
+    case RankState::kCheckpointing:
+      return "checkpointing";
+    case RankState::kFinished:
+      return "finished";
+    case RankState::kDone:
+      return "done";
+    case RankState::kStopped:
+      return "stopped";
+    case RankState::kFailed:
+      return "failed";
+    case RankState::kLost:
+      return "lost";
+    case RankState::kStalled:
+      return "stalled";
+  }
+  return "unknown";
+}
+
+bool IsFinal(RankState state) {
+  return state == RankState::kDone || state == RankState::kStopped || state == RankState::kFailed ||
+         state == RankState::kLost;
+}
+
+const char* StepPhaseName(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::kNone:
+      return "none";
+    case StepPhase::kData:
+      return "data";
+    case StepPhase::kForward:
+      return "forward";
+    case StepPhase::kBackward:
+      return "backward";
+    case StepPhase::kAllreduce:
+      return "allreduce";
+    case StepPhase::kOptimizer:
+      return "optimizer";
+    case StepPhase::kCheckpoint:
+      return "checkpoint";
+    case StepPhase::kEval:
+      return "eval";
+    case StepPhase::kRecovery:
+      return "recovery";
+  }
+  return "unknown";
 }
 
 int64_t MedianStep(const JobStatus& s) {
   std::vector<int64_t> steps;
   steps.reserve(s.ranks.size());
   for (const RankStatus& r : s.ranks) {
-    if (!RankFinished(r) && r.rank >= 0) steps.push_back(r.step);
+    if (!IsFinal(r.state) && r.rank >= 0) steps.push_back(r.step);
   }
   if (steps.empty()) return 0;
   auto mid = steps.begin() + static_cast<std::ptrdiff_t>((steps.size() - 1) / 2);
@@ -92,15 +176,11 @@ int64_t MedianStep(const JobStatus& s) {
 
 RankFlags FlagRank(const RankStatus& r, int64_t median_step) {
   RankFlags f;
-  if (RankFinished(r) || r.rank < 0) return f;
+  if (IsFinal(r.state) || r.rank < 0) return f;
   const int64_t gap = median_step - r.step;
   if (gap > std::max<int64_t>(2, median_step / 100)) f.behind_by = gap;
   f.silent = r.last_seen_seconds > 2 * kHeartbeatPeriodSeconds;
   return f;
-}
-
-bool IsTerminal(JobState state, bool finished) {
-  return state == JobState::kSucceeded || state == JobState::kFailed || finished;
 }
 
 std::string JsonQuote(absl::string_view s) {
@@ -145,7 +225,7 @@ std::string ToJson(const JobStatus& s) {
   {
     ObjectWriter w(&out);
     w.Str("job_id", s.job_id);
-    w.Str("state", JobStateName(s.state));
+    w.Str("state", JobStateJsonName(s.state));
     w.Bool("finished", s.finished);
     w.Int("generation", s.generation);
     w.Int("world_size", s.world_size);
@@ -159,8 +239,10 @@ std::string ToJson(const JobStatus& s) {
     w.Dbl("samples_per_second", s.samples_per_second);
     w.Raw("eta_seconds", s.eta_seconds < 0 ? "null" : Number(s.eta_seconds));
     w.Dbl("uptime_seconds", s.uptime_seconds);
-    w.Raw("failed_rank", s.failed_rank < 0 ? "null" : absl::StrCat(s.failed_rank));
-    w.Str("failure_reason", s.failure_reason);
+    w.Raw("failed_rank", RankOrNull(s.failure));
+    w.Str("failure_reason", s.failure.text);
+    w.Raw("failure", FailureJson(s.failure));
+    w.Str("stop_reason", s.stop_reason);
     std::string ckpt = "null";
     if (s.checkpoint_epoch >= 0) {
       ckpt.clear();

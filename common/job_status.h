@@ -3,6 +3,10 @@
 // registered, epoch, epochs, step, steps_per_epoch, loss, samples_per_second and a `ranks` list of
 // {rank, host, local_rank, state, step, last_seen_seconds}; extended, never renamed).
 //
+// Every state is an enum here, in the proto and in C++; the JSON spells it with the names below.
+// To add a job or rank state: a value here, its name in job_status.cc, the proto enum
+// (proto/coordinator.proto) and its mapping in proto/convert.cc.
+//
 // Thread safety: plain values and pure functions; safe from any thread.
 #ifndef SLURM_DDP_COMMON_JOB_STATUS_H_
 #define SLURM_DDP_COMMON_JOB_STATUS_H_
@@ -12,23 +16,88 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/failure_cause.h"
 
 namespace ddp {
 
-// A graceful stop ends in STOPPING with `finished` set (the job exits "stopped for requeue").
-enum class JobState { kRegistering, kRunning, kStopping, kSucceeded, kFailed };
+// REGISTERING -> RUNNING (<-> RECOVERING) -> STOPPING -> STOPPED, or -> SUCCEEDED | FAILED.
+// STOPPED (every rank checkpointed and stopped after a graceful stop; the job exits resumable)
+// reads "STOPPING" with "finished": true in the JSON, as it always has (JobStateJsonName).
+enum class JobState {
+  kRegistering,
+  kRunning,
+  kRecovering,  // a rank is being replaced in place (wave 2: in-job recovery)
+  kStopping,
+  kStopped,
+  kSucceeded,
+  kFailed,
+};
+inline constexpr JobState kAllJobStates[] = {
+    JobState::kRegistering, JobState::kRunning,   JobState::kRecovering, JobState::kStopping,
+    JobState::kStopped,     JobState::kSucceeded, JobState::kFailed,
+};
 
-// "REGISTERING", "RUNNING", ...
+// "REGISTERING", "RUNNING", "RECOVERING", "STOPPING", "STOPPED", "SUCCEEDED", "FAILED".
 const char* JobStateName(JobState state);
-bool IsTerminal(JobState state, bool finished);
+// The JSON contract's word: JobStateName, except kStopped -> "STOPPING" (with finished = true).
+const char* JobStateJsonName(JobState state);
+// SUCCEEDED, STOPPED, FAILED.
+bool IsTerminal(JobState state);
+
+// What one rank is doing, as the coordinator sees it.
+enum class RankState {
+  kRegistered,     // joined; the world is not complete yet
+  kStarting,       // has its rank, no training progress yet
+  kTraining,       //
+  kEvaluating,     //
+  kCheckpointing,  //
+  kFinished,       // reported its last phase, ReportDone not yet received
+  kDone,           // final: finished training
+  kStopped,        // final: checkpointed and stopped after a graceful stop
+  kFailed,         // final: reported an error
+  kLost,           // final: died (signal, exit) or went silent
+  kStalled,        // alive but stuck while its peers wait (wave 2: stall detection)
+};
+inline constexpr RankState kAllRankStates[] = {
+    RankState::kRegistered,    RankState::kStarting, RankState::kTraining, RankState::kEvaluating,
+    RankState::kCheckpointing, RankState::kFinished, RankState::kDone,     RankState::kStopped,
+    RankState::kFailed,        RankState::kLost,     RankState::kStalled,
+};
+// "registered", "starting", "training", ..., "lost", "stalled".
+const char* RankStateName(RankState state);
+// done, stopped, failed, lost: the rank no longer works and its state no longer changes.
+bool IsFinal(RankState state);
+
+// Where inside a training step a rank is (reported with its progress; kNone until it says).
+enum class StepPhase {
+  kNone,
+  kData,
+  kForward,
+  kBackward,
+  kAllreduce,
+  kOptimizer,
+  kCheckpoint,
+  kEval,
+  kRecovery,
+};
+inline constexpr StepPhase kAllStepPhases[] = {
+    StepPhase::kNone,       StepPhase::kData,      StepPhase::kForward,
+    StepPhase::kBackward,   StepPhase::kAllreduce, StepPhase::kOptimizer,
+    StepPhase::kCheckpoint, StepPhase::kEval,      StepPhase::kRecovery,
+};
+// "data", "forward", "backward", "allreduce", "optimizer", "checkpoint", "eval", "recovery";
+// "none" for kNone (the JSON writes null).
+const char* StepPhaseName(StepPhase phase);
 
 struct RankStatus {
-  int rank = 0;
+  int rank = 0;  // -1 while the world is not complete
   std::string host;
   int node_rank = 0;
   int local_rank = 0;
   int pid = 0;
-  std::string state;  // "starting", "training", ..., "done", "failed", "lost"
+  RankState state = RankState::kStarting;
+  StepPhase phase = StepPhase::kNone;
+  double phase_seconds = 0.0;  // time in `phase`, as the rank last reported it
   int64_t epoch = 0;
   int64_t step = 0;
   double loss = 0.0;
@@ -39,7 +108,7 @@ struct RankStatus {
 struct JobStatus {
   std::string job_id;
   JobState state = JobState::kRegistering;
-  bool finished = false;  // terminal: SUCCEEDED, FAILED, or STOPPING after every rank stopped
+  bool finished = false;  // IsTerminal(state)
   int64_t generation = 0;
   int world_size = 0;
   int registered = 0;
@@ -52,8 +121,8 @@ struct JobStatus {
   double samples_per_second = 0.0;  // summed over ranks
   double eta_seconds = -1.0;        // -1 when unknown
   double uptime_seconds = 0.0;
-  int failed_rank = -1;  // -1 when none
-  std::string failure_reason;
+  FailureCause failure;           // why the job failed (empty unless FAILED)
+  std::string stop_reason;        // why a graceful stop was asked (empty unless STOPPING/STOPPED)
   int64_t checkpoint_epoch = -1;  // last committed checkpoint (-1 when none)
   int64_t checkpoint_step = 0;
   std::string checkpoint_path;
@@ -62,18 +131,15 @@ struct JobStatus {
 };
 
 // Lagging ranks, the rule `ddpctl status` and the dashboard share (the page mirrors it in JS):
-// a rank still working (not done, stopped, failed or lost) is BEHIND when its step trails the
-// median step of the working ranks by more than max(2, median / 100) (ranks heartbeat at
-// different moments, so a small gap is normal), and SILENT when its last heartbeat is older
-// than two heartbeat periods.
+// a rank still working (not in a final state) is BEHIND when its step trails the median step of
+// the working ranks by more than max(2, median / 100) (ranks heartbeat at different moments, so
+// a small gap is normal), and SILENT when its last heartbeat is older than two heartbeat periods.
 inline constexpr double kHeartbeatPeriodSeconds = 1.0;
 struct RankFlags {
   int64_t behind_by = 0;  // steps behind the median; 0 when not lagging
   bool silent = false;
   bool lagging() const { return behind_by > 0 || silent; }
 };
-// True for "done", "stopped", "failed", "lost": the rank no longer works.
-bool RankFinished(const RankStatus& rank);
 // Median step over ranks still working (0 when none).
 int64_t MedianStep(const JobStatus& status);
 RankFlags FlagRank(const RankStatus& rank, int64_t median_step);
@@ -82,7 +148,9 @@ RankFlags FlagRank(const RankStatus& rank, int64_t median_step);
 // bytes >= 0x80 pass through (UTF-8 input stays UTF-8).
 std::string JsonQuote(absl::string_view s);
 
-// One JSON object, on one line.
+// One JSON object, on one line. Besides the contract fields: `failed_rank` and `failure_reason`
+// (null and "" unless FAILED), `failure` ({rank, cause, text} with the cause's stable name, null
+// unless FAILED), `stop_reason`, and per rank `phase` (null until reported) and `phase_seconds`.
 std::string ToJson(const JobStatus& status);
 
 }  // namespace ddp

@@ -1,30 +1,69 @@
-// Conversions between the generated protobuf messages and the plain types of common/ (used by
-// the coordinator's service and by the client). The only code that knows both worlds.
+// Every conversion between the generated protobuf messages and the plain types of common/ (used
+// by the coordinator's service and by the client), and between absl::Status and grpc::Status.
+// The only code that knows both worlds: handlers and client calls translate through here.
+//
+// Enums from the wire that this build does not know map to a documented fallback: JobState ->
+// kFailed, RankState -> kStarting, StepPhase -> kNone, WorkerPhase -> kStarting, FailureKind ->
+// kWorkerError (still a failure), Command -> kContinue.
 //
 // Thread safety: pure functions; safe from any thread.
 #ifndef SLURM_DDP_PROTO_CONVERT_H_
 #define SLURM_DDP_PROTO_CONVERT_H_
 
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
 #include "common/coordinator_api.h"
+#include "common/failure_cause.h"
 #include "common/job_status.h"
 #include "proto/coordinator.pb.h"
 
 namespace ddp {
 
+// --- enums --------------------------------------------------------------------------------------
+slurm_ddp::v1::JobState ToProto(JobState in);
+JobState FromProto(slurm_ddp::v1::JobState in);
+slurm_ddp::v1::RankState ToProto(RankState in);
+RankState FromProto(slurm_ddp::v1::RankState in);
+slurm_ddp::v1::StepPhase ToProto(StepPhase in);
+StepPhase FromProto(slurm_ddp::v1::StepPhase in);
+slurm_ddp::v1::WorkerPhase ToProto(WorkerPhase in);
+WorkerPhase FromProto(slurm_ddp::v1::WorkerPhase in);
+slurm_ddp::v1::FailureKind ToProto(FailureKind in);
+FailureKind FromProto(slurm_ddp::v1::FailureKind in);
+slurm_ddp::v1::Command ToProto(Command in);
+Command FromProto(slurm_ddp::v1::Command in);
+
+// --- status -------------------------------------------------------------------------------------
+void ToProto(const FailureCause& in, slurm_ddp::v1::FailureCause* out);
+FailureCause FromProto(const slurm_ddp::v1::FailureCause& in);
 void ToProto(const JobStatus& in, slurm_ddp::v1::JobStatus* out);
 JobStatus FromProto(const slurm_ddp::v1::JobStatus& in);
 
-void ToProto(const ProgressReport& in, slurm_ddp::v1::Progress* out);
-ProgressReport FromProto(const slurm_ddp::v1::Progress& in);
-
-void ToProto(const ShardAssignment& in, slurm_ddp::v1::GetShardReply* out);
-ShardAssignment FromProto(const slurm_ddp::v1::GetShardReply& in);
-
+// --- worker calls (requests leave WorkerRef to the caller) --------------------------------------
+void ToProto(const WorkerIdentity& in, slurm_ddp::v1::RegisterRequest* out);
+WorkerIdentity FromProto(const slurm_ddp::v1::RegisterRequest& in);
 void ToProto(const RankAssignment& in, slurm_ddp::v1::RegisterReply* out);
 RankAssignment FromProto(const slurm_ddp::v1::RegisterReply& in);
+void ToProto(const ShardRequest& in, slurm_ddp::v1::GetShardRequest* out);
+ShardRequest FromProto(const slurm_ddp::v1::GetShardRequest& in);
+void ToProto(const ShardAssignment& in, slurm_ddp::v1::GetShardReply* out);
+ShardAssignment FromProto(const slurm_ddp::v1::GetShardReply& in);
+void ToProto(const ProgressReport& in, slurm_ddp::v1::Progress* out);
+ProgressReport FromProto(const slurm_ddp::v1::Progress& in);
+void ToProto(const HeartbeatReply& in, slurm_ddp::v1::HeartbeatReply* out);
+HeartbeatReply FromProto(const slurm_ddp::v1::HeartbeatReply& in);
+void ToProto(const CommittedCheckpoint& in, slurm_ddp::v1::CommitCheckpointRequest* out);
+CommittedCheckpoint FromProto(const slurm_ddp::v1::CommitCheckpointRequest& in);
+// A worker's outcome: OK, or its code (1..16; anything else reads UNKNOWN) and message.
+void ToProto(const absl::Status& outcome, slurm_ddp::v1::ReportDoneRequest* out);
+absl::Status FromProto(const slurm_ddp::v1::ReportDoneRequest& in);
+void ToProto(const LostWorker& in, slurm_ddp::v1::ReportLostRequest* out);
+LostWorker FromProto(const slurm_ddp::v1::ReportLostRequest& in);
 
-// Parses a state name ("RUNNING"); kFailed for anything unknown.
-JobState JobStateFromName(const std::string& name);
+// --- RPC status ---------------------------------------------------------------------------------
+grpc::Status ToGrpc(const absl::Status& in);
+absl::Status FromGrpc(const grpc::Status& in);
 
 }  // namespace ddp
 

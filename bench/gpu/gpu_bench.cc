@@ -133,23 +133,19 @@ void RunEager(Step& step, const Args& a) {
 
 // Captures one whole step and replays it. The gradients stay where the capture put them (the
 // reducer's bucket views): each replay overwrites them, so nothing needs zeroing between replays.
+// Runs on the current stream, which main() made a side stream before building the model and the
+// DDP engine (autograd's gradient-accumulation nodes keep the stream they were created on).
 void RunGraph(Step& step, const Args& a) {
-  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, 0);
   at::cuda::CUDAGraph graph;
   const auto capture_start = std::chrono::steady_clock::now();
-  side.synchronize();
-  torch::cuda::synchronize();
-  {
-    c10::cuda::CUDAStreamGuard guard(side);
-    for (int i = 0; i < 3; ++i) {  // warm-up on the capture stream (autograd's stream rules)
-      step.Run();
-      step.ZeroGrad();
-    }
-    torch::cuda::synchronize();
-    graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+  for (int i = 0; i < 3; ++i) {  // warm-up on the capture stream
     step.Run();
-    graph.capture_end();
+    step.ZeroGrad();
   }
+  torch::cuda::synchronize();
+  graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+  step.Run();
+  graph.capture_end();
   torch::cuda::synchronize();
   const double capture_s = Seconds(capture_start);
   for (int i = 0; i < a.warmup; ++i) graph.replay();
@@ -194,6 +190,9 @@ int main(int argc, char** argv) {
       std::printf("NCCL_CHECK ok backend=%s\n", (*pg)->getBackendName().c_str());
     }
     at::globalContext().setBenchmarkCuDNN(true);
+    // Everything from here runs on a side stream: a CUDA graph cannot be captured on the legacy
+    // default stream, and the engine must be built on the stream its steps run on.
+    c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool(false, 0));
     at::manual_seed(0);
     auto model = ddp::models::CreateModel(a.arch, 1000, {3, 224, 224});
     if (!model.ok()) {

@@ -7,7 +7,10 @@
 //                    torchvision.io.decode_jpeg(device="cuda") on a list, which also starts from
 //                    bytes in memory);
 //   cpu-pipeline     the CPU Loader with THREADS workers (libjpeg-turbo + the same transforms),
-//                    batches copied to the GPU (--data-pipeline cpu).
+//                    batches copied to the GPU (--data-pipeline cpu);
+//   compare          the GPU pipeline's batches against the CPU pipeline's for the first 512
+//                    images: labels equal, pixels close (nvJPEG's IDCT and chroma upsampling are
+//                    not libjpeg-turbo's, so a few grey levels apart, not bit-exact).
 //   ddp_gpu_jpeg_bench FOLDER [BATCH=128] [THREADS=nproc] [PASSES=2] [PIPELINES=gpu,decode,cpu]
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/cuda.h>
@@ -86,7 +89,7 @@ int main(int argc, char** argv) {
       argc > 3 ? std::atoi(argv[3]) : static_cast<int>(std::thread::hardware_concurrency());
   const int passes = argc > 4 ? std::atoi(argv[4]) : 2;
   const std::vector<std::string> pipelines =
-      absl::StrSplit(argc > 5 ? argv[5] : "gpu,decode,cpu", ',');
+      absl::StrSplit(argc > 5 ? argv[5] : "compare,gpu,decode,cpu", ',');
   if (!torch::cuda::is_available()) {
     std::fprintf(stderr, "ddp_gpu_jpeg_bench: no CUDA device visible\n");
     return 1;
@@ -210,6 +213,41 @@ int main(int argc, char** argv) {
         }
       }
       Report("cpu-pipeline", images, seconds, " workers=" + std::to_string(threads));
+    } else if (which == "compare") {
+      const int64_t count = std::min<int64_t>(512, (*dataset)->size());
+      std::vector<int64_t> first(static_cast<size_t>(count));
+      std::iota(first.begin(), first.end(), 0);
+      GpuJpegLoaderOptions go;
+      go.batch_size = batch;
+      go.read_threads = 2;
+      auto loader = GpuJpegLoader::Create(**dataset, **decoder, first, go);
+      if (!loader.ok()) return 1;
+      double sum = 0;
+      double worst = 0;
+      int64_t values = 0;
+      bool labels_equal = true;
+      for (int64_t begin = 0; begin < count; begin += batch) {
+        auto gpu = (*loader)->Next();
+        const int64_t end = std::min(count, begin + batch);
+        auto cpu =
+            (*dataset)->GetBatch(absl::MakeConstSpan(first).subspan(
+                                     static_cast<size_t>(begin), static_cast<size_t>(end - begin)),
+                                 0);
+        if (!gpu.ok() || !*gpu || !cpu.ok()) {
+          std::fprintf(stderr, "ddp_gpu_jpeg_bench: compare: a pipeline failed\n");
+          return 1;
+        }
+        labels_equal = labels_equal && at::equal((*gpu)->labels.cpu(), cpu->labels);
+        // Normalized values back to grey levels (std of ImageNet's channels ~0.225).
+        const at::Tensor grey = ((*gpu)->images.cpu() - cpu->images).abs() * (255.0 * 0.225);
+        sum += grey.sum().item<double>();
+        worst = std::max(worst, grey.max().item<double>());
+        values += grey.numel();
+      }
+      std::printf(
+          "RESULT pipeline=compare mean_grey=%.3f max_grey=%.1f labels_equal=%d images=%ld\n",
+          sum / static_cast<double>(values), worst, labels_equal ? 1 : 0, static_cast<long>(count));
+      std::fflush(stdout);
     } else {
       std::fprintf(stderr, "ddp_gpu_jpeg_bench: unknown pipeline %s\n", which.c_str());
       return 2;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "client/ddpctl/tool.h"
+#include "common/exit_codes.h"
 
 namespace ddp {
 namespace {
@@ -19,7 +20,7 @@ ToolRun Setup(CLI::App* sub) {
     auto url = (*client)->DashboardUrl();
     if (!url.ok()) return Fail(std::string(url.status().message()));
     std::cout << *url << "\n";
-    return 0;
+    return kExitOk;
   };
 }
 

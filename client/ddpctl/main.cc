@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "client/ddpctl/tool.h"
+#include "common/exit_codes.h"
 #include "common/mutex_mode.h"
 
 namespace ddp {
@@ -23,7 +24,7 @@ int Fail(const std::string& message) {
     if (c == '\n') c = ' ';
   }
   std::cerr << "ddpctl: " << line << "\n";
-  return 1;
+  return kExitFailed;
 }
 
 absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOptions& g) {
@@ -57,13 +58,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // Job-finding flags work before or after the subcommand: `ddpctl status --dist-file F`.
   app.fallthrough();
-  app.footer(
+  app.footer(absl::StrCat(
       "Finding the job: --dist-file PATH (or $DDP_DIST_FILE), or --address HOST:PORT with "
-      "--token.\n"
-      "Exit codes: 0 success; 1 error, one line on stderr (no job, unreachable or stale "
-      "coordinator, wrong token; for watch: the job FAILED); 2 usage; 3 the job stopped after a "
-      "checkpoint, resumable (watch); 4 timed out waiting for the job to acknowledge (stop).\n"
-      "Each subcommand has --help.");
+      "--token.\nExit codes (common/exit_codes.h): ",
+      ddp::kExitOk, " success; ", ddp::kExitFailed,
+      " error, one line on stderr (no job, unreachable or stale coordinator, wrong token; for "
+      "watch: the job FAILED); ",
+      ddp::kExitUsage, " usage; ", ddp::kExitResumable,
+      " the job stopped after a checkpoint, resumable (watch); ", ddp::kExitTimedOut,
+      " timed out waiting for the job to acknowledge (stop). Scripts read them by name: eval "
+       "\"$(ddpctl exit-codes)\".\nEach subcommand has --help."));
   app.add_option("--dist-file", global.dist_file, "The job's dist_file (default: $DDP_DIST_FILE)");
   app.add_option("--address", global.address, "Coordinator host:port (instead of a dist_file)");
   app.add_option("--token", global.token, "Bearer token (with --address)");
@@ -81,7 +85,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     ddp::Fail(absl::StrCat(e.what(), " (see --help)"));
-    return 2;
+    return ddp::kExitUsage;
   }
   for (auto& [sub, run] : runs) {
     if (sub->parsed()) return run(global);

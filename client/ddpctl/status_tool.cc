@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "client/ddpctl/status_view.h"
 #include "client/ddpctl/tool.h"
 #include "common/job_status.h"
@@ -22,14 +23,15 @@ ToolRun Setup(CLI::App* sub) {
   sub->add_flag("--json", flags->json,
                 "Print one JSON object (the /api/status contract: job_id, state, world_size, "
                 "registered, epoch, epochs, step, steps_per_epoch, loss, samples_per_second, "
-                "ranks[], failed_rank, failure_reason, ...)");
+                "ranks[], failed_rank, failure_reason, failure {rank, cause, text}, ...)");
   sub->add_flag("--all", flags->all, "List every rank (default: 32, flagged ranks first)");
   sub->add_option("--events", flags->events, "Recent events to show")->check(CLI::Range(0, 1000));
-  sub->footer(
+  sub->footer(absl::StrCat(
       "Lagging ranks are flagged: BEHIND (step trails the median by more than max(2, 1%)) or "
-      "SILENT (no heartbeat for over 2 s). A failed job shows the failed rank and reason first.\n"
-      "Exit codes: 0 status printed, 1 error (no job, unreachable or stale coordinator, wrong "
-      "token), 2 usage.");
+      "SILENT (no heartbeat for over 2 s). A failed job shows the failed rank, the cause and the "
+      "reason first.\nExit codes: ",
+      kExitOk, " status printed, ", kExitFailed,
+      " error (no job, unreachable or stale coordinator, wrong token), ", kExitUsage, " usage."));
   return [flags](const GlobalOptions& global) {
     auto client = ConnectOperator(global);
     if (!client.ok()) return Fail(std::string(client.status().message()));
@@ -43,7 +45,7 @@ ToolRun Setup(CLI::App* sub) {
       view.events = flags->events;
       std::cout << FormatStatus(*status, view);
     }
-    return 0;
+    return kExitOk;
   };
 }
 

@@ -13,6 +13,13 @@ namespace {
 
 int64_t TotalSteps(const JobStatus& s) { return s.epochs * s.steps_per_epoch; }
 
+// Failed or lost ranks first, then stalled or lagging ones.
+int Weight(const RankStatus& r, const RankFlags& f) {
+  if (r.state == RankState::kFailed || r.state == RankState::kLost) return 3;
+  if (r.state == RankState::kStalled) return 2;
+  return f.lagging() ? 1 : 0;
+}
+
 std::string Flags(const RankFlags& f, const RankStatus& r) {
   std::vector<std::string> parts;
   if (f.behind_by > 0) parts.push_back(absl::StrCat("behind by ", f.behind_by));
@@ -39,20 +46,26 @@ std::string FormatDuration(double seconds) {
 }
 
 int ExitCodeForJob(const JobStatus& s) {
-  if (s.state == JobState::kSucceeded) return kExitOk;
-  if (s.state == JobState::kStopping && s.finished) return kExitJobStopped;
-  return kExitError;
+  switch (s.state) {
+    case JobState::kSucceeded:
+      return kExitOk;
+    case JobState::kStopped:
+      return kExitResumable;
+    default:
+      return kExitFailed;
+  }
 }
 
 std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   std::string out;
   if (s.state == JobState::kFailed) {
-    absl::StrAppend(
-        &out, "FAILED", s.failed_rank >= 0 ? absl::StrCat(": rank ", s.failed_rank) : std::string(),
-        "\n  reason: ", s.failure_reason.empty() ? "(none given)" : s.failure_reason, "\n");
-  } else if (s.state == JobState::kStopping) {
-    absl::StrAppend(&out, s.finished ? "STOPPED (resumable)" : "STOPPING", ": ", s.failure_reason,
-                    "\n");
+    absl::StrAppend(&out, "FAILED",
+                    s.failure.rank >= 0 ? absl::StrCat(": rank ", s.failure.rank) : std::string(),
+                    "\n  cause: ", FailureKindName(s.failure.kind),
+                    "\n  reason: ", s.failure.text.empty() ? "(none given)" : s.failure.text, "\n");
+  } else if (s.state == JobState::kStopping || s.state == JobState::kStopped) {
+    absl::StrAppend(&out, s.state == JobState::kStopped ? "STOPPED (resumable)" : "STOPPING", ": ",
+                    s.stop_reason, "\n");
   }
   absl::StrAppend(&out,
                   absl::StrFormat("job %s  generation %d  %s%s  up %s\n", s.job_id, s.generation,
@@ -95,12 +108,8 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
                                           s.checkpoint_step, s.checkpoint_path));
   }
   if (!rows.empty()) {
-    // Failed/lost first, then lagging, then by rank.
-    auto weight = [](const RankStatus& r, const RankFlags& f) {
-      return (r.state == "failed" || r.state == "lost") ? 2 : (f.lagging() ? 1 : 0);
-    };
-    std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-      return weight(*a.first, a.second) > weight(*b.first, b.second);
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+      return Weight(*a.first, a.second) > Weight(*b.first, b.second);
     });
     const size_t shown = options.max_ranks > 0
                              ? std::min(rows.size(), static_cast<size_t>(options.max_ranks))
@@ -112,8 +121,8 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
       const RankStatus& r = *rows[i].first;
       std::string line = absl::StrFormat(
           "%-5s %-18s %-10d %-9d %-10s %-14s %s", r.rank < 0 ? "-" : absl::StrCat(r.rank), r.host,
-          r.local_rank, r.step, absl::StrFormat("%.1fs", r.last_seen_seconds), r.state,
-          Flags(rows[i].second, r));
+          r.local_rank, r.step, absl::StrFormat("%.1fs", r.last_seen_seconds),
+          RankStateName(r.state), Flags(rows[i].second, r));
       while (!line.empty() && line.back() == ' ') line.pop_back();
       absl::StrAppend(&out, line, "\n");
     }
@@ -134,7 +143,6 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
 
 std::string FormatLine(const JobStatus& s) {
   std::string line = JobStateName(s.state);
-  if (s.state == JobState::kStopping && s.finished) line = "STOPPED";
   if (s.state == JobState::kRegistering) {
     absl::StrAppend(&line, absl::StrFormat(" registered %d/%d", s.registered, s.world_size));
     return line;
@@ -148,15 +156,15 @@ std::string FormatLine(const JobStatus& s) {
   int working = 0;
   int lagging = 0;
   for (const RankStatus& r : s.ranks) {
-    if (!RankFinished(r)) ++working;
+    if (!IsFinal(r.state)) ++working;
     if (FlagRank(r, median).lagging()) ++lagging;
   }
   absl::StrAppend(&line, absl::StrFormat(" ranks %d/%d working", working, s.world_size));
   if (lagging > 0) absl::StrAppend(&line, absl::StrFormat(" %d lagging", lagging));
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&line, " failed",
-                    s.failed_rank >= 0 ? absl::StrCat(" rank ", s.failed_rank) : std::string(),
-                    ": ", s.failure_reason);
+                    s.failure.rank >= 0 ? absl::StrCat(" rank ", s.failure.rank) : std::string(),
+                    " (", FailureKindName(s.failure.kind), "): ", s.failure.text);
   }
   return line;
 }

@@ -7,16 +7,10 @@
 
 #include <string>
 
+#include "common/exit_codes.h"
 #include "common/job_status.h"
 
 namespace ddp {
-
-// Exit codes shared by the subcommands (documented in `ddpctl --help`).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;  // also: the watched job FAILED
-inline constexpr int kExitUsage = 2;
-inline constexpr int kExitJobStopped = 3;  // stopped after a checkpoint; resumable (requeue)
-inline constexpr int kExitTimedOut = 4;    // stop: the job did not acknowledge in time
 
 struct ViewOptions {
   int max_ranks = 32;  // rank rows to show (flagged ranks first); <= 0: all
@@ -31,7 +25,7 @@ std::string FormatLine(const JobStatus& status);
 std::string ProgressBar(double fraction, int width);
 // "1h02m", "3m05s", "12s"; "-" when negative.
 std::string FormatDuration(double seconds);
-// 0 SUCCEEDED, kExitJobStopped for a finished graceful stop, kExitError otherwise.
+// kExitOk when SUCCEEDED, kExitResumable when STOPPED, kExitFailed otherwise.
 int ExitCodeForJob(const JobStatus& status);
 
 }  // namespace ddp

@@ -25,7 +25,7 @@ struct StopFlags {
 int Acknowledged(const JobStatus& s, bool now, double since_request_s) {
   int n = 0;
   for (const RankStatus& r : s.ranks) {
-    if (RankFinished(r) || (now && r.last_seen_seconds < since_request_s)) ++n;
+    if (IsFinal(r.state) || (now && r.last_seen_seconds < since_request_s)) ++n;
   }
   return n;
 }
@@ -37,11 +37,13 @@ ToolRun Setup(CLI::App* sub) {
   sub->add_option("--wait", flags->wait_s,
                   "Seconds to wait for the job to acknowledge (0: do not wait)")
       ->check(CLI::Range(0.0, 86400.0));
-  sub->footer(
-      "Exit codes: 0 the job acknowledged (graceful: every rank checkpointed and stopped; --now: "
-      "every rank received ABORT or is gone), 1 error (no job, unreachable, job already "
-      "finished, or it failed while stopping), 2 usage, 4 timed out waiting (the request "
-      "stands).");
+  sub->footer(absl::StrCat(
+      "Exit codes: ", kExitOk,
+      " the job acknowledged (graceful: every rank checkpointed and stopped; --now: every rank "
+      "received ABORT or is gone), ",
+      kExitFailed,
+      " error (no job, unreachable, job already finished, or it failed while stopping), ",
+      kExitUsage, " usage, ", kExitTimedOut, " timed out waiting (the request stands)."));
   return [flags](const GlobalOptions& global) {
     auto client = ConnectOperator(global);
     if (!client.ok()) return Fail(std::string(client.status().message()));
@@ -55,12 +57,12 @@ ToolRun Setup(CLI::App* sub) {
     const int world = (*client)->world_size();
     std::cout << (graceful ? absl::StrFormat("stop requested: job %s is %s; its %d rank(s) get "
                                              "CHECKPOINT_AND_STOP on their next heartbeat\n",
-                                             job, *state, world)
+                                             job, JobStateName(*state), world)
                            : absl::StrFormat("abort requested: job %s is %s; its %d rank(s) get "
                                              "ABORT on their next heartbeat\n",
-                                             job, *state, world))
+                                             job, JobStateName(*state), world))
               << std::flush;
-    if (flags->wait_s <= 0) return 0;
+    if (flags->wait_s <= 0) return kExitOk;
     const absl::Time deadline = sent + absl::Seconds(flags->wait_s);
     JobStatus last;
     bool done = false;
@@ -96,20 +98,20 @@ ToolRun Setup(CLI::App* sub) {
       return kExitTimedOut;
     }
     if (graceful) {
-      if (ExitCodeForJob(last) != kExitJobStopped) {
+      if (ExitCodeForJob(last) != kExitResumable) {
         return Fail(absl::StrCat("job ", job, " ended ", JobStateName(last.state),
-                                 " while stopping: ", last.failure_reason));
+                                 " while stopping: ", last.failure.text));
       }
       std::cout << "job " << job << " stopped: every rank checkpointed and stopped";
       if (last.checkpoint_epoch >= 0) {
         std::cout << absl::StrFormat(" (checkpoint epoch %d step %d)", last.checkpoint_epoch,
                                      last.checkpoint_step);
       }
-      std::cout << "; it exits 3 (resumable)\n";
+      std::cout << "; it exits " << kExitResumable << " (resumable)\n";
     } else {
       std::cout << "job " << job << " aborted: every rank received ABORT or is gone\n";
     }
-    return 0;
+    return kExitOk;
   };
 }
 

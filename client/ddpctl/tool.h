@@ -26,7 +26,8 @@ struct GlobalOptions {
   double timeout_s = 5;  // --timeout: for finding the file and each call
 };
 
-// Exit codes: 0 success, 1 failure (one line on stderr), 2 usage error.
+// Returns the process exit code (common/exit_codes.h): kExitOk, kExitFailed (one line on stderr),
+// or a subcommand's own (watch: the job's outcome; stop: kExitTimedOut).
 using ToolRun = std::function<int(const GlobalOptions&)>;
 
 struct Tool {
@@ -45,7 +46,7 @@ struct ToolRegistrar {
 // Connects to the job named by `options`; errors are one line.
 absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOptions& options);
 
-// Prints "ddpctl: <message>" on stderr and returns 1.
+// Prints "ddpctl: <message>" on stderr and returns kExitFailed.
 int Fail(const std::string& message);
 
 }  // namespace ddp

@@ -26,9 +26,11 @@ ToolRun Setup(CLI::App* sub) {
   sub->add_option("--interval", flags->interval_s, "Seconds between updates (>= 0.1)")
       ->check(CLI::Range(0.1, 3600.0));
   sub->add_flag("--all", flags->all, "List every rank on a terminal (default: 32)");
-  sub->footer(
-      "Exit codes: 0 the job SUCCEEDED, 3 the job stopped after a checkpoint (resumable, "
-      "requeue), 1 the job FAILED or the coordinator could not be reached / went away, 2 usage.");
+  sub->footer(absl::StrCat("Exit codes: ", kExitOk, " the job SUCCEEDED, ", kExitResumable,
+                           " the job stopped after a checkpoint (resumable, requeue), ",
+                           kExitFailed,
+                           " the job FAILED or the coordinator could not be reached / went away, ",
+                           kExitUsage, " usage."));
   return [flags](const GlobalOptions& global) {
     auto client = ConnectOperator(global);
     if (!client.ok()) return Fail(std::string(client.status().message()));
@@ -72,10 +74,9 @@ ToolRun Setup(CLI::App* sub) {
     if (!finished) return Fail("the status stream ended before the job finished");
     const int code = ExitCodeForJob(final_status);
     std::cerr << "ddpctl: job " << final_status.job_id << " "
-              << (code == kExitJobStopped ? "STOPPED (resumable)"
-                                          : JobStateName(final_status.state))
+              << (code == kExitResumable ? "STOPPED (resumable)" : JobStateName(final_status.state))
               << (final_status.state == JobState::kFailed
-                      ? absl::StrCat(": ", final_status.failure_reason)
+                      ? absl::StrCat(": ", final_status.failure.text)
                       : std::string())
               << " (exit " << code << ")\n";
     return code;

@@ -7,9 +7,9 @@
 
 #include "client/operator_client.h"
 #include "common/dist_file.h"
-#include "coordinator/job.h"
+#include "coordinator/job/job.h"
 #include "coordinator/kv_store.h"
-#include "coordinator/server.h"
+#include "coordinator/rpc/server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

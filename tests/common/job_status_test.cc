@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -11,15 +12,68 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(JobStatusTest, StateNames) {
-  EXPECT_STREQ(JobStateName(JobState::kRegistering), "REGISTERING");
-  EXPECT_STREQ(JobStateName(JobState::kRunning), "RUNNING");
-  EXPECT_STREQ(JobStateName(JobState::kStopping), "STOPPING");
-  EXPECT_STREQ(JobStateName(JobState::kSucceeded), "SUCCEEDED");
-  EXPECT_STREQ(JobStateName(JobState::kFailed), "FAILED");
-  EXPECT_TRUE(IsTerminal(JobState::kFailed, false));
-  EXPECT_FALSE(IsTerminal(JobState::kStopping, false));
-  EXPECT_TRUE(IsTerminal(JobState::kStopping, true));
+TEST(JobStatusTest, JobStateNames) {
+  struct Case {
+    JobState state;
+    const char* name;
+    const char* json;
+    bool terminal;
+  };
+  const std::vector<Case> cases = {
+      {JobState::kRegistering, "REGISTERING", "REGISTERING", false},
+      {JobState::kRunning, "RUNNING", "RUNNING", false},
+      {JobState::kRecovering, "RECOVERING", "RECOVERING", false},
+      {JobState::kStopping, "STOPPING", "STOPPING", false},
+      // The contract's word for a finished graceful stop stays STOPPING (with finished: true).
+      {JobState::kStopped, "STOPPED", "STOPPING", true},
+      {JobState::kSucceeded, "SUCCEEDED", "SUCCEEDED", true},
+      {JobState::kFailed, "FAILED", "FAILED", true},
+  };
+  ASSERT_EQ(cases.size(), std::size(kAllJobStates));
+  for (const Case& c : cases) {
+    EXPECT_STREQ(JobStateName(c.state), c.name);
+    EXPECT_STREQ(JobStateJsonName(c.state), c.json);
+    EXPECT_EQ(IsTerminal(c.state), c.terminal) << c.name;
+  }
+}
+
+TEST(JobStatusTest, RankStateAndPhaseNames) {
+  struct RankCase {
+    RankState state;
+    const char* name;
+    bool final;
+  };
+  const std::vector<RankCase> ranks = {
+      {RankState::kRegistered, "registered", false},
+      {RankState::kStarting, "starting", false},
+      {RankState::kTraining, "training", false},
+      {RankState::kEvaluating, "evaluating", false},
+      {RankState::kCheckpointing, "checkpointing", false},
+      {RankState::kFinished, "finished", false},
+      {RankState::kDone, "done", true},
+      {RankState::kStopped, "stopped", true},
+      {RankState::kFailed, "failed", true},
+      {RankState::kLost, "lost", true},
+      {RankState::kStalled, "stalled", false},
+  };
+  ASSERT_EQ(ranks.size(), std::size(kAllRankStates));
+  for (const RankCase& c : ranks) {
+    EXPECT_STREQ(RankStateName(c.state), c.name);
+    EXPECT_EQ(IsFinal(c.state), c.final) << c.name;
+  }
+  const std::vector<std::pair<StepPhase, std::string>> phases = {
+      {StepPhase::kNone, "none"},
+      {StepPhase::kData, "data"},
+      {StepPhase::kForward, "forward"},
+      {StepPhase::kBackward, "backward"},
+      {StepPhase::kAllreduce, "allreduce"},
+      {StepPhase::kOptimizer, "optimizer"},
+      {StepPhase::kCheckpoint, "checkpoint"},
+      {StepPhase::kEval, "eval"},
+      {StepPhase::kRecovery, "recovery"},
+  };
+  ASSERT_EQ(phases.size(), std::size(kAllStepPhases));
+  for (const auto& [phase, name] : phases) EXPECT_EQ(StepPhaseName(phase), name);
 }
 
 TEST(JobStatusTest, JsonQuoteEscapes) {
@@ -46,34 +100,76 @@ TEST(JobStatusTest, ToJsonHasTheContractFields) {
   r.rank = 1;
   r.host = "node\n1";
   r.local_rank = 1;
-  r.state = "training";
+  r.state = RankState::kTraining;
   r.step = 10;
   r.last_seen_seconds = 0.25;
   s.ranks.push_back(r);
   std::string json = ToJson(s);
   EXPECT_EQ(json.find('\n'), std::string::npos);
-  for (const char* want :
-       {"\"job_id\":\"job\\\"1\"", "\"state\":\"RUNNING\"", "\"world_size\":2", "\"registered\":2",
-        "\"epoch\":1", "\"epochs\":3", "\"step\":10", "\"steps_per_epoch\":5", "\"loss\":0.5",
-        "\"samples_per_second\":100", "\"ranks\":[{\"rank\":1,\"host\":\"node\\n1\"",
-        "\"local_rank\":1", "\"state\":\"training\"", "\"last_seen_seconds\":0.25",
-        "\"failed_rank\":null", "\"eta_seconds\":null", "\"checkpoint\":null"}) {
+  for (const char* want : {"\"job_id\":\"job\\\"1\"",
+                           "\"state\":\"RUNNING\"",
+                           "\"world_size\":2",
+                           "\"registered\":2",
+                           "\"epoch\":1",
+                           "\"epochs\":3",
+                           "\"step\":10",
+                           "\"steps_per_epoch\":5",
+                           "\"loss\":0.5",
+                           "\"samples_per_second\":100",
+                           "\"ranks\":[{\"rank\":1,\"host\":\"node\\n1\"",
+                           "\"local_rank\":1",
+                           "\"state\":\"training\"",
+                           "\"last_seen_seconds\":0.25",
+                           "\"failed_rank\":null",
+                           "\"eta_seconds\":null",
+                           "\"checkpoint\":null",
+                           "\"failure_reason\":\"\"",
+                           "\"failure\":null",
+                           "\"phase\":null",
+                           "\"phase_seconds\":0"}) {
     EXPECT_THAT(json, HasSubstr(want));
   }
   EXPECT_EQ(json.front(), '{');
   EXPECT_EQ(json.back(), '}');
 }
 
-TEST(JobStatusTest, FailedJobNamesTheRank) {
+TEST(JobStatusTest, FailedJobNamesTheRankAndTheTypedCause) {
   JobStatus s;
   s.state = JobState::kFailed;
-  s.failed_rank = 3;
-  s.failure_reason = "rank 3 lost";
+  s.finished = true;
+  s.failure = {3, FailureKind::kLostHeartbeat, "rank 3 lost"};
   s.loss = std::nan("");
   std::string json = ToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"state\":\"FAILED\""));
   EXPECT_THAT(json, HasSubstr("\"failed_rank\":3"));
   EXPECT_THAT(json, HasSubstr("\"failure_reason\":\"rank 3 lost\""));
+  EXPECT_THAT(
+      json,
+      HasSubstr("\"failure\":{\"rank\":3,\"cause\":\"lost_heartbeat\",\"text\":\"rank 3 lost\"}"));
   EXPECT_THAT(json, HasSubstr("\"loss\":null"));
+  // No single rank to blame.
+  s.failure = {-1, FailureKind::kRegistrationTimeout, "registration timed out"};
+  json = ToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"failed_rank\":null"));
+  EXPECT_THAT(json, HasSubstr("\"failure\":{\"rank\":null,\"cause\":\"registration_timeout\""));
+}
+
+TEST(JobStatusTest, StoppedJobKeepsTheContractWordAndSaysWhy) {
+  JobStatus s;
+  s.state = JobState::kStopped;
+  s.finished = true;
+  s.stop_reason = "ddpctl stop";
+  RankStatus r;
+  r.state = RankState::kStopped;
+  r.phase = StepPhase::kCheckpoint;
+  r.phase_seconds = 1.5;
+  s.ranks.push_back(r);
+  std::string json = ToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"state\":\"STOPPING\",\"finished\":true"));
+  EXPECT_THAT(json, HasSubstr("\"stop_reason\":\"ddpctl stop\""));
+  EXPECT_THAT(json, HasSubstr("\"failure\":null"));
+  EXPECT_THAT(json, HasSubstr("\"state\":\"stopped\""));
+  EXPECT_THAT(json, HasSubstr("\"phase\":\"checkpoint\",\"phase_seconds\":1.5"));
 }
 
 }  // namespace

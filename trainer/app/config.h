@@ -10,15 +10,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/exit_codes.h"  // ddp-trainer's exit codes (README, "Exit codes")
 
 namespace ddp {
-
-// Exit codes of ddp-trainer (README, "Exit codes").
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;     // training failed (a rank died, bad data, ...)
-inline constexpr int kExitUsage = 2;      // bad flags or environment; nothing was started
-inline constexpr int kExitResumable = 3;  // stopped cleanly after a checkpoint: requeue me
-inline constexpr int kExitAborted = 4;    // the coordinator aborted the job (another rank failed)
 
 struct TrainerConfig {
   // Job and launch.

@@ -35,6 +35,12 @@ class Sgd {
   std::string LoadMomentumBuffers(const std::vector<models::NamedTensor>& buffers);
   const SgdOptions& options() const { return options_; }
 
+  // The whole optimizer state, one slot per parameter in construction order: its momentum
+  // buffer, or an undefined tensor while the parameter has taken no step. State sync (state_sync.h)
+  // reads and writes it to make a rank's optimizer equal to another's.
+  const std::vector<models::NamedTensor>& parameters() const { return params_; }
+  std::vector<at::Tensor>& momentum_slots() { return momentum_; }
+
  private:
   std::vector<models::NamedTensor> params_;
   std::vector<at::Tensor> momentum_;  // undefined until the first step, per parameter

@@ -35,7 +35,13 @@ void ProgressReporter::Update(const ProgressReport& report) {
 
 std::optional<std::string> ProgressReporter::abort_reason() const {
   absl::MutexLock lock(&mu_);
-  return abort_reason_;
+  if (!abort_cause_) return std::nullopt;
+  return abort_cause_->text;
+}
+
+std::optional<FailureCause> ProgressReporter::abort_cause() const {
+  absl::MutexLock lock(&mu_);
+  return abort_cause_;
 }
 
 void ProgressReporter::Flush() { SendOnce(); }
@@ -55,13 +61,15 @@ void ProgressReporter::SendOnce() {
     if (reply->command == Command::kCheckpointAndStop) stop_requested_.store(true);
     if (reply->command == Command::kAbort) {
       // The latest reason wins: the coordinator may re-attribute a failure to its root cause.
-      if (!abort_reason_) abort_since_ = now;
-      abort_reason_ = reply->reason.empty() ? "the coordinator aborted the job" : reply->reason;
+      if (!abort_cause_) abort_since_ = now;
+      abort_cause_ = reply->cause;
+      if (abort_cause_->text.empty()) abort_cause_->text = "the coordinator aborted the job";
     }
-  } else if (now - last_success_ > options_.unreachable_timeout && !abort_reason_) {
-    abort_reason_ =
+  } else if (now - last_success_ > options_.unreachable_timeout && !abort_cause_) {
+    abort_cause_ = FailureCause{
+        -1, FailureKind::kCoordinatorLost,
         absl::StrCat("coordinator unreachable for ", absl::FormatDuration(now - last_success_),
-                     ": ", reply.status().message());
+                     ": ", reply.status().message())};
     abort_since_ = now;
   }
 }
@@ -76,9 +84,10 @@ void ProgressReporter::Loop() {
     }
     SendOnce();
     absl::MutexLock lock(&mu_);
-    if (abort_reason_ && !abort_acknowledged_.load() &&
+    if (abort_cause_ && !abort_acknowledged_.load() &&
         absl::Now() - abort_since_ > options_.abort_grace) {
-      std::fprintf(stderr, "%saborting: %s\n", options_.log_prefix.c_str(), abort_reason_->c_str());
+      std::fprintf(stderr, "%saborting: %s\n", options_.log_prefix.c_str(),
+                   abort_cause_->text.c_str());
       std::fflush(stderr);
       _exit(kExitAborted);
     }

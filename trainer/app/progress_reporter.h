@@ -45,6 +45,9 @@ class ProgressReporter {
 
   bool stop_requested() const { return stop_requested_.load(); }
   std::optional<std::string> abort_reason() const;
+  // Why the job is aborting, typed (the coordinator's FailureCause; kCoordinatorLost when it
+  // stayed unreachable). abort_reason() is its text.
+  std::optional<FailureCause> abort_cause() const;
   // Called by the training thread once it has acted on an abort (disarms the forced exit).
   void AcknowledgeAbort() { abort_acknowledged_.store(true); }
 
@@ -59,7 +62,7 @@ class ProgressReporter {
   absl::Mutex send_mu_;  // serializes heartbeats from Loop() and Flush()
   mutable absl::Mutex mu_;
   ProgressReport latest_ ABSL_GUARDED_BY(mu_);
-  std::optional<std::string> abort_reason_ ABSL_GUARDED_BY(mu_);
+  std::optional<FailureCause> abort_cause_ ABSL_GUARDED_BY(mu_);
   absl::Time abort_since_ ABSL_GUARDED_BY(mu_);
   absl::Time last_success_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,55 +1,39 @@
 // The training loop of one worker: per epoch, the coordinator's shard assignment, the loader,
-// forward / backward (DDP) / SGD step, progress to the coordinator, the recipe's progress lines on
-// rank 0, periodic and epoch-end checkpoints, evaluation, and a clean stop that every rank agrees
-// on (a checkpoint-and-stop command, SIGTERM/SIGUSR1, or --stop-after-steps).
+// one StepRunner step per batch (forward / backward with DDP / SGD), progress to the
+// coordinator, the recipe's progress lines on rank 0, periodic and epoch-end checkpoints,
+// evaluation, and a clean stop that every rank agrees on (a checkpoint-and-stop command,
+// SIGTERM/SIGUSR1, or --stop-after-steps). It trains from ctx.position and advances it step by
+// step, so the position is always the last committed step and its place in the data.
 //
-// Thread safety: runs on the worker's main thread; the objects it is given are used from there.
+// The loop reads the process group and the DDP engine through ctx.comm at every use, never
+// keeping them, so that the communication stage can be rebuilt between steps.
+//
+// Thread safety: runs on the worker's main thread; the stages it is given are used from there.
 #ifndef SLURM_DDP_TRAINER_APP_TRAINING_LOOP_H_
 #define SLURM_DDP_TRAINER_APP_TRAINING_LOOP_H_
 
-#include <ATen/ATen.h>
-
 #include <atomic>
-#include <cstdint>
 #include <string>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "absl/status/statusor.h"
-#include "common/coordinator_api.h"
 #include "trainer/app/config.h"
-#include "trainer/app/optimizer.h"
-#include "trainer/app/progress_reporter.h"
-#include "trainer/data/dataset.h"
-#include "trainer/data/gpu_jpeg_decoder.h"
-#include "trainer/dist/ddp.h"
-#include "trainer/models/model.h"
+#include "trainer/worker/communication_stage.h"
+#include "trainer/worker/coordinator_session.h"
+#include "trainer/worker/data_stage.h"
+#include "trainer/worker/model_stage.h"
+#include "trainer/worker/training_position.h"
 
 namespace ddp {
 
-// Where training (re)starts.
-struct StartPoint {
-  int64_t epoch = 0;
-  int64_t step = 0;             // global optimizer steps already taken
-  int64_t consumed = 0;         // positions of `epoch` already consumed
-  int consumed_world_size = 0;  // world that consumed them (0: fresh epoch)
-};
-
+// What the loop trains with: the worker's stages (worker.cc builds them, outermost first).
 struct TrainingContext {
-  const TrainerConfig* config = nullptr;
-  RankAssignment rank;
-  CoordinatorApi* api = nullptr;
-  c10d::Backend* pg = nullptr;
-  models::Model* model = nullptr;
-  DistributedDataParallel* ddp = nullptr;
-  Sgd* sgd = nullptr;
-  const data::Dataset* train = nullptr;
-  const data::Dataset* test = nullptr;
-  ProgressReporter* reporter = nullptr;
-  at::Device device = at::kCPU;
-  data::GpuJpegDecoder* gpu_decoder = nullptr;     // imagefolder batches through the GPU pipeline
-  std::string log_prefix;                          // "[rank 0] "
-  const std::atomic<bool>* signal_stop = nullptr;  // set by SIGTERM/SIGUSR1
-  StartPoint start;
+  const TrainerConfig& config;
+  const DataStage& data;
+  ModelStage& model;
+  CoordinatorSession& session;
+  CommunicationStage& comm;
+  TrainingPosition& position;             // where training starts; advanced as it goes
+  const std::atomic<bool>& signal_stop;  // set by SIGTERM/SIGUSR1
 };
 
 enum class LoopOutcome { kFinished, kStopped };
@@ -61,8 +45,9 @@ struct LoopResult {
   std::string checkpoint;  // last checkpoint written (rank 0)
 };
 
-// Trains from ctx.start to config.epochs. Errors name what failed (a collective, the data, an
-// abort from the coordinator naming the failed rank: code ABORTED).
+// Trains from ctx.position to config.epochs. Errors name what failed (a collective, the data, an
+// abort from the coordinator naming the failed rank: code ABORTED). LibTorch exceptions are left
+// to the caller's boundary (status_from_exception.h).
 absl::StatusOr<LoopResult> RunTrainingLoop(const TrainingContext& ctx);
 
 }  // namespace ddp

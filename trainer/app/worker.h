@@ -1,6 +1,9 @@
-// One training process (one GPU, or one CPU worker): opens its data and model, finds the
-// coordinator through the dist_file, registers for its rank, builds the process group through the
-// coordinator's store, resumes from the newest valid checkpoint, trains, and reports the outcome.
+// One training process (one GPU, or one CPU worker), built as nested stages (trainer/worker/,
+// README "The worker's stages"): its data, its model and optimizer, its coordinator session (the
+// dist_file, registration, heartbeats), then — inside the one exception boundary — its
+// communication stage (process group through the coordinator's store + DDP engine, the state
+// synced from the rank with the highest step: rank 0 after it loaded the newest valid
+// checkpoint), the training loop, and the outcome reported to the coordinator.
 // Log lines carry a "[rank N]" prefix; rank 0 prints progress, the others errors only.
 //
 // Thread safety: runs on the worker process's main thread.

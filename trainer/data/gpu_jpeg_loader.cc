@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "trainer/data/crop_resize.h"
 #include "trainer/data/image_files.h"
 #include "trainer/data/jpeg_codec.h"
 #include "trainer/data/tensor_transforms.h"
@@ -172,15 +173,35 @@ absl::StatusOr<DecodedBatch> GpuJpegLoader::Impl::Decode(ReadBatch& read) const 
   try {
     const int64_t n = static_cast<int64_t>(images.size());
     const int64_t size = dataset.options().image_size;
+    const auto on_device = at::TensorOptions().device(at::kCUDA, device);
     DecodedBatch out;
-    out.batch.images =
-        at::empty({n, 3, size, size}, at::TensorOptions(at::kFloat).device(at::kCUDA, device));
+    out.batch.images = at::empty({n, 3, size, size}, on_device.dtype(at::kFloat));
+#ifdef DDP_WITH_CUDA_KERNELS
+    // One kernel for the whole batch; its job table goes up from page-locked memory.
+    at::Tensor jobs = at::empty({n * static_cast<int64_t>(sizeof(CropResizeJob))},
+                                at::TensorOptions(at::kByte).pinned_memory(true));
+    auto* job = reinterpret_cast<CropResizeJob*>(jobs.data_ptr());
+    for (int64_t i = 0; i < n; ++i) {
+      const at::Tensor& image = images[static_cast<size_t>(i)];
+      job[i] = JobOf(read.plans[static_cast<size_t>(i)], image.data_ptr<uint8_t>(),
+                     static_cast<int>(image.size(0)), static_cast<int>(image.size(1)));
+    }
+    at::Tensor jobs_on_device = jobs.to(on_device, /*non_blocking=*/true);
+    const int err = LaunchCropResize(
+        reinterpret_cast<const CropResizeJob*>(jobs_on_device.data_ptr()), static_cast<int>(n),
+        static_cast<int>(size), AffineOf(dataset.options().normalization),
+        out.batch.images.data_ptr<float>(), c10::cuda::getCurrentCUDAStream(device).stream());
+    if (err != 0) {
+      return absl::InternalError(absl::StrCat("GPU transform kernel: CUDA error ", err));
+    }
+#else
     for (int64_t i = 0; i < n; ++i) {
       ApplyPlan(images[static_cast<size_t>(i)], read.plans[static_cast<size_t>(i)],
                 out.batch.images[i]);
     }
     NormalizeBatch(out.batch.images, dataset.options().normalization);
-    out.batch.labels = read.labels.to(at::Device(at::kCUDA, device), /*non_blocking=*/true);
+#endif
+    out.batch.labels = read.labels.to(on_device, /*non_blocking=*/true);
     out.ready = std::make_unique<c10::cuda::CUDAEvent>();
     out.ready->record(c10::cuda::getCurrentCUDAStream(device));
     return out;

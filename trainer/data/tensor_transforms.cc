@@ -1,5 +1,6 @@
 #include "trainer/data/tensor_transforms.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -45,15 +46,39 @@ void ApplyPlan(const at::Tensor& hwc, const TransformPlan& plan, at::Tensor out)
   out.copy_(x[0]);
 }
 
+CropResizeJob JobOf(const TransformPlan& plan, const uint8_t* src, int height, int width) {
+  CropResizeJob job;
+  job.src = src;
+  job.src_h = height;
+  job.src_w = width;
+  job.box_top = plan.source.top;
+  job.box_left = plan.source.left;
+  job.box_h = plan.source.height;
+  job.box_w = plan.source.width;
+  job.resize_h = plan.resize_h;
+  job.resize_w = plan.resize_w;
+  job.out_top = plan.output.top;
+  job.out_left = plan.output.left;
+  job.flip = plan.flip ? 1 : 0;
+  return job;
+}
+
+ChannelAffine AffineOf(const Normalization& normalization) {
+  const std::vector<float> mean = ExpandPerChannel(normalization.mean, 3, 0.0f);
+  const std::vector<float> stddev = ExpandPerChannel(normalization.std, 3, 1.0f);
+  ChannelAffine affine;
+  for (size_t c = 0; c < 3; ++c) {
+    affine.scale[c] = 1.0f / (255.0f * stddev[c]);
+    affine.shift[c] = -mean[c] / stddev[c];
+  }
+  return affine;
+}
+
 void NormalizeBatch(at::Tensor& batch, const Normalization& normalization) {
-  const int64_t channels = batch.size(1);
-  const std::vector<float> mean = ExpandPerChannel(normalization.mean, channels, 0.0f);
-  const std::vector<float> stddev = ExpandPerChannel(normalization.std, channels, 1.0f);
+  const ChannelAffine affine = AffineOf(normalization);
   // Scalars, not device tensors: no host-to-device copy, so the caller's stream never waits.
-  for (int64_t c = 0; c < channels; ++c) {
-    const float scale = 1.0f / (255.0f * stddev[static_cast<size_t>(c)]);
-    const float shift = -mean[static_cast<size_t>(c)] / stddev[static_cast<size_t>(c)];
-    batch.select(1, c).mul_(scale).add_(shift);
+  for (int64_t c = 0; c < std::min<int64_t>(batch.size(1), 3); ++c) {
+    batch.select(1, c).mul_(affine.scale[c]).add_(affine.shift[c]);
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include <ATen/ATen.h>
 
+#include "trainer/data/crop_resize.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/image_transforms.h"
 #include "trainer/data/sample_rng.h"
@@ -38,6 +39,11 @@ TransformPlan PlanEval(int height, int width, int resize, int size);
 // Writes the planned image into `out` ([3, S, S] float32, S = plan.output size) as values on the
 // 0..255 grid (not yet normalized). `hwc` is [H, W, 3] uint8 on the same device as `out`.
 void ApplyPlan(const at::Tensor& hwc, const TransformPlan& plan, at::Tensor out);
+
+// The fused kernel's description of the same transform, for a decoded [h, w, 3] image at `src`.
+CropResizeJob JobOf(const TransformPlan& plan, const uint8_t* src, int height, int width);
+// The normalization as x * scale + shift on the 0..255 grid (NormalizeBatch's arithmetic).
+ChannelAffine AffineOf(const Normalization& normalization);
 
 // In place on [B, 3, S, S] float32 values on the 0..255 grid: x / 255, then (x - mean) / std, with
 // the same float arithmetic as the CPU pipeline (x * (1 / (255 std)) + (-mean / std)).

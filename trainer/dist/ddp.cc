@@ -4,14 +4,16 @@
 #include <torch/nn/module.h>
 #include <torch/script.h>
 
-#include <exception>
+#include <chrono>
 #include <map>
 #include <sstream>
 #include <tuple>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "trainer/dist/dist_errors.h"
+#include "trainer/dist/status_from_exception.h"
 
 namespace ddp {
 namespace {
@@ -26,16 +28,6 @@ std::string Describe(const int64_t* d) {
   if (d[1] > kMaxDims) out << ", ...";
   out << "] " << c10::toString(static_cast<at::ScalarType>(d[0]));
   return out.str();
-}
-
-absl::Status ToStatus(const std::exception& e, absl::string_view what) {
-  std::string message = e.what();
-  message = message.substr(0, message.find('\n'));
-  const bool timeout = absl::StrContains(message, "imed out") ||
-                       absl::StrContains(message, "imeout") ||
-                       absl::StrContains(message, "Timeout");
-  const std::string text = absl::StrCat(what, ": ", message);
-  return timeout ? absl::DeadlineExceededError(text) : absl::UnavailableError(text);
 }
 
 }  // namespace
@@ -72,7 +64,8 @@ void VerifyAcrossRanks(c10d::Backend& pg, const ModuleTensors& tensors) {
     std::vector<at::Tensor> input = {local.to(device)};
     std::vector<std::vector<at::Tensor>> output(1);
     for (int r = 0; r < world; ++r) output[0].push_back(at::empty_like(input[0]));
-    pg.allgather(output, input)->wait();
+    const auto issued = std::chrono::steady_clock::now();
+    WaitForWork(*pg.allgather(output, input), pg, issued, "DDP: comparing the model across ranks");
     std::vector<at::Tensor> cpu;
     for (auto& t : output[0]) cpu.push_back(t.cpu());
     return cpu;
@@ -81,10 +74,10 @@ void VerifyAcrossRanks(c10d::Backend& pg, const ModuleTensors& tensors) {
       gather(at::tensor(std::vector<int64_t>{static_cast<int64_t>(tensors.parameters.size()),
                                              static_cast<int64_t>(tensors.buffers.size())}));
   for (int r = 1; r < world; ++r) {
-    TORCH_CHECK(at::equal(counts[r], counts[0]), "DDP: ranks disagree on the model: rank 0 has ",
-                counts[0][0].item<int64_t>(), " parameters and ", counts[0][1].item<int64_t>(),
-                " buffers, rank ", r, " has ", counts[r][0].item<int64_t>(), " and ",
-                counts[r][1].item<int64_t>());
+    TORCH_CHECK_VALUE(at::equal(counts[r], counts[0]),
+                      "DDP: ranks disagree on the model: rank 0 has ", counts[0][0].item<int64_t>(),
+                      " parameters and ", counts[0][1].item<int64_t>(), " buffers, rank ", r,
+                      " has ", counts[r][0].item<int64_t>(), " and ", counts[r][1].item<int64_t>());
   }
   std::vector<int64_t> desc(all.size() * kDescriptorSize, 0);
   for (size_t i = 0; i < all.size(); ++i) {
@@ -112,9 +105,9 @@ void VerifyAcrossRanks(c10d::Backend& pg, const ModuleTensors& tensors) {
         continue;
       }
       const bool is_param = i < tensors.parameters.size();
-      TORCH_CHECK(false, "DDP: ", is_param ? "parameter '" : "buffer '", all[i]->name,
-                  "' differs across ranks: rank 0 has ", Describe(d0 + i * kDescriptorSize),
-                  ", rank ", r, " has ", Describe(dr + i * kDescriptorSize));
+      TORCH_CHECK_VALUE(false, "DDP: ", is_param ? "parameter '" : "buffer '", all[i]->name,
+                        "' differs across ranks: rank 0 has ", Describe(d0 + i * kDescriptorSize),
+                        ", rank ", r, " has ", Describe(dr + i * kDescriptorSize));
     }
   }
 }
@@ -132,7 +125,8 @@ void BroadcastCoalesced(c10d::Backend& pg, const std::vector<at::Tensor>& tensor
     std::vector<at::Tensor> flat = {torch::utils::flatten_dense_tensors(group)};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
-    pg.broadcast(flat, opts)->wait();
+    const auto issued = std::chrono::steady_clock::now();
+    WaitForWork(*pg.broadcast(flat, opts), pg, issued, "broadcast");
     if (pg.getRank() == root) continue;
     auto views = torch::utils::unflatten_dense_tensors(flat[0], group);
     for (size_t i = 0; i < group.size(); ++i) group[i].copy_(views[i]);
@@ -149,7 +143,7 @@ absl::StatusOr<std::unique_ptr<DistributedDataParallel>> DistributedDataParallel
   if (!pg) return absl::InvalidArgumentError("DDP: no process group");
   std::unique_ptr<DistributedDataParallel> ddp(
       new DistributedDataParallel(std::move(tensors), std::move(pg), options));
-  try {
+  absl::Status built = RunGuarded("", [&]() -> absl::Status {
     VerifyAcrossRanks(*ddp->pg_, ddp->tensors_);
     std::vector<at::Tensor> sync;
     std::vector<std::string> names;
@@ -162,38 +156,39 @@ absl::StatusOr<std::unique_ptr<DistributedDataParallel>> DistributedDataParallel
       }
     }
     for (const auto& b : ddp->tensors_.buffers) sync.push_back(b.tensor);
-    if (!sync.empty()) BroadcastCoalesced(*ddp->pg_, sync, 0);
+    if (options.init_sync && !sync.empty()) BroadcastCoalesced(*ddp->pg_, sync, 0);
     ddp->reducer_ =
         std::make_unique<Reducer>(std::move(names), std::move(reduced), ddp->pg_, options.reducer);
-  } catch (const std::exception& e) {
-    std::string message = e.what();
-    return absl::FailedPreconditionError(message.substr(0, message.find('\n')));
-  }
+    return absl::OkStatus();
+  });
+  if (!built.ok()) return built;
   return ddp;
 }
 
 absl::Status DistributedDataParallel::BeginStep() {
-  if (options_.broadcast_buffers && !tensors_.buffers.empty() && pg_->getSize() > 1) {
-    std::vector<at::Tensor> buffers;
-    for (const auto& b : tensors_.buffers) buffers.push_back(b.tensor);
-    try {
-      BroadcastCoalesced(*pg_, buffers, 0);
-    } catch (const std::exception& e) {
-      return ToStatus(e, "DDP: broadcasting buffers");
-    }
-  }
   step_start_ = Clock::now();
   return absl::OkStatus();
+}
+
+absl::Status DistributedDataParallel::SyncBuffers() {
+  if (!options_.broadcast_buffers || tensors_.buffers.empty() || pg_->getSize() == 1) {
+    return absl::OkStatus();
+  }
+  std::vector<at::Tensor> buffers;
+  for (const auto& b : tensors_.buffers) buffers.push_back(b.tensor);
+  return RunGuarded("DDP: broadcasting buffers", [&] {
+    BroadcastCoalesced(*pg_, buffers, 0);
+    return absl::OkStatus();
+  });
 }
 
 absl::Status DistributedDataParallel::Backward(const at::Tensor& loss) {
   const auto forward_end = Clock::now();
   reducer_->MarkBackwardStart();
-  try {
+  RETURN_IF_ERROR(RunGuarded("DDP: backward", [&] {
     loss.backward();
-  } catch (const std::exception& e) {
-    return ToStatus(e, "DDP: backward");
-  }
+    return absl::OkStatus();
+  }));
   const bool synced = reducer_->sync_enabled();
   StepTimings t;
   if (synced) {
@@ -203,7 +198,7 @@ absl::Status DistributedDataParallel::Backward(const at::Tensor& loss) {
   }
   t.forward_ms = std::chrono::duration<double, std::milli>(forward_end - step_start_).count();
   timings_ = std::move(t);
-  return absl::OkStatus();
+  return SyncBuffers();
 }
 
 void DistributedDataParallel::BeginOptimizer() { optimizer_start_ = Clock::now(); }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "trainer/dist/dist_errors.h"
 
 namespace ddp {
 namespace {
@@ -20,10 +21,9 @@ absl::Duration ToDuration(std::chrono::milliseconds timeout) {
 [[noreturn]] void Throw(const absl::Status& status, const std::string& op,
                         const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
-    C10_THROW_ERROR(
-        DistStoreError,
-        absl::StrCat("Timeout waiting for key(s) [", absl::StrJoin(keys, ", "),
-                     "] in the coordinator store after ", timeout.count(), "ms (", op, ")"));
+    DDP_THROW(StoreTimeoutError,
+              absl::StrCat("Timeout waiting for key(s) [", absl::StrJoin(keys, ", "),
+                           "] in the coordinator store after ", timeout.count(), "ms (", op, ")"));
   }
   C10_THROW_ERROR(DistStoreError,
                   absl::StrCat("coordinator store ", op, " [", absl::StrJoin(keys, ", "),

@@ -3,9 +3,10 @@
 // Process groups bootstrap through it, so a job needs no MASTER_ADDR/MASTER_PORT or shared file.
 //
 // Semantics are c10d's: get() and wait() block until the keys exist and throw
-// c10::DistStoreError ("Timeout ...") after the store's timeout (timeout_, set at construction
-// or by setTimeout; wait() also takes an explicit one); add() is atomic; compareSet() follows
-// c10d::HashStore. Other coordinator failures throw c10::DistStoreError naming the operation.
+// StoreTimeoutError (dist_errors.h, a c10::DistStoreError) after the store's timeout (timeout_, set
+// at construction or by setTimeout; wait() also takes an explicit one); add() is atomic;
+// compareSet() follows c10d::HashStore. Other coordinator failures throw c10::DistStoreError naming
+// the operation.
 //
 // Thread safety: safe to use from several threads (the CoordinatorApi contract); clone() returns
 // a store sharing the same client, which must outlive every clone.

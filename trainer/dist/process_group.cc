@@ -2,12 +2,12 @@
 
 #include <torch/cuda.h>
 
-#include <exception>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "trainer/dist/backend_factories.h"
+#include "trainer/dist/status_from_exception.h"
 
 namespace ddp {
 
@@ -67,36 +67,26 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> CreateProcessGroup(
     }
     return internal::NewGlooBackend(store, rank, world_size, options.timeout, options.gloo_hostname,
                                     options.gloo_threads);
-  } catch (const std::exception& e) {
-    // c10d errors can span lines (stack traces); keep the first for a one-line message.
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    return absl::UnavailableError(absl::StrCat("creating the ", BackendKindName(kind),
-                                               " process group for rank ", rank, " of ", world_size,
-                                               " failed: ", what));
+  } catch (...) {
+    return StatusFromException(
+        std::current_exception(),
+        absl::StrCat("creating the ", BackendKindName(kind), " process group for rank ", rank,
+                     " of ", world_size, " failed"));
   }
 }
 
 absl::Status ShutdownProcessGroup(c10d::Backend& pg) {
-  try {
+  return RunGuarded("shutting down the process group failed", [&] {
     pg.shutdown();
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    return absl::InternalError(
-        absl::StrCat("shutting down the process group failed: ", what.substr(0, what.find('\n'))));
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::Status AbortProcessGroup(c10d::Backend& pg) {
-  try {
+  return RunGuarded("aborting the process group failed", [&] {
     pg.abort();
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    return absl::InternalError(
-        absl::StrCat("aborting the process group failed: ", what.substr(0, what.find('\n'))));
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace ddp

@@ -45,7 +45,9 @@ struct ProcessGroupOptions {
 };
 
 // Creates and connects the backend. Fails (never hangs past options.timeout) if a peer never
-// shows up. Errors from c10d are returned as Status.
+// shows up. Errors from c10d are returned as Status (status_from_exception.h: a peer that never
+// showed up in the store is DEADLINE_EXCEEDED). Most callers want ProcessGroupHandle
+// (process_group_handle.h), which also ends the group.
 absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> CreateProcessGroup(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
     const ProcessGroupOptions& options);

@@ -10,6 +10,8 @@
 #include <tuple>
 #include <utility>
 
+#include "trainer/dist/dist_errors.h"
+
 namespace ddp {
 
 Reducer::Reducer(std::vector<std::string> names, std::vector<at::Tensor> params,
@@ -30,10 +32,25 @@ Reducer::Reducer(std::vector<std::string> names, std::vector<at::Tensor> params,
     TORCH_CHECK(*options_.comm_dtype == at::kBFloat16 || *options_.comm_dtype == at::kHalf,
                 "Reducer: comm_dtype must be bfloat16 or float16");
   }
-  std::vector<size_t> reverse(params_.size());
-  for (size_t i = 0; i < params_.size(); ++i) reverse[i] = params_.size() - 1 - i;
+  std::vector<size_t> order(params_.size());
+  if (options_.initial_order.empty()) {
+    for (size_t i = 0; i < params_.size(); ++i) order[i] = params_.size() - 1 - i;
+  } else {
+    std::vector<bool> seen(params_.size(), false);
+    TORCH_CHECK_VALUE(options_.initial_order.size() == params_.size(),
+                      "Reducer: initial_order has ", options_.initial_order.size(), " entries for ",
+                      params_.size(), " parameters");
+    for (size_t i : options_.initial_order) {
+      TORCH_CHECK_VALUE(i < params_.size() && !seen[i],
+                        "Reducer: initial_order is not a permutation of the parameters");
+      seen[i] = true;
+    }
+    order = options_.initial_order;
+    agreed_order_ = order;
+    rebuilt_ = true;
+  }
   InstallBuckets(
-      ComputeBuckets(params_, reverse, options_.first_bucket_bytes, options_.bucket_bytes));
+      ComputeBuckets(params_, order, options_.first_bucket_bytes, options_.bucket_bytes));
   for (size_t i = 0; i < params_.size(); ++i) {
     auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
     TORCH_CHECK(acc != nullptr, "Reducer: no grad accumulator for '", names_[i], "'");
@@ -172,6 +189,11 @@ StepTimings Reducer::last_timings() const {
   return last_;
 }
 
+std::vector<size_t> Reducer::agreed_order() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return agreed_order_;
+}
+
 std::vector<std::vector<size_t>> Reducer::bucket_assignment() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::vector<size_t>> out;
@@ -222,6 +244,7 @@ void Reducer::LaunchReadyBucketsLocked() {
     Bucket& b = buckets_[next_bucket_];
     b.comm = options_.comm_dtype ? b.flat.to(*options_.comm_dtype) : b.flat;
     std::vector<at::Tensor> tensors = {b.comm};
+    b.launched_at = Clock::now();
     b.work = pg_->allreduce(tensors);
     b.launched = true;
     if (current_.allreduce_calls == 0) first_launch_ = Clock::now();
@@ -249,7 +272,7 @@ void Reducer::Finalize() {
         if (missing.size() > 10) msg << ", ...";
         msg << ". Every parameter must take part in computing the loss, or enable "
                "find_unused_parameters";
-        TORCH_CHECK(false, msg.str());
+        TORCH_CHECK_VALUE(false, msg.str());
       }
       for (size_t i : missing) MarkReadyLocked(i);
       LaunchReadyBucketsLocked();
@@ -257,7 +280,7 @@ void Reducer::Finalize() {
     TORCH_CHECK(next_bucket_ == buckets_.size(), "DDP: internal error: ", next_bucket_, " of ",
                 buckets_.size(), " buckets launched at the end of backward");
     for (auto& b : buckets_) {
-      b.work->wait();
+      WaitForWork(*b.work, *pg_, b.launched_at, "DDP: gradient allreduce");
       if (options_.comm_dtype) b.flat.copy_(b.comm);
     }
   } catch (...) {
@@ -291,7 +314,8 @@ void Reducer::RebuildBucketsLocked() {
   std::vector<at::Tensor> tensors = {order};
   c10d::BroadcastOptions opts;
   opts.rootRank = 0;
-  pg_->broadcast(tensors, opts)->wait();
+  const auto issued = Clock::now();
+  WaitForWork(*pg_->broadcast(tensors, opts), *pg_, issued, "DDP: agreeing on the buckets");
   auto cpu = order.cpu();
   std::vector<size_t> agreed(params_.size());
   for (size_t k = 0; k < agreed.size(); ++k) {
@@ -299,6 +323,7 @@ void Reducer::RebuildBucketsLocked() {
   }
   InstallBuckets(
       ComputeBuckets(params_, agreed, options_.first_bucket_bytes, options_.bucket_bytes));
+  agreed_order_ = std::move(agreed);
 }
 
 }  // namespace ddp

@@ -21,8 +21,9 @@
 //     gradient, so its grad() becomes sum(gradients of ranks that used it) / world_size -- zero
 //     if no rank used it (PyTorch instead leaves a globally unused grad untouched).
 //
-// Errors are thrown as c10::Error (this file depends on LibTorch only, so the GPU benchmark can
-// build it without abseil); DistributedDataParallel (ddp.h) is the absl::Status boundary.
+// Errors are thrown as c10::Error, a failed collective as typed in dist_errors.h (this file
+// depends on LibTorch only, so the GPU benchmark can build it without abseil);
+// DistributedDataParallel (ddp.h) is the absl::Status boundary.
 //
 // Thread safety: the hooks may run on autograd worker threads; all mutable state is guarded by
 // mu_. The public methods are for the training thread, and not while a backward is running.
@@ -51,6 +52,9 @@ struct ReducerOptions {
   bool rebuild_buckets = true;  // once, after the first synchronized backward
   // Allreduce in this floating type (kBFloat16 or kHalf) instead of the gradient's.
   std::optional<at::ScalarType> comm_dtype;
+  // Non-empty: the buckets come from this parameter order (agreed_order() of an earlier reducer
+  // over the same parameters) from the start, and are never rebuilt.
+  std::vector<size_t> initial_order;
 };
 
 // Per-step measurements. The reducer fills backward/comm fields; forward and optimizer are
@@ -95,6 +99,8 @@ class Reducer {
   StepTimings last_timings() const;
   // Parameter indices per bucket, in launch order.
   std::vector<std::vector<size_t>> bucket_assignment() const;
+  // The order the buckets were built from after the rebuild (or initial_order); empty before.
+  std::vector<size_t> agreed_order() const;
 
   // Bucket assignment of parameters taken in `order` (indices), PyTorch's rule; public for tests.
   static std::vector<std::vector<size_t>> ComputeBuckets(const std::vector<at::Tensor>& params,
@@ -110,6 +116,7 @@ class Reducer {
     bool launched = false;
     at::Tensor comm;  // what was allreduced (== flat unless comm_dtype)
     c10::intrusive_ptr<c10d::Work> work;
+    std::chrono::steady_clock::time_point launched_at;
   };
   struct Slot {
     size_t bucket = 0;
@@ -147,6 +154,7 @@ class Reducer {
   Clock::time_point last_ready_;
   std::vector<size_t> ready_order_;  // this backward's gradient-ready order
   bool rebuilt_ = false;
+  std::vector<size_t> agreed_order_;
   StepTimings current_;
   StepTimings last_;
 };

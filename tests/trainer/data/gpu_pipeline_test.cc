@@ -4,11 +4,13 @@
 #include <ATen/ATen.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "trainer/data/crop_resize.h"
 #include "trainer/data/gpu_jpeg_decoder.h"
 #include "trainer/data/image_transforms.h"
 #include "trainer/data/jpeg_codec.h"
@@ -138,6 +140,62 @@ TEST(TensorTransformsTest, UnresizedCropIsExactAndNormalizationIsTheCpuArithmeti
   NormalizeBatch(batch, kImagenet);
   const at::Tensor cpu = EvalTransform(image, 64, 64, kImagenet);
   EXPECT_TRUE(at::equal(cpu, batch[0]));
+}
+
+// The fused kernel's per-pixel function, run on the host over whole images, against the ATen
+// reference path: the arithmetic the GPU runs, checked here without a GPU.
+at::Tensor FusedOnHost(const RgbImage& image, const TransformPlan& plan, int size) {
+  const CropResizeJob job = JobOf(plan, image.pixels.data(), image.height, image.width);
+  const ChannelAffine affine = AffineOf(kImagenet);
+  at::Tensor out = at::empty({3, size, size});
+  float* p = out.data_ptr<float>();
+  for (int y = 0; y < size; ++y) {
+    for (int x = 0; x < size; ++x) {
+      float v[3];
+      CropResizePixel(job, size, y, x, affine, v);
+      for (int c = 0; c < 3; ++c) p[(c * size + y) * size + x] = v[c];
+    }
+  }
+  return out;
+}
+
+at::Tensor Reference(const RgbImage& image, const TransformPlan& plan, int size) {
+  at::Tensor batch = at::zeros({1, 3, size, size});
+  ApplyPlan(Hwc(image), plan, batch[0]);
+  NormalizeBatch(batch, kImagenet);
+  return batch[0];
+}
+
+TEST(CropResizeTest, FusedPixelMatchesTheReferenceForTrainAndEvalPlans) {
+  double worst = 0;
+  int64_t exact = 0;
+  int64_t pixels = 0;
+  for (int index = 0; index < 16; ++index) {
+    const RgbImage image = Pattern(150 + index * 13, 120 + index * 5, index);
+    SampleRng rng(11, 0, index);
+    for (const TransformPlan& plan : {PlanTrain(image.height, image.width, 48, rng),
+                                      PlanEval(image.height, image.width, 56, 48)}) {
+      const at::Tensor fused = FusedOnHost(image, plan, 48);
+      const at::Tensor ref = Reference(image, plan, 48);
+      worst = std::max(worst, GreyLevels(fused, ref));
+      exact += at::eq(fused, ref).sum().item<int64_t>();
+      pixels += fused.numel();
+    }
+  }
+  EXPECT_LE(worst, 1.01);
+  // Rounding to the 0..255 grid makes nearly every value identical, not just close.
+  EXPECT_GT(static_cast<double>(exact) / static_cast<double>(pixels), 0.99);
+}
+
+TEST(CropResizeTest, UpscaledCropsAndFlipsMatchToo) {
+  // A small crop blown up (scale < 1: plain bilinear) and flipped.
+  const RgbImage image = Pattern(40, 30, 3);
+  TransformPlan plan;
+  plan.source = CropBox{5, 7, 12, 20};
+  plan.resize_h = plan.resize_w = 64;
+  plan.output = CropBox{0, 0, 64, 64};
+  plan.flip = true;
+  EXPECT_LE(GreyLevels(FusedOnHost(image, plan, 64), Reference(image, plan, 64)), 1.01);
 }
 
 TEST(NvjpegLibraryTest, NamesStatusCodes) {

@@ -1,0 +1,161 @@
+#include "coordinator/coordinator_process.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ddp {
+namespace {
+
+// How a finished job ended, for the log.
+std::string OutcomeName(JobState state) {
+  return state == JobState::kStopped ? "STOPPED (resumable)" : JobStateName(state);
+}
+
+std::string OutcomeReason(const JobStatus& s) {
+  return s.state == JobState::kFailed ? s.failure.text : s.stop_reason;
+}
+
+}  // namespace
+
+absl::StatusOr<JobIdentity> ResolveJobIdentity(const std::string& job_id, int64_t generation,
+                                               const EnvMap& env) {
+  JobIdentity id{job_id, generation};
+  if ((id.job_id.empty() || id.generation < 0) && IsSlurm(env)) {
+    absl::StatusOr<SlurmEnv> slurm = ParseSlurmEnv(env);
+    if (!slurm.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot read the Slurm environment (",
+                                                     slurm.status().message(),
+                                                     "); pass --job-id and --generation"));
+    }
+    if (id.job_id.empty()) id.job_id = slurm->job_id;
+    if (id.generation < 0) id.generation = slurm->restart_count;
+  }
+  if (id.job_id.empty()) id.job_id = LocalJobId();
+  if (id.generation < 0) id.generation = 0;
+  return id;
+}
+
+CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) : options_(options) {}
+
+absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
+    const CoordinatorOptions& options, const EnvMap& env) {
+  if (options.world_size < 1 || options.world_size > kMaxWorldSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--world-size ", options.world_size, " is outside 1..", kMaxWorldSize));
+  }
+  std::unique_ptr<CoordinatorProcess> p(new CoordinatorProcess(options));
+  ASSIGN_OR_RETURN(p->logger_, LineLogger::Open(options.log_file));
+  ASSIGN_OR_RETURN(JobIdentity identity,
+                   ResolveJobIdentity(options.job_id, options.generation, env));
+  RETURN_IF_ERROR(p->StartServing(identity));
+  return p;
+}
+
+absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
+  dist_file_ =
+      options_.dist_file.empty() ? DefaultDistFilePath(identity.job_id) : options_.dist_file;
+  ASSIGN_OR_RETURN(contents_, NewDistFileContents(identity.job_id, identity.generation, "", 0));
+  JobConfig config;
+  config.job_id = identity.job_id;
+  config.generation = identity.generation;
+  config.nonce = contents_.nonce;
+  config.world_size = options_.world_size;
+  config.registration_timeout = options_.registration_timeout;
+  config.heartbeat_timeout = options_.heartbeat_timeout;
+  config.suspend_threshold = absl::Seconds(2);  // the server ticks every 50 ms
+  config.log = [this](const std::string& line) { Log(line); };
+  job_ = std::make_unique<Job>(config, MonotonicClock::Get());
+
+  // Before the first thread: Slurm delivers a job step's signals to every process of the task.
+  ASSIGN_OR_RETURN(signals_, SignalWatcher::Start({SIGTERM, SIGINT, SIGUSR1},
+                                                  [this](int sig) { OnSignal(sig); }));
+
+  ServerOptions server_options;
+  server_options.listen =
+      options_.listen.empty() ? absl::StrCat(DefaultListenHost(), ":0") : options_.listen;
+  server_options.token = contents_.token;
+  server_options.log = config.log;
+  ASSIGN_OR_RETURN(server_, CoordinatorServer::Start(server_options, job_.get(), &store_,
+                                                     MonotonicClock::Get()));
+  // The HTTP endpoint listens on the gRPC host; the dist_file carries the port it really bound.
+  if (options_.http_port >= 0) {
+    HttpOptions http_options;
+    http_options.host = server_options.listen.substr(0, server_options.listen.rfind(':'));
+    if (http_options.host == "[::]" || http_options.host.empty()) http_options.host = "0.0.0.0";
+    http_options.port = options_.http_port;
+    http_options.token = contents_.token;
+    ASSIGN_OR_RETURN(http_, HttpEndpoint::Start(http_options, &server_->status_cache(),
+                                                &server_->history(), &server_->metrics()));
+    server_->SetHttpPort(http_->port());
+  }
+  contents_.http_port = http_ ? http_->port() : 0;
+  contents_.grpc_address = server_->address();
+  absl::Status published = PublishDistFile(dist_file_, contents_);
+  if (!published.ok()) {
+    return absl::Status(published.code(),
+                        absl::StrCat("cannot publish dist_file: ", published.message()));
+  }
+  Log(absl::StrCat("job ", identity.job_id, " generation ", identity.generation, ": waiting for ",
+                   options_.world_size, " workers on ", server_->address(), "; dist_file ",
+                   dist_file_));
+  if (http_) {
+    const std::string host = server_->address().substr(0, server_->address().rfind(':'));
+    Log(absl::StrCat("dashboard: http://", host, ":", http_->port(),
+                     "/ (token in the dist_file; `ddpctl dashboard` prints the full URL)"));
+  }
+  return absl::OkStatus();
+}
+
+void CoordinatorProcess::OnSignal(int sig) {
+  if (job_->Finished()) {  // lingering: a signal now means "go"
+    if (!end_linger_.HasBeenNotified()) end_linger_.Notify();
+    return;
+  }
+  const JobState state = job_->Status().state;
+  if (sig == SIGUSR1) {
+    if (state != JobState::kRunning) return;  // already stopping, or nothing to save
+    Log("signal SIGUSR1: checkpoint and stop");
+    (void)job_->Stop(/*graceful=*/true, "SIGUSR1");
+    return;
+  }
+  const bool graceful = interrupts_.fetch_add(1) == 0 && state == JobState::kRunning;
+  Log(absl::StrCat("signal ", sig, ": ", graceful ? "checkpoint and stop" : "abort"));
+  (void)job_->Stop(graceful, absl::StrCat("signal ", sig));
+}
+
+int CoordinatorProcess::RunUntilDone() {
+  job_->WaitFinished(absl::InfiniteDuration());
+  {
+    const JobStatus s = job_->Status();
+    const std::string reason = OutcomeReason(s);
+    Log(absl::StrCat("job finished: ", OutcomeName(s.state), reason.empty() ? "" : ": ", reason,
+                     "; lingering ", absl::FormatDuration(options_.linger), " (a signal ends it)"));
+  }
+  end_linger_.WaitForNotificationWithTimeout(options_.linger);
+  // Read again: a late report may have named the failure's root cause while we lingered.
+  const JobStatus final_status = job_->Status();
+  if (http_) http_->Stop();
+  server_->Shutdown(absl::Seconds(2));
+  auto still_ours = ReadDistFile(dist_file_, {job_->config().job_id, job_->config().generation});
+  if (still_ours.ok() && still_ours->nonce == contents_.nonce) ::unlink(dist_file_.c_str());
+  const int code = job_->ExitCode();
+  if (code != 0) {
+    std::cerr << "ddp-coordinator: job " << OutcomeName(final_status.state) << ": "
+              << OutcomeReason(final_status) << "\n";
+  }
+  return code;
+}
+
+CoordinatorProcess::~CoordinatorProcess() {
+  signals_.reset();  // join the watcher before anything its callback uses goes away
+  if (http_) http_->Stop();
+  if (server_) server_->Shutdown(absl::Seconds(1));
+}
+
+}  // namespace ddp

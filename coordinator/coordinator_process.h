@@ -1,0 +1,95 @@
+// ddp-coordinator as a library: everything its thin main does after parsing flags. Start()
+// resolves the job's identity (flags, else Slurm's through common/slurm_env, else local), starts
+// the signal watcher (before any other thread), the job, the gRPC server and the HTTP endpoint,
+// and publishes the dist_file. RunUntilDone() waits for the job to end, lingers so status stays
+// readable (a signal ends the linger at once), shuts the servers down, removes the dist_file if
+// it is still ours and returns the exit code (common/exit_codes.h).
+//
+// Signals: SIGUSR1 (Slurm: time limit near) asks for a graceful stop while RUNNING and is
+// ignored otherwise, so it never kills the coordinator while workers checkpoint. The first
+// SIGTERM/SIGINT while RUNNING asks for a graceful stop; any other one aborts the job.
+//
+// Thread safety: Start, RunUntilDone and the destructor from one owning thread; signals are
+// handled on the watcher's thread, which the destructor joins.
+#ifndef SLURM_DDP_COORDINATOR_COORDINATOR_PROCESS_H_
+#define SLURM_DDP_COORDINATOR_COORDINATOR_PROCESS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/dist_file.h"
+#include "common/slurm_env.h"
+#include "coordinator/job/job.h"
+#include "coordinator/kv_store.h"
+#include "coordinator/line_logger.h"
+#include "coordinator/ops/http_endpoint.h"
+#include "coordinator/rpc/server.h"
+#include "coordinator/signal_watcher.h"
+
+namespace ddp {
+
+struct CoordinatorOptions {
+  int world_size = 0;
+  std::string dist_file;    // empty: dist_file.<job id> in the current folder
+  std::string listen;       // host:port; empty: this node's routable address, port 0
+  std::string job_id;       // empty: SLURM_JOB_ID, else local-<pid>
+  int64_t generation = -1;  // < 0: SLURM_RESTART_COUNT, else 0
+  absl::Duration registration_timeout = absl::Seconds(300);
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  int http_port = 0;  // 0: ephemeral; -1: no HTTP endpoint
+  absl::Duration linger = absl::Seconds(10);
+  std::string log_file;  // also append log lines here
+};
+
+struct JobIdentity {
+  std::string job_id;
+  int64_t generation = 0;
+};
+// The flags when given; else, in a Slurm job, its id and restart count (common/slurm_env; an
+// environment it cannot parse is INVALID_ARGUMENT naming the variable); else local-<pid> and 0.
+absl::StatusOr<JobIdentity> ResolveJobIdentity(const std::string& job_id, int64_t generation,
+                                               const EnvMap& env);
+
+class CoordinatorProcess {
+ public:
+  // INVALID_ARGUMENT: bad options or environment (usage); other errors: could not start.
+  static absl::StatusOr<std::unique_ptr<CoordinatorProcess>> Start(
+      const CoordinatorOptions& options, const EnvMap& env);
+  ~CoordinatorProcess();
+  CoordinatorProcess(const CoordinatorProcess&) = delete;
+  CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
+
+  int RunUntilDone();
+
+  const std::string& dist_file() const { return dist_file_; }
+  const std::string& address() const { return server_->address(); }
+  Job& job() { return *job_; }
+
+ private:
+  explicit CoordinatorProcess(const CoordinatorOptions& options);
+  absl::Status StartServing(const JobIdentity& identity);
+  void OnSignal(int sig);
+  void Log(const std::string& line) { logger_->Log(line); }
+
+  const CoordinatorOptions options_;
+  std::string dist_file_;
+  DistFileContents contents_;
+  std::unique_ptr<LineLogger> logger_;
+  std::unique_ptr<Job> job_;
+  KvStore store_;
+  std::unique_ptr<CoordinatorServer> server_;
+  std::unique_ptr<HttpEndpoint> http_;
+  absl::Notification end_linger_;
+  std::atomic<int> interrupts_{0};  // SIGTERM/SIGINT received
+  // Last: destroyed (joined) first, while everything its callback touches still exists.
+  std::unique_ptr<SignalWatcher> signals_;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_COORDINATOR_PROCESS_H_

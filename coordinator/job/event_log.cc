@@ -1,0 +1,26 @@
+#include "coordinator/job/event_log.h"
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace ddp {
+
+EventLog::EventLog(absl::Time start, size_t max_events, Sink sink)
+    : start_(start), max_events_(max_events), sink_(std::move(sink)) {}
+
+void EventLog::Add(absl::Time now, const std::string& line, Completions* out) {
+  events_.push_back(absl::StrFormat("+%.1fs %s", absl::ToDoubleSeconds(now - start_), line));
+  while (events_.size() > max_events_) events_.pop_front();
+  LogOnly(line, out);
+}
+
+void EventLog::LogOnly(const std::string& line, Completions* out) const {
+  if (sink_) out->Add([sink = sink_, line] { sink(line); });
+}
+
+std::vector<std::string> EventLog::Recent() const {
+  return std::vector<std::string>(events_.begin(), events_.end());
+}
+
+}  // namespace ddp

@@ -1,0 +1,303 @@
+#include "coordinator/job/job.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/job/failure_causes.h"
+#include "coordinator/job/status_view.h"
+
+namespace ddp {
+
+Job::Job(JobConfig config, const Clock* clock)
+    : config_(std::move(config)),
+      clock_(clock),
+      start_(clock->Now()),
+      membership_(config_.world_size, config_.nonce, config_.generation),
+      liveness_(config_.heartbeat_timeout, config_.suspend_threshold, start_),
+      shards_(config_.world_size),
+      events_(start_, config_.max_events, config_.log) {}
+
+void Job::EventLocked(const std::string& line, Completions* out) {
+  events_.Add(clock_->Now(), line, out);
+  version_.fetch_add(1, std::memory_order_acq_rel);
+  major_version_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Job::StateChangedLocked(const std::string& why, Completions* out) {
+  command_.store(lifecycle_.command(), std::memory_order_release);
+  EventLocked(absl::StrCat("job ", JobStateName(lifecycle_.state()), why.empty() ? "" : ": ", why),
+              out);
+}
+
+bool Job::FinishedLocked() const { return lifecycle_.finished(); }
+
+void Job::FailLocked(const FailureCause& cause, absl::StatusCode code, absl::Time revisable_until,
+                     Completions* out) {
+  if (!lifecycle_.Fail(cause, revisable_until)) return;
+  StateChangedLocked(cause.text, out);
+  membership_.FailWaiters(absl::Status(code, cause.text), out);
+}
+
+void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
+  Completions out;
+  absl::Status error;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Status refusal =
+        lifecycle_.state() == JobState::kFailed
+            ? absl::AbortedError(absl::StrCat("job failed: ", lifecycle_.failure().text))
+            : absl::OkStatus();
+    absl::StatusOr<Membership::JoinResult> joined = membership_.Join(who, done, refusal, &out);
+    if (!joined.ok()) {
+      error = joined.status();
+    } else if (joined->new_slot) {
+      EventLocked(absl::StrCat("registered ", who.host, " pid ", who.pid, " node ", who.node_rank,
+                               " local rank ", who.local_rank, " (", membership_.registered(),
+                               " of ", config_.world_size, ")"),
+                  &out);
+      if (joined->world_full) CompleteRegistrationLocked(&out);
+    }
+  }
+  if (!error.ok()) done(error);
+}
+
+void Job::CompleteRegistrationLocked(Completions* out) {
+  const absl::Time now = clock_->Now();
+  liveness_.Start(config_.world_size, now);  // before the rank table is published
+  membership_.Complete(out);
+  // The rank table goes to the log only (one line per rank), not into the bounded event list.
+  for (const std::string& line : membership_.RankTable()) events_.LogOnly(line, out);
+  running_since_ = now;
+  lifecycle_.Start();
+  StateChangedLocked(
+      absl::StrCat("all ", config_.world_size, " workers registered on ", membership_.num_nodes(),
+                   " node(s) after ", SecondsText(now - start_)),
+      out);
+}
+
+absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequest& request) {
+  absl::Status st = membership_.CheckWorker(rank, pid);
+  if (!st.ok()) return st;
+  absl::MutexLock lock(&mu_);
+  if (lifecycle_.state() == JobState::kFailed) {
+    return absl::AbortedError(absl::StrCat("job failed: ", lifecycle_.failure().text));
+  }
+  absl::StatusOr<ShardAssignment> a =
+      shards_.Assign(rank, request, checkpoints_.ConsumedIn(request.epoch));
+  if (a.ok()) version_.fetch_add(1, std::memory_order_acq_rel);
+  return a;
+}
+
+absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressReport& progress) {
+  absl::Status st = membership_.CheckWorker(rank, pid);
+  if (!st.ok()) return st;
+  HeartbeatReply reply;
+  reply.command = command_.load(std::memory_order_acquire);
+  liveness_.Beat(rank, progress, clock_->Now(), reply.command == Command::kAbort);
+  version_.fetch_add(1, std::memory_order_acq_rel);
+  if (reply.command != Command::kContinue) {
+    absl::ReaderMutexLock lock(&mu_);
+    if (reply.command == Command::kAbort) {
+      reply.cause = lifecycle_.failure();
+      reply.reason = reply.cause.text;
+    } else {
+      reply.reason = absl::StrCat("checkpoint and stop: ", lifecycle_.stop_reason());
+    }
+  }
+  return reply;
+}
+
+absl::Status Job::CommitCheckpoint(int rank, int pid, const CommittedCheckpoint& checkpoint) {
+  absl::Status st = membership_.CheckWorker(rank, pid);
+  if (!st.ok()) return st;
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  st = checkpoints_.Commit(checkpoint);
+  if (!st.ok()) return st;
+  EventLocked(absl::StrCat("checkpoint committed by rank ", rank, ": epoch ", checkpoint.epoch,
+                           " step ", checkpoint.step, " ", checkpoint.path),
+              &out);
+  return absl::OkStatus();
+}
+
+void Job::RankFinishedLocked(Completions* out) {
+  if (++ranks_done_ < membership_.num_ranks()) return;
+  if (lifecycle_.Succeed()) {
+    StateChangedLocked("every rank finished", out);
+  } else if (lifecycle_.FinishStop()) {
+    StateChangedLocked("every rank checkpointed and stopped", out);
+  }
+}
+
+absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
+  absl::Status st = membership_.CheckWorker(rank, pid);
+  if (!st.ok()) return st;
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  const bool stopped = absl::IsCancelled(outcome);
+  const RankState final_state =
+      outcome.ok() ? RankState::kDone : (stopped ? RankState::kStopped : RankState::kFailed);
+  if (!liveness_.Finish(rank, final_state, /*reported=*/true, now)) return absl::OkStatus();
+  const std::string who = membership_.Describe(rank);
+  if (final_state == RankState::kFailed) {
+    // Revisable: a death reported soon after is likely what broke this rank's collective.
+    FailLocked(CauseOfWorkerOutcome(rank, who, outcome), absl::StatusCode::kAborted,
+               now + kRootCauseWindow, &out);
+  } else if (stopped) {
+    EventLocked(
+        absl::StrCat(who, " stopped", outcome.message().empty() ? "" : ": ", outcome.message()),
+        &out);
+    const JobState before = lifecycle_.state();
+    if (before == JobState::kRunning && lifecycle_.RequestStop(absl::StrCat(who, " stopped"))) {
+      StateChangedLocked(absl::StrCat("checkpoint and stop: ", lifecycle_.stop_reason()), &out);
+    }
+    RankFinishedLocked(&out);
+  } else {
+    EventLocked(absl::StrCat(who, " done"), &out);
+    RankFinishedLocked(&out);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Job::ReportLost(const LostWorker& lost) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  const WorkerIdentity* w = membership_.Find(lost.node_rank, lost.local_rank);
+  if (w == nullptr || w->pid != lost.pid) {
+    return absl::NotFoundError(absl::StrCat("no registered worker at node ", lost.node_rank,
+                                            " local rank ", lost.local_rank, " with pid ",
+                                            lost.pid));
+  }
+  const absl::Time now = clock_->Now();
+  if (!membership_.world_complete()) {
+    const std::string who = Membership::DescribeWorker(*w);
+    FailLocked(CauseOfLostWorker(-1, who, lost), absl::StatusCode::kAborted, absl::InfinitePast(),
+               &out);
+    return who;
+  }
+  const int rank = membership_.RankOf(lost.node_rank, lost.local_rank);
+  if (rank < 0) return absl::InternalError("registered worker has no rank");
+  liveness_.Finish(rank, RankState::kLost, /*reported=*/false, now);
+  const std::string who = membership_.Describe(rank);
+  const FailureCause cause = CauseOfLostWorker(rank, who, lost);
+  const int earlier_rank = lifecycle_.failure().rank;
+  if (!FinishedLocked()) {
+    FailLocked(cause, absl::StatusCode::kAborted, absl::InfinitePast(), &out);
+  } else if (lifecycle_.Reattribute(cause, now)) {
+    // The earlier report (typically a peer's "connection reset" in a collective) followed from
+    // this death: the dead rank is the cause.
+    EventLocked(absl::StrCat("root cause: ", cause.text, " (", membership_.Describe(earlier_rank),
+                             " failed after it)"),
+                &out);
+  } else {
+    EventLocked(cause.text, &out);
+  }
+  return who;
+}
+
+absl::Status Job::Stop(bool graceful, const std::string& reason) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  if (FinishedLocked()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job already finished (", JobStateName(lifecycle_.state()), ")"));
+  }
+  const std::string why = reason.empty() ? "operator request" : reason;
+  const JobState state = lifecycle_.state();
+  if (graceful && state == JobState::kStopping) return absl::OkStatus();
+  if (graceful && state != JobState::kRegistering && lifecycle_.RequestStop(why)) {
+    StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
+  } else {
+    FailLocked(CauseOfOperatorStop(why), absl::StatusCode::kAborted, absl::InfinitePast(), &out);
+  }
+  return absl::OkStatus();
+}
+
+void Job::SuspendedLocked(absl::Duration gap, Completions* out) {
+  if (lifecycle_.state() == JobState::kRegistering) registration_suspended_ += gap;
+  EventLocked(absl::StrCat("coordinator was not running for ", SecondsText(gap),
+                           " (job suspended or stopped, or host paused); that time does not count "
+                           "against heartbeats"),
+              out);
+}
+
+void Job::Tick() {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  const std::optional<absl::Duration> gap = liveness_.ObserveTick(now);
+  if (gap && !FinishedLocked()) SuspendedLocked(*gap, &out);
+  const JobState state = lifecycle_.state();
+  if (state == JobState::kRegistering) {
+    if (now - start_ - registration_suspended_ >= config_.registration_timeout) {
+      FailLocked(
+          CauseOfRegistrationTimeout(config_.registration_timeout, membership_.MissingWorkers()),
+          absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), &out);
+    }
+  } else if (!FinishedLocked()) {
+    if (std::optional<SilentRank> silent = liveness_.TakeSilent(now)) {
+      FailLocked(CauseOfSilence(silent->rank, membership_.Describe(silent->rank), silent->silent,
+                                config_.heartbeat_timeout),
+                 absl::StatusCode::kUnavailable, absl::InfinitePast(), &out);
+    }
+  }
+}
+
+JobStatus Job::Status() const {
+  absl::ReaderMutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  JobStatus s;
+  s.job_id = config_.job_id;
+  s.state = lifecycle_.state();
+  s.finished = FinishedLocked();
+  s.generation = config_.generation;
+  s.world_size = config_.world_size;
+  s.registered = membership_.registered();
+  s.num_nodes = membership_.num_nodes();
+  s.uptime_seconds = absl::ToDoubleSeconds(now - start_);
+  s.failure = lifecycle_.failure();
+  s.stop_reason = lifecycle_.stop_reason();
+  if (const CommittedCheckpoint* c = checkpoints_.latest()) {
+    s.checkpoint_epoch = c->epoch;
+    s.checkpoint_step = c->step;
+    s.checkpoint_path = c->path;
+  }
+  if (membership_.world_complete()) {
+    const int n = membership_.num_ranks();
+    std::vector<ProgressReport> progress;
+    progress.reserve(static_cast<size_t>(n));
+    s.ranks.reserve(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      RankSample sample = liveness_.Sample(r, now);
+      s.ranks.push_back(RankRow(r, membership_.who(r), sample));
+      progress.push_back(std::move(sample.progress));
+    }
+    SummarizeProgress(progress, s.state == JobState::kRunning,
+                      absl::ToDoubleSeconds(now - running_since_), &s);
+  } else {
+    for (const WorkerIdentity& w : membership_.Registered()) s.ranks.push_back(RegisteredRow(w));
+  }
+  s.events = events_.Recent();
+  return s;
+}
+
+bool Job::Finished() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return FinishedLocked();
+}
+
+bool Job::WaitFinished(absl::Duration timeout) const {
+  absl::ReaderMutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(this, &Job::FinishedLocked), timeout);
+  return FinishedLocked();
+}
+
+int Job::ExitCode() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return lifecycle_.ExitCode();
+}
+
+}  // namespace ddp

@@ -1,0 +1,158 @@
+// The job as the coordinator sees it: a thin facade that wires the parts and owns the lock order.
+//   membership.h       registration, the barrier, deterministic ranks, who is missing
+//   liveness.h         heartbeats, progress, rank states, lost ranks, the suspend-gap rule
+//   shard_ledger.h     per-epoch shard agreement and resume positions
+//   checkpoint_ledger.h the committed checkpoints
+//   lifecycle.h        the state machine, the typed failure cause, stop reason, exit code
+//   failure_causes.h   how each observation becomes a FailureCause
+//   event_log.h        the bounded event list (and the log sink)
+//   status_view.h      the JobStatus composed from the parts
+// Pure domain logic: no gRPC, no threads of its own; callers validate what they pass in
+// (coordinator/rpc/validation.h). Time comes from the injected Clock; the server calls Tick()
+// periodically to detect lost ranks and the registration deadline. (Named Job because
+// common/job_status.h already calls the state enum JobState.)
+//
+// Registration waits without a thread: Register takes a callback that runs once the world is
+// complete (or the job fails). Callbacks and the log sink run without the lock held.
+//
+// Thread safety: every public method is thread-safe. Job-wide state sits under `mu_`; each
+// rank's progress and liveness sit in Liveness under that rank's own lock. The rank table is
+// published once (Membership::Complete, release order) when the world completes; after that
+// Heartbeat takes only its rank's lock and reads the current command from an atomic.
+// Lock order: `mu_` before any Liveness lock; Liveness never holds two of its locks at once.
+#ifndef SLURM_DDP_COORDINATOR_JOB_JOB_H_
+#define SLURM_DDP_COORDINATOR_JOB_JOB_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/coordinator_api.h"
+#include "common/failure_cause.h"
+#include "common/job_status.h"
+#include "coordinator/clock.h"
+#include "coordinator/job/checkpoint_ledger.h"
+#include "coordinator/job/completions.h"
+#include "coordinator/job/event_log.h"
+#include "coordinator/job/lifecycle.h"
+#include "coordinator/job/liveness.h"
+#include "coordinator/job/membership.h"
+#include "coordinator/job/shard_ledger.h"
+
+namespace ddp {
+
+inline constexpr int kMaxWorldSize = 65536;
+
+struct JobConfig {
+  std::string job_id;
+  int64_t generation = 0;
+  std::string nonce;  // empty: registration does not check the nonce
+  int world_size = 1;
+  absl::Duration registration_timeout = absl::Seconds(300);
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // When Tick() finds more than this since the previous Tick(), the coordinator itself was not
+  // running: its process was stopped (Slurm's `scontrol suspend` stops every process of a job,
+  // the workers too) or frozen, or the host paused. That time is not counted as silence
+  // against any rank, nor against the registration deadline. Infinite: every gap counts (the
+  // caller does not tick regularly). ddp-coordinator ticks every 50 ms and uses 2 s.
+  absl::Duration suspend_threshold = absl::InfiniteDuration();
+  size_t max_events = 200;
+  // Receives one line per registration and state change (may be empty).
+  std::function<void(const std::string&)> log;
+};
+
+class Job {
+ public:
+  using RegisterCallback = Membership::RegisterCallback;
+
+  // `clock` must outlive this object. config.world_size must be in [1, kMaxWorldSize].
+  Job(JobConfig config, const Clock* clock);
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  // Joins the world; `done` runs once every worker has joined (maybe before Register returns),
+  // or with the error that ends the wait. A repeat from the same (host, pid) joins the same slot.
+  void Register(const WorkerIdentity& who, RegisterCallback done);
+
+  absl::StatusOr<ShardAssignment> GetShard(int rank, int pid, const ShardRequest& request);
+  // With kAbort, the reply carries the job's FailureCause.
+  absl::StatusOr<HeartbeatReply> Heartbeat(int rank, int pid, const ProgressReport& progress);
+  absl::Status CommitCheckpoint(int rank, int pid, const CommittedCheckpoint& checkpoint);
+  // `outcome` OK: the rank finished. CANCELLED: the rank checkpointed and stopped (after a
+  // graceful stop; one arriving while RUNNING starts a graceful stop of the whole job, as when
+  // Slurm signals a node before preemption). Any other error fails the job naming the rank
+  // (kind by status code: failure_causes.h).
+  absl::Status ReportDone(int rank, int pid, const absl::Status& outcome);
+  // A launcher reports that its worker (node_rank, local_rank, pid) died without reporting
+  // (killed by a signal, or a non-zero exit). Fails the job naming that rank. When the job
+  // already failed in the last kRootCauseWindow because another rank reported an error itself
+  // (typically a collective broken by this death), the death is the root cause: the failure is
+  // re-attributed to the dead rank. Returns the rank's description ("rank 3 (host h, ...)").
+  absl::StatusOr<std::string> ReportLost(const LostWorker& lost);
+  static constexpr absl::Duration kRootCauseWindow = absl::Seconds(5);
+  // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
+  absl::Status Stop(bool graceful, const std::string& reason);
+
+  // Detects lost ranks and the registration deadline. Call periodically.
+  void Tick();
+
+  JobStatus Status() const;
+  bool Finished() const;
+  // Blocks until the job is terminal or `timeout` passes; returns Finished().
+  bool WaitFinished(absl::Duration timeout) const;
+  // Process exit code for the final state (Lifecycle::ExitCode): 0 SUCCEEDED, kExitResumable
+  // STOPPED, kExitFailed otherwise.
+  int ExitCode() const;
+  // Bumped by every change, heartbeats included.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // Bumped only by structural changes (registrations, state changes, events, checkpoints,
+  // ranks done): what a status reader must never miss. Heartbeats leave it alone.
+  uint64_t major_version() const { return major_version_.load(std::memory_order_acquire); }
+  const JobConfig& config() const { return config_; }
+
+ private:
+  void CompleteRegistrationLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a state change the lifecycle just made ("job RUNNING: why") and mirrors its command.
+  void StateChangedLocked(const std::string& why, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FAILED with `cause` (unless finished); queued registrations get `code` and its text.
+  void FailLocked(const FailureCause& cause, absl::StatusCode code, absl::Time revisable_until,
+                  Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EventLocked(const std::string& line, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RankFinishedLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SuspendedLocked(absl::Duration gap, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool FinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const JobConfig config_;
+  const Clock* const clock_;
+  const absl::Time start_;
+
+  mutable absl::Mutex mu_;
+  // Mutated under mu_; its rank table is read without mu_ once published (membership.h).
+  Membership membership_;
+  // Thread-safe on its own (per-rank locks); Start() runs under mu_ before publication.
+  Liveness liveness_;
+  Lifecycle lifecycle_ ABSL_GUARDED_BY(mu_);
+  ShardLedger shards_ ABSL_GUARDED_BY(mu_);
+  CheckpointLedger checkpoints_ ABSL_GUARDED_BY(mu_);
+  EventLog events_ ABSL_GUARDED_BY(mu_);
+  // Time the coordinator was suspended while registering (discounted from the deadline).
+  absl::Duration registration_suspended_ ABSL_GUARDED_BY(mu_);
+  absl::Time running_since_ ABSL_GUARDED_BY(mu_);
+  int ranks_done_ ABSL_GUARDED_BY(mu_) = 0;  // ranks that reported done or stopped
+
+  // The command every heartbeat reply carries (mirrors lifecycle_; written under mu_).
+  std::atomic<Command> command_{Command::kContinue};
+  std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> major_version_{0};
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_JOB_JOB_H_

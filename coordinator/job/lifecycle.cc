@@ -1,0 +1,93 @@
+#include "coordinator/job/lifecycle.h"
+
+#include <utility>
+
+#include "common/exit_codes.h"
+#include "coordinator/job/failure_causes.h"
+
+namespace ddp {
+namespace {
+
+struct Move {
+  JobState from;
+  JobState to;
+};
+
+// Every allowed move. FAILED, SUCCEEDED and STOPPED are terminal.
+constexpr Move kMoves[] = {
+    {JobState::kRegistering, JobState::kRunning}, {JobState::kRegistering, JobState::kFailed},
+    {JobState::kRunning, JobState::kRecovering},  {JobState::kRunning, JobState::kStopping},
+    {JobState::kRunning, JobState::kSucceeded},   {JobState::kRunning, JobState::kFailed},
+    {JobState::kRecovering, JobState::kRunning},  {JobState::kRecovering, JobState::kStopping},
+    {JobState::kRecovering, JobState::kFailed},   {JobState::kStopping, JobState::kStopped},
+    {JobState::kStopping, JobState::kFailed},
+};
+
+}  // namespace
+
+bool Lifecycle::Allowed(JobState from, JobState to) {
+  for (const Move& m : kMoves) {
+    if (m.from == from && m.to == to) return true;
+  }
+  return false;
+}
+
+Command Lifecycle::command() const {
+  switch (state_) {
+    case JobState::kFailed:
+      return Command::kAbort;
+    case JobState::kStopping:
+    case JobState::kStopped:
+      return Command::kCheckpointAndStop;
+    default:
+      return Command::kContinue;
+  }
+}
+
+bool Lifecycle::MoveTo(JobState next) {
+  if (!Allowed(state_, next)) return false;
+  state_ = next;
+  return true;
+}
+
+bool Lifecycle::Start() { return MoveTo(JobState::kRunning); }
+
+bool Lifecycle::Succeed() { return MoveTo(JobState::kSucceeded); }
+
+bool Lifecycle::RequestStop(const std::string& reason) {
+  if (state_ == JobState::kStopping) return true;
+  if (!MoveTo(JobState::kStopping)) return false;
+  stop_reason_ = reason;
+  return true;
+}
+
+bool Lifecycle::FinishStop() { return MoveTo(JobState::kStopped); }
+
+bool Lifecycle::Fail(const FailureCause& cause, absl::Time revisable_until) {
+  if (!MoveTo(JobState::kFailed)) return false;
+  failure_ = cause;
+  revisable_until_ = revisable_until;
+  return true;
+}
+
+bool Lifecycle::Reattribute(const FailureCause& root, absl::Time now) {
+  if (state_ != JobState::kFailed || failure_.rank == root.rank || now > revisable_until_) {
+    return false;
+  }
+  failure_ = RootCause(root, failure_);
+  revisable_until_ = absl::InfinitePast();
+  return true;
+}
+
+int Lifecycle::ExitCode() const {
+  switch (state_) {
+    case JobState::kSucceeded:
+      return kExitOk;
+    case JobState::kStopped:
+      return kExitResumable;
+    default:
+      return kExitFailed;
+  }
+}
+
+}  // namespace ddp

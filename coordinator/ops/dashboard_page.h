@@ -1,0 +1,14 @@
+// The dashboard page served at / by the HTTP endpoint: one self-contained HTML document (inline
+// JS and CSS, no external assets) that polls /api/status and /api/history.
+//
+// Thread safety: returns a constant.
+#ifndef SLURM_DDP_COORDINATOR_OPS_DASHBOARD_PAGE_H_
+#define SLURM_DDP_COORDINATOR_OPS_DASHBOARD_PAGE_H_
+
+namespace ddp {
+
+const char* DashboardHtml();
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_OPS_DASHBOARD_PAGE_H_

@@ -1,0 +1,71 @@
+#include "coordinator/ops/job_metrics.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/ops/prometheus_text.h"
+
+namespace ddp {
+
+void RenderJobMetrics(const JobStatus& s, std::string* out) {
+  AppendPromHeader(out, "ddp_job_info", "gauge", "Constant 1, labelled with the job's identity");
+  absl::StrAppend(out, "ddp_job_info{job_id=\"", PromLabel(s.job_id), "\",generation=\"",
+                  s.generation, "\"} 1\n");
+  AppendPromHeader(out, "ddp_job_state", "gauge",
+                   "1 for the job's current state, 0 for the others");
+  for (JobState st : kAllJobStates) {
+    absl::StrAppend(out, "ddp_job_state{state=\"", JobStateName(st), "\"} ", s.state == st ? 1 : 0,
+                    "\n");
+  }
+  int lost = 0;
+  int failed = 0;
+  std::vector<std::pair<RankState, int>> by_state;  // in kAllRankStates order, present ones only
+  for (RankState st : kAllRankStates) {
+    int n = 0;
+    for (const RankStatus& r : s.ranks) n += r.state == st ? 1 : 0;
+    if (n > 0) by_state.emplace_back(st, n);
+    if (st == RankState::kLost) lost = n;
+    if (st == RankState::kFailed) failed = n;
+  }
+  AppendPromGauge(out, "ddp_job_finished", "1 once the job reached a terminal state",
+                  s.finished ? 1 : 0);
+  AppendPromGauge(out, "ddp_world_size", "Ranks the job expects", s.world_size);
+  AppendPromGauge(out, "ddp_registered_ranks", "Workers registered so far", s.registered);
+  AppendPromGauge(out, "ddp_lost_ranks", "Ranks lost (died or went silent)", lost);
+  AppendPromGauge(out, "ddp_failed_ranks", "Ranks that reported a failure", failed);
+  AppendPromHeader(out, "ddp_ranks", "gauge", "Ranks by state");
+  for (const auto& [state, count] : by_state) {
+    absl::StrAppend(out, "ddp_ranks{state=\"", RankStateName(state), "\"} ", count, "\n");
+  }
+  AppendPromGauge(out, "ddp_epoch", "Current epoch (highest over ranks)",
+                  static_cast<double>(s.epoch));
+  AppendPromGauge(out, "ddp_epochs", "Epochs to train", static_cast<double>(s.epochs));
+  AppendPromGauge(out, "ddp_step", "Global step of the slowest rank", static_cast<double>(s.step));
+  AppendPromGauge(out, "ddp_steps_per_epoch", "Steps per epoch",
+                  static_cast<double>(s.steps_per_epoch));
+  AppendPromGauge(out, "ddp_loss", "Mean recent training loss over ranks", s.loss);
+  AppendPromGauge(out, "ddp_samples_per_second", "Training throughput summed over ranks",
+                  s.samples_per_second);
+  AppendPromGauge(out, "ddp_eta_seconds", "Estimated seconds to the end (-1 unknown)",
+                  s.eta_seconds);
+  AppendPromGauge(out, "ddp_uptime_seconds", "Seconds since the coordinator started",
+                  s.uptime_seconds);
+  AppendPromGauge(out, "ddp_checkpoint_step", "Step of the last committed checkpoint (-1 none)",
+                  s.checkpoint_epoch >= 0 ? static_cast<double>(s.checkpoint_step) : -1.0);
+  AppendPromHeader(out, "ddp_rank_step", "gauge", "Global step reported by each rank");
+  for (const RankStatus& r : s.ranks) {
+    if (r.rank < 0) continue;
+    absl::StrAppend(out, "ddp_rank_step{rank=\"", r.rank, "\",host=\"", PromLabel(r.host), "\"} ",
+                    r.step, "\n");
+  }
+  AppendPromHeader(out, "ddp_rank_last_seen_seconds", "gauge",
+                   "Seconds since each rank's last heartbeat");
+  for (const RankStatus& r : s.ranks) {
+    if (r.rank < 0) continue;
+    absl::StrAppend(out, "ddp_rank_last_seen_seconds{rank=\"", r.rank, "\",host=\"",
+                    PromLabel(r.host), "\"} ", PromValue(r.last_seen_seconds), "\n");
+  }
+}
+
+}  // namespace ddp

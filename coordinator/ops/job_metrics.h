@@ -1,0 +1,24 @@
+// The job and per-rank gauges of /metrics, rendered from one JobStatus (rebuilt with each status
+// snapshot, not per scrape): ddp_job_info, ddp_job_state{state}, ddp_job_finished,
+// ddp_world_size, ddp_registered_ranks, ddp_lost_ranks, ddp_failed_ranks, ddp_ranks{state},
+// ddp_epoch, ddp_epochs, ddp_step, ddp_steps_per_epoch, ddp_loss, ddp_samples_per_second,
+// ddp_eta_seconds, ddp_uptime_seconds, ddp_checkpoint_step, ddp_rank_step{rank,host},
+// ddp_rank_last_seen_seconds{rank,host}. State labels are the enums' names
+// (common/job_status.h; a stopped job is STOPPED here).
+//
+// Thread safety: a pure function.
+#ifndef SLURM_DDP_COORDINATOR_OPS_JOB_METRICS_H_
+#define SLURM_DDP_COORDINATOR_OPS_JOB_METRICS_H_
+
+#include <string>
+
+#include "common/job_status.h"
+
+namespace ddp {
+
+// Appends the job and per-rank gauges for `status` in Prometheus text format.
+void RenderJobMetrics(const JobStatus& status, std::string* out);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_OPS_JOB_METRICS_H_

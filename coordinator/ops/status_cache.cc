@@ -1,0 +1,73 @@
+#include "coordinator/ops/status_cache.h"
+
+#include <utility>
+
+#include "coordinator/ops/job_metrics.h"
+#include "proto/convert.h"
+
+namespace ddp {
+
+StatusCache::StatusCache(const Job* job, const Clock* clock, absl::Duration max_age)
+    : job_(job), clock_(clock), max_age_(max_age) {
+  Rebuild(nullptr);
+}
+
+std::shared_ptr<const StatusSnapshot> StatusCache::Current() const {
+  absl::MutexLock lock(&mu_);
+  return current_;
+}
+
+bool StatusCache::Due(const StatusSnapshot& s) const {
+  const absl::Duration age = clock_->Now() - s.built;
+  if (age < max_age_) return false;
+  // While workers register, readers rebuild on demand (registrations are major changes); the
+  // ticker keeps out of the registration lock's way except once a second.
+  if (s.status.state == JobState::kRegistering) return age >= absl::Seconds(1);
+  return job_->version() != s.version || age >= absl::Seconds(1);
+}
+
+bool StatusCache::MajorStale(const StatusSnapshot& s) const {
+  return job_->major_version() != s.major_version;
+}
+
+void StatusCache::Rebuild(bool (StatusCache::*still_due)(const StatusSnapshot&) const) {
+  absl::MutexLock build_lock(&build_mu_);
+  if (still_due != nullptr) {
+    std::shared_ptr<const StatusSnapshot> now = Current();
+    if (!(this->*still_due)(*now)) return;  // another caller rebuilt meanwhile
+  }
+  auto s = std::make_shared<StatusSnapshot>();
+  // Versions first: a change racing with the build makes the snapshot look stale, never fresh.
+  s->major_version = job_->major_version();
+  s->version = job_->version();
+  s->built = clock_->Now();
+  s->status = job_->Status();
+  s->json = ToJson(s->status);
+  ToProto(s->status, &s->proto);
+  s->proto_bytes = s->proto.SerializeAsString();
+  RenderJobMetrics(s->status, &s->metrics);
+  absl::MutexLock lock(&mu_);
+  current_ = std::move(s);
+  ++builds_;
+}
+
+bool StatusCache::Refresh() {
+  std::shared_ptr<const StatusSnapshot> s = Current();
+  if (!Due(*s)) return false;
+  Rebuild(&StatusCache::Due);
+  return true;
+}
+
+std::shared_ptr<const StatusSnapshot> StatusCache::Get() {
+  std::shared_ptr<const StatusSnapshot> s = Current();
+  if (!MajorStale(*s)) return s;
+  Rebuild(&StatusCache::MajorStale);
+  return Current();
+}
+
+uint64_t StatusCache::builds() const {
+  absl::MutexLock lock(&mu_);
+  return builds_;
+}
+
+}  // namespace ddp

@@ -1,0 +1,74 @@
+// Published snapshots of the job's status, so readers (GetStatus, WatchStatus, /api/status,
+// /metrics) never build a 4096-rank status themselves or hold the job's locks: a snapshot holds
+// the JobStatus, its JSON (the `ddpctl status --json` contract), its protobuf form and the job's
+// Prometheus gauges (job_metrics.h), built together from one Job::Status() call.
+//
+// Freshness: the server's ticker calls Refresh(), which rebuilds at most every `max_age` (and
+// only when the job changed, or once a second so ages keep moving; while workers register, only
+// once a second, so it stays out of the registration lock's way). Get() rebuilds first when
+// the job's major version moved (a registration, state change, event, checkpoint or finished
+// rank), so a reader never misses a state change it caused; heartbeat progress may be up to
+// `max_age` old.
+//
+// Thread safety: every method is thread-safe. At most one snapshot is built at a time.
+#ifndef SLURM_DDP_COORDINATOR_OPS_STATUS_CACHE_H_
+#define SLURM_DDP_COORDINATOR_OPS_STATUS_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/job_status.h"
+#include "coordinator/clock.h"
+#include "coordinator/job/job.h"
+#include "proto/coordinator.pb.h"
+
+namespace ddp {
+
+struct StatusSnapshot {
+  JobStatus status;
+  std::string json;                // ToJson(status)
+  slurm_ddp::v1::JobStatus proto;  // ToProto(status)
+  std::string proto_bytes;         // proto, serialized (the GetStatus reply)
+  std::string metrics;             // RenderJobMetrics(status)
+  absl::Time built;                // clock time of the build
+  uint64_t version = 0;            // Job::version() before the build
+  uint64_t major_version = 0;      // Job::major_version() before the build
+};
+
+class StatusCache {
+ public:
+  // `job` and `clock` must outlive the cache.
+  StatusCache(const Job* job, const Clock* clock, absl::Duration max_age);
+  StatusCache(const StatusCache&) = delete;
+  StatusCache& operator=(const StatusCache&) = delete;
+
+  // Rebuilds the snapshot when due (see above). Returns true when it rebuilt.
+  bool Refresh();
+  // The current snapshot (never null).
+  std::shared_ptr<const StatusSnapshot> Get();
+  // Snapshots built so far (tests, metrics).
+  uint64_t builds() const;
+
+ private:
+  std::shared_ptr<const StatusSnapshot> Current() const;
+  // Builds and publishes unless `still_due` says another builder already did the work.
+  void Rebuild(bool (StatusCache::*still_due)(const StatusSnapshot&) const);
+  bool Due(const StatusSnapshot& s) const;
+  bool MajorStale(const StatusSnapshot& s) const;
+
+  const Job* const job_;
+  const Clock* const clock_;
+  const absl::Duration max_age_;
+  absl::Mutex build_mu_;  // one builder at a time; never held while taking mu_ for long
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const StatusSnapshot> current_ ABSL_GUARDED_BY(mu_);
+  uint64_t builds_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_OPS_STATUS_CACHE_H_

@@ -1,0 +1,108 @@
+#include "coordinator/rpc/server.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/rpc/metrics_interceptor.h"
+#include "coordinator/rpc/service.h"
+#include "coordinator/rpc/validation.h"
+
+namespace ddp {
+
+std::string DefaultListenHost() {
+  char name[256] = {0};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(name, nullptr, &hints, &res) != 0 || res == nullptr) return "127.0.0.1";
+  std::string host = "127.0.0.1";
+  for (addrinfo* p = res; p != nullptr; p = p->ai_next) {
+    auto* in = reinterpret_cast<sockaddr_in*>(p->ai_addr);
+    char buf[INET_ADDRSTRLEN];
+    if (::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf)) == nullptr) continue;
+    if (absl::string_view(buf).substr(0, 4) == "127.") continue;
+    host = buf;
+    break;
+  }
+  ::freeaddrinfo(res);
+  return host;
+}
+
+CoordinatorServer::CoordinatorServer(Job* job, KvStore* store, const Clock* clock,
+                                     const ServerOptions& options)
+    : job_(job), store_(store), clock_(clock), tick_(options.tick), auth_(options.token) {
+  std::vector<std::string> methods;
+  const auto* service = slurm_ddp::v1::HelloRequest::descriptor()->file()->service(0);
+  for (int i = 0; i < service->method_count(); ++i) methods.push_back(service->method(i)->name());
+  metrics_ = std::make_unique<RpcMetrics>(methods);
+  cache_ = std::make_unique<StatusCache>(job, clock, options.status_max_age);
+  history_ = std::make_unique<History>(options.history_capacity,
+                                       absl::ToDoubleSeconds(options.history_interval));
+}
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    const ServerOptions& options, Job* job, KvStore* store, const Clock* clock) {
+  if (options.token.empty()) return absl::InvalidArgumentError("the server needs a token");
+  std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(job, store, clock, options));
+  s->service_ = std::make_unique<CoordinatorService>(job, store, &s->auth_, s->cache_.get(), clock,
+                                                     options.log);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = DefaultListenHost();
+  s->address_ = absl::StrCat(host, ":", s->port_);
+  s->ticker_ = std::thread([raw = s.get()] { raw->TickLoop(); });
+  return s;
+}
+
+void CoordinatorServer::TickLoop() {
+  while (!stop_ticker_.WaitForNotificationWithTimeout(tick_)) {
+    job_->Tick();
+    store_->ExpireWaiters(clock_->Now());
+    cache_->Refresh();
+    history_->Add(cache_->Get()->status);
+    service_->PollWatchers();
+  }
+}
+
+void CoordinatorServer::SetHttpPort(int port) { service_->SetHttpPort(port); }
+
+void CoordinatorServer::Shutdown(absl::Duration grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  // Finish every parked call first (a callback-API server waits for them): registrations end
+  // with the job's failure, store waiters with UNAVAILABLE.
+  if (!job_->Finished()) (void)job_->Stop(/*graceful=*/false, "coordinator shutting down");
+  store_->CancelAll(absl::UnavailableError("coordinator shutting down"));
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  stop_ticker_.Notify();
+  if (ticker_.joinable()) ticker_.join();
+}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(absl::Seconds(1)); }
+
+}  // namespace ddp

@@ -1,0 +1,98 @@
+// The coordinator's gRPC server: owns the grpc::Server (health checking and reflection on), the
+// service, the status snapshots (StatusCache), the chart history, the RPC metrics, and a ticker
+// thread that drives Job::Tick (liveness, registration deadline), KvStore::ExpireWaiters,
+// snapshot refresh, history sampling and status watchers. Job and KvStore are owned by the
+// caller. The HTTP endpoint (coordinator/ops/http_endpoint.h) is started beside this server on its
+// status_cache(), history() and metrics().
+//
+// Thread safety: Start/Shutdown/destructor from one owning thread; port() and address() anywhere.
+#ifndef SLURM_DDP_COORDINATOR_RPC_SERVER_H_
+#define SLURM_DDP_COORDINATOR_RPC_SERVER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "coordinator/clock.h"
+#include "coordinator/job/job.h"
+#include "coordinator/kv_store.h"
+#include "coordinator/ops/history.h"
+#include "coordinator/ops/rpc_metrics.h"
+#include "coordinator/ops/status_cache.h"
+#include "coordinator/rpc/auth.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace ddp {
+
+class CoordinatorService;
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free port
+  std::string token;                   // bearer token every RPC must carry
+  absl::Duration tick = absl::Milliseconds(50);
+  // Status snapshots are rebuilt at most this often (readers see progress at most this old).
+  absl::Duration status_max_age = absl::Milliseconds(200);
+  // Chart history: finest sample spacing and the number of samples kept.
+  absl::Duration history_interval = absl::Seconds(1);
+  size_t history_capacity = 720;
+  std::function<void(const std::string&)> log;  // refused calls etc. (may be empty)
+};
+
+class CoordinatorServer {
+ public:
+  // `job`, `store` and `clock` must outlive the server.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(const ServerOptions& options,
+                                                                  Job* job, KvStore* store,
+                                                                  const Clock* clock);
+  ~CoordinatorServer();
+  CoordinatorServer(const CoordinatorServer&) = delete;
+  CoordinatorServer& operator=(const CoordinatorServer&) = delete;
+
+  int port() const { return port_; }
+  // host:port as clients should dial it.
+  const std::string& address() const { return address_; }
+  Job& job() { return *job_; }
+  StatusCache& status_cache() { return *cache_; }
+  History& history() { return *history_; }
+  RpcMetrics& metrics() { return *metrics_; }
+  // Tells clients (Hello) where the HTTP endpoint listens.
+  void SetHttpPort(int port);
+
+  // Stops accepting calls, cancels waiting ones (after `grace`), stops the ticker. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  CoordinatorServer(Job* job, KvStore* store, const Clock* clock, const ServerOptions& options);
+  void TickLoop();
+
+  Job* const job_;
+  KvStore* const store_;
+  const Clock* const clock_;
+  const absl::Duration tick_;
+  TokenChecker auth_;
+  std::unique_ptr<RpcMetrics> metrics_;
+  std::unique_ptr<StatusCache> cache_;
+  std::unique_ptr<History> history_;
+  std::unique_ptr<CoordinatorService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string address_;
+  absl::Notification stop_ticker_;
+  std::thread ticker_;
+  bool shut_down_ = false;
+};
+
+// The host part for --listen's default: this node's routable address (the hostname's first
+// non-loopback IPv4 address), else 127.0.0.1.
+std::string DefaultListenHost();
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_RPC_SERVER_H_

@@ -1,0 +1,44 @@
+// Limits and sanity checks for everything a client can send (one-line INVALID_ARGUMENT errors),
+// applied by the service before a request reaches the job. The protocol's limits are documented
+// in proto/coordinator.proto.
+//
+// Thread safety: pure functions; safe from any thread.
+#ifndef SLURM_DDP_COORDINATOR_RPC_VALIDATION_H_
+#define SLURM_DDP_COORDINATOR_RPC_VALIDATION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/coordinator_api.h"
+
+namespace ddp {
+
+inline constexpr int kMaxMessageBytes = 16 * 1024 * 1024;
+inline constexpr size_t kMaxKeyBytes = 4096;
+inline constexpr size_t kMaxValueBytes = 8 * 1024 * 1024;
+inline constexpr size_t kMaxKeysPerCall = 4096;
+inline constexpr size_t kMaxHostBytes = 255;
+inline constexpr size_t kMaxPathBytes = 4096;
+inline constexpr size_t kMaxReasonBytes = 4096;
+inline constexpr int64_t kMaxDatasetSize = int64_t{1} << 40;
+inline constexpr int64_t kMaxStoreTimeoutMs = int64_t{24} * 3600 * 1000;
+
+absl::Status ValidateIdentity(const WorkerIdentity& who, int world_size);
+absl::Status ValidateKey(const std::string& key);
+absl::Status ValidateKeys(const std::vector<std::string>& keys);
+absl::Status ValidateValue(const std::string& value);
+absl::Status ValidateTimeoutMs(int64_t timeout_ms);
+absl::Status ValidateShardRequest(const ShardRequest& request);
+absl::Status ValidateProgress(const ProgressReport& progress);
+absl::Status ValidateCheckpoint(const CommittedCheckpoint& checkpoint);
+// Truncates an operator/worker supplied message to kMaxReasonBytes.
+std::string ClampReason(const std::string& reason);
+// The same status with its message clamped (ClampReason).
+absl::Status ClampOutcome(const absl::Status& outcome);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_RPC_VALIDATION_H_

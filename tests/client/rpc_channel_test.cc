@@ -1,0 +1,169 @@
+// How client calls retry and classify errors, against real gRPC servers on loopback: nothing
+// listening, and a scripted coordinator whose Hello answers UNAVAILABLE, answers
+// DEADLINE_EXCEEDED itself, never answers, or answers OK, call by call.
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/coordinator_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace ddp {
+namespace {
+
+namespace pb = ::slurm_ddp::v1;
+using ::testing::HasSubstr;
+
+enum class Act { kUnavailable, kDeadlineExceeded, kHang, kOk };
+
+class ScriptedCoordinator final : public pb::Coordinator::CallbackService {
+ public:
+  explicit ScriptedCoordinator(std::vector<Act> script) : script_(std::move(script)) {}
+
+  grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* ctx, const pb::HelloRequest*,
+                                  pb::HelloReply* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    absl::MutexLock lock(&mu_);
+    const Act act = script_[std::min(calls_, script_.size() - 1)];
+    ++calls_;
+    switch (act) {
+      case Act::kUnavailable:
+        reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "not ready"));
+        break;
+      case Act::kDeadlineExceeded:  // the very text gRPC uses for a client's own deadline
+        reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"));
+        break;
+      case Act::kHang:
+        hung_.push_back(reactor);
+        break;
+      case Act::kOk:
+        resp->set_job_id("scripted");
+        resp->set_world_size(1);
+        reactor->Finish(grpc::Status::OK);
+        break;
+    }
+    return reactor;
+  }
+  // Finishes the calls left hanging (before the server shuts down).
+  void ReleaseHung() {
+    absl::MutexLock lock(&mu_);
+    for (grpc::ServerUnaryReactor* r : hung_) {
+      r->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "test over"));
+    }
+    hung_.clear();
+  }
+  size_t calls() const {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+ private:
+  const std::vector<Act> script_;
+  mutable absl::Mutex mu_;
+  size_t calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<grpc::ServerUnaryReactor*> hung_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::Status ConnectTo(const std::string& address, absl::Duration timeout) {
+  ConnectOptions o;
+  o.address = address;
+  o.token = "t";
+  o.rpc_timeout = timeout;
+  return ConnectToCoordinator(o).status();
+}
+
+TEST(RpcChannelTest, NothingListeningIsUnreachable) {
+  // A bound socket that does not listen: every connection is refused.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string address = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  const absl::Time start = absl::Now();
+  absl::Status st = ConnectTo(address, absl::Seconds(2));
+  ::close(fd);
+  EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("unreachable"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr(address));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+}
+
+TEST(RpcChannelTest, RetriesAndClassification) {
+  struct Case {
+    const char* name;
+    std::vector<Act> script;
+    absl::StatusCode want;
+    const char* want_text;
+    size_t want_calls;
+    bool waits_for_deadline;
+  };
+  const std::vector<Case> cases = {
+      {"UNAVAILABLE is retried",
+       {Act::kUnavailable, Act::kOk},
+       absl::StatusCode::kOk,
+       "",
+       2,
+       false},
+      {"retries that run into our deadline: unreachable",
+       {Act::kUnavailable, Act::kUnavailable, Act::kHang},
+       absl::StatusCode::kUnavailable,
+       "unreachable after",
+       3,
+       true},
+      // The coordinator itself answered DEADLINE_EXCEEDED (with gRPC's own wording) before our
+      // deadline: it is reachable, and its answer is passed on.
+      {"the coordinator's own DEADLINE_EXCEEDED",
+       {Act::kUnavailable, Act::kDeadlineExceeded},
+       absl::StatusCode::kDeadlineExceeded,
+       "Hello: Deadline Exceeded",
+       2,
+       false},
+      // It took the first call and never answered: reachable but slow, not "unreachable".
+      {"no answer to the first call",
+       {Act::kHang},
+       absl::StatusCode::kDeadlineExceeded,
+       "Hello: ",
+       1,
+       true},
+  };
+  for (const Case& c : cases) {
+    ScriptedCoordinator service(c.script);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    ASSERT_NE(server, nullptr);
+    const absl::Time start = absl::Now();
+    absl::Status st = ConnectTo(absl::StrCat("127.0.0.1:", port), absl::Milliseconds(1500));
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_EQ(st.code(), c.want) << c.name << ": " << st;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(c.want_text)) << c.name;
+    EXPECT_EQ(service.calls(), c.want_calls) << c.name;
+    if (c.waits_for_deadline) {
+      EXPECT_GE(took, absl::Milliseconds(1400)) << c.name;
+    } else {
+      EXPECT_LT(took, absl::Milliseconds(1000)) << c.name;
+    }
+    service.ReleaseHung();
+    server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+}
+
+}  // namespace
+}  // namespace ddp

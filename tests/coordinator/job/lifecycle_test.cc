@@ -1,0 +1,167 @@
+#include "coordinator/job/lifecycle.h"
+
+#include <functional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "common/exit_codes.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+const FailureCause kLost{2, FailureKind::kSignal, "rank 2 killed by signal 9"};
+
+// Drives a fresh lifecycle to `state` through its public moves.
+Lifecycle At(JobState state) {
+  Lifecycle l;
+  switch (state) {
+    case JobState::kRegistering:
+      break;
+    case JobState::kRunning:
+      l.Start();
+      break;
+    case JobState::kRecovering:
+      ADD_FAILURE() << "no move into RECOVERING exists yet";
+      break;
+    case JobState::kStopping:
+      l.Start();
+      l.RequestStop("why");
+      break;
+    case JobState::kStopped:
+      l.Start();
+      l.RequestStop("why");
+      l.FinishStop();
+      break;
+    case JobState::kSucceeded:
+      l.Start();
+      l.Succeed();
+      break;
+    case JobState::kFailed:
+      l.Fail(kLost, absl::InfinitePast());
+      break;
+  }
+  EXPECT_EQ(l.state(), state);
+  return l;
+}
+
+TEST(LifecycleTest, TheTransitionTable) {
+  const std::set<std::pair<JobState, JobState>> allowed = {
+      {JobState::kRegistering, JobState::kRunning}, {JobState::kRegistering, JobState::kFailed},
+      {JobState::kRunning, JobState::kRecovering},  {JobState::kRunning, JobState::kStopping},
+      {JobState::kRunning, JobState::kSucceeded},   {JobState::kRunning, JobState::kFailed},
+      {JobState::kRecovering, JobState::kRunning},  {JobState::kRecovering, JobState::kStopping},
+      {JobState::kRecovering, JobState::kFailed},   {JobState::kStopping, JobState::kStopped},
+      {JobState::kStopping, JobState::kFailed},
+  };
+  for (JobState from : kAllJobStates) {
+    for (JobState to : kAllJobStates) {
+      EXPECT_EQ(Lifecycle::Allowed(from, to), allowed.count({from, to}) == 1)
+          << JobStateName(from) << " -> " << JobStateName(to);
+    }
+    if (IsTerminal(from)) {
+      for (JobState to : kAllJobStates) EXPECT_FALSE(Lifecycle::Allowed(from, to));
+    }
+  }
+}
+
+TEST(LifecycleTest, MovesFromEveryReachableState) {
+  struct Move {
+    const char* name;
+    std::function<bool(Lifecycle&)> apply;
+    JobState target;
+  };
+  const std::vector<Move> moves = {
+      {"Start", [](Lifecycle& l) { return l.Start(); }, JobState::kRunning},
+      {"Succeed", [](Lifecycle& l) { return l.Succeed(); }, JobState::kSucceeded},
+      {"FinishStop", [](Lifecycle& l) { return l.FinishStop(); }, JobState::kStopped},
+      {"Fail", [](Lifecycle& l) { return l.Fail(kLost, absl::InfinitePast()); }, JobState::kFailed},
+  };
+  for (JobState from : kAllJobStates) {
+    if (from == JobState::kRecovering) continue;
+    for (const Move& m : moves) {
+      Lifecycle l = At(from);
+      const bool want = Lifecycle::Allowed(from, m.target);
+      EXPECT_EQ(m.apply(l), want) << m.name << " from " << JobStateName(from);
+      EXPECT_EQ(l.state(), want ? m.target : from) << m.name << " from " << JobStateName(from);
+    }
+  }
+}
+
+TEST(LifecycleTest, CommandAndExitCodePerState) {
+  struct Case {
+    JobState state;
+    Command command;
+    int exit_code;
+  };
+  const std::vector<Case> cases = {
+      {JobState::kRegistering, Command::kContinue, kExitFailed},
+      {JobState::kRunning, Command::kContinue, kExitFailed},
+      {JobState::kStopping, Command::kCheckpointAndStop, kExitFailed},
+      {JobState::kStopped, Command::kCheckpointAndStop, kExitResumable},
+      {JobState::kSucceeded, Command::kContinue, kExitOk},
+      {JobState::kFailed, Command::kAbort, kExitFailed},
+  };
+  for (const Case& c : cases) {
+    Lifecycle l = At(c.state);
+    EXPECT_EQ(l.command(), c.command) << JobStateName(c.state);
+    EXPECT_EQ(l.ExitCode(), c.exit_code) << JobStateName(c.state);
+    EXPECT_EQ(l.finished(), IsTerminal(c.state));
+  }
+}
+
+TEST(LifecycleTest, StopReasonAndFailureStayApart) {
+  Lifecycle l = At(JobState::kRunning);
+  EXPECT_TRUE(l.RequestStop("maintenance"));
+  EXPECT_TRUE(l.RequestStop("second request"));  // already stopping: the first reason stays
+  EXPECT_EQ(l.stop_reason(), "maintenance");
+  EXPECT_TRUE(l.failure().empty());
+  EXPECT_TRUE(l.Fail(kLost, absl::InfinitePast()));
+  EXPECT_EQ(l.stop_reason(), "maintenance");
+  EXPECT_EQ(l.failure().rank, 2);
+  // The first failure stands.
+  EXPECT_FALSE(l.Fail({5, FailureKind::kWorkerError, "later"}, absl::InfinitePast()));
+  EXPECT_EQ(l.failure().rank, 2);
+  Lifecycle registering;
+  EXPECT_FALSE(registering.RequestStop("too early"));
+  EXPECT_EQ(registering.state(), JobState::kRegistering);
+}
+
+TEST(LifecycleTest, ReattributionOnlyWithinTheWindowAndForAnotherRank) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  const FailureCause peer{0, FailureKind::kCollectiveError, "rank 0 failed: reset"};
+  const FailureCause death{1, FailureKind::kSignal, "rank 1 killed by signal 9"};
+  struct Case {
+    const char* name;
+    absl::Time revisable_until;
+    FailureCause root;
+    absl::Time at;
+    bool want;
+  };
+  const std::vector<Case> cases = {
+      {"within the window", t0 + absl::Seconds(5), death, t0 + absl::Seconds(1), true},
+      {"at the window's end", t0 + absl::Seconds(5), death, t0 + absl::Seconds(5), true},
+      {"after the window", t0 + absl::Seconds(5), death, t0 + absl::Seconds(6), false},
+      {"final failure", absl::InfinitePast(), death, t0, false},
+      {"same rank", t0 + absl::Seconds(5), {0, FailureKind::kSignal, "rank 0 killed"}, t0, false},
+  };
+  for (const Case& c : cases) {
+    Lifecycle l;
+    l.Start();
+    ASSERT_TRUE(l.Fail(peer, c.revisable_until));
+    EXPECT_EQ(l.Reattribute(c.root, c.at), c.want) << c.name;
+    EXPECT_EQ(l.failure().rank, c.want ? c.root.rank : 0) << c.name;
+    if (c.want) {
+      EXPECT_EQ(l.failure().kind, FailureKind::kSignal);
+      EXPECT_EQ(l.failure().text, "rank 1 killed by signal 9; then rank 0 failed: reset");
+      EXPECT_FALSE(l.Reattribute({3, FailureKind::kSignal, "x"}, c.at)) << "revised only once";
+    }
+  }
+  Lifecycle running;
+  running.Start();
+  EXPECT_FALSE(running.Reattribute(death, t0)) << "nothing failed";
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,78 @@
+#include "coordinator/ops/job_metrics.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+RankStatus Rank(int rank, RankState state, int64_t step) {
+  RankStatus r;
+  r.rank = rank;
+  r.host = "h";
+  r.state = state;
+  r.step = step;
+  return r;
+}
+
+TEST(JobMetricsTest, StatesAndRanks) {
+  struct Case {
+    const char* name;
+    JobState state;
+    std::vector<RankStatus> ranks;
+    std::vector<std::string> want;
+    std::vector<std::string> absent;
+  };
+  const std::vector<Case> cases = {
+      {"running",
+       JobState::kRunning,
+       {Rank(0, RankState::kTraining, 5), Rank(1, RankState::kTraining, 4)},
+       {"ddp_job_state{state=\"RUNNING\"} 1", "ddp_job_state{state=\"FAILED\"} 0",
+        "ddp_ranks{state=\"training\"} 2", "ddp_lost_ranks 0",
+        "ddp_rank_step{rank=\"1\",host=\"h\"} 4"},
+       {"ddp_ranks{state=\"lost\"}"}},
+      {"a stopped job is STOPPED here",
+       JobState::kStopped,
+       {Rank(0, RankState::kStopped, 5)},
+       {"ddp_job_state{state=\"STOPPED\"} 1", "ddp_job_state{state=\"STOPPING\"} 0",
+        "ddp_job_finished 1", "ddp_ranks{state=\"stopped\"} 1"},
+       {}},
+      {"failed with a lost rank",
+       JobState::kFailed,
+       {Rank(0, RankState::kTraining, 5), Rank(1, RankState::kLost, 3),
+        Rank(2, RankState::kFailed, 3)},
+       {"ddp_job_state{state=\"FAILED\"} 1", "ddp_lost_ranks 1", "ddp_failed_ranks 1",
+        "ddp_ranks{state=\"lost\"} 1"},
+       {}},
+      {"registering rows have no rank series",
+       JobState::kRegistering,
+       {Rank(-1, RankState::kRegistered, 0)},
+       {"ddp_ranks{state=\"registered\"} 1"},
+       {"ddp_rank_step{rank=\"-1\""}},
+  };
+  for (const Case& c : cases) {
+    JobStatus s;
+    s.job_id = "j";
+    s.state = c.state;
+    s.finished = IsTerminal(c.state);
+    s.ranks = c.ranks;
+    std::string out;
+    RenderJobMetrics(s, &out);
+    for (const std::string& w : c.want) EXPECT_THAT(out, HasSubstr(w)) << c.name;
+    for (const std::string& a : c.absent) EXPECT_THAT(out, Not(HasSubstr(a))) << c.name;
+    for (JobState st : kAllJobStates) {
+      EXPECT_THAT(out, HasSubstr(absl::StrCat("ddp_job_state{state=\"", JobStateName(st), "\"}")))
+          << c.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ddp

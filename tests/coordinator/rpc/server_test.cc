@@ -1,0 +1,357 @@
+// In-process coordinator on port 0 with ranks-as-threads clients (client/coordinator_client.h).
+#include "coordinator/rpc/server.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/coordinator_client.h"
+#include "client/operator_client.h"
+#include "common/dist_file.h"
+#include "common/sampler_plan.h"
+#include "coordinator/job/job.h"
+#include "coordinator/kv_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void Start(int world, absl::Duration heartbeat_timeout = absl::Seconds(10)) {
+    std::string tmpl = ::testing::TempDir() + "/server_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    contents_ = *NewDistFileContents("job-s", 0, "", 0);
+    JobConfig config;
+    config.job_id = "job-s";
+    config.nonce = contents_.nonce;
+    config.world_size = world;
+    config.registration_timeout = absl::Seconds(60);
+    config.heartbeat_timeout = heartbeat_timeout;
+    job_ = std::make_unique<Job>(config, MonotonicClock::Get());
+    ServerOptions options;
+    options.token = contents_.token;
+    options.tick = absl::Milliseconds(20);
+    auto server = CoordinatorServer::Start(options, job_.get(), &store_, MonotonicClock::Get());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    contents_.grpc_address = server_->address();
+    dist_file_ = dir_ + "/dist_file.job-s";
+    ASSERT_TRUE(PublishDistFile(dist_file_, contents_).ok());
+  }
+  void TearDown() override {
+    server_.reset();
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  ConnectOptions Options() const {
+    ConnectOptions o;
+    o.dist_file = dist_file_;
+    o.expected_job_id = "job-s";
+    o.dist_file_timeout = absl::Seconds(5);
+    o.rpc_timeout = absl::Seconds(5);
+    return o;
+  }
+  std::unique_ptr<CoordinatorApi> Connect() {
+    auto c = ConnectToCoordinator(Options());
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  std::string dir_;
+  std::string dist_file_;
+  DistFileContents contents_;
+  std::unique_ptr<Job> job_;
+  KvStore store_;
+  std::unique_ptr<CoordinatorServer> server_;
+};
+
+TEST_F(ServerTest, SixtyFourRanksRunTheWholeFlow) {
+  constexpr int kWorld = 64;
+  constexpr int kPerNode = 8;
+  Start(kWorld);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  std::vector<int> ranks(kWorld, -1);
+  for (int i = 0; i < kWorld; ++i) {
+    threads.emplace_back([&, i] {
+      auto fail = [&](const absl::Status& st) {
+        ADD_FAILURE() << "worker " << i << ": " << st;
+        failures++;
+      };
+      auto api = Connect();
+      if (api == nullptr) return failures++, void();
+      WorkerIdentity who;
+      who.host = absl::StrCat("node", i / kPerNode);
+      who.node_rank = i / kPerNode;
+      who.local_rank = i % kPerNode;
+      who.local_world_size = kPerNode;
+      who.pid = 1000 + i;
+      auto a = api->Register(who, absl::Seconds(30));
+      if (!a.ok()) return fail(a.status());
+      ranks[static_cast<size_t>(i)] = a->rank;
+      // c10d-style bootstrap: rank 0 publishes, everyone counts in and reads it back.
+      if (a->rank == 0) {
+        if (auto st = api->StoreSet("nccl_id", {1, 2, 3}); !st.ok()) return fail(st);
+      }
+      auto id = api->StoreGet("nccl_id", absl::Seconds(10));
+      if (!id.ok()) return fail(id.status());
+      EXPECT_EQ(*id, (std::vector<uint8_t>{1, 2, 3}));
+      if (auto n = api->StoreAdd("joined", 1); !n.ok()) return fail(n.status());
+      if (auto st = api->StoreWait({"nccl_id"}, absl::Seconds(5)); !st.ok()) return fail(st);
+      ShardRequest req;
+      req.epoch = 0;
+      req.dataset_size = 1000;
+      req.seed = 1;
+      auto shard = api->GetShard(req);
+      if (!shard.ok()) return fail(shard.status());
+      EXPECT_EQ(shard->rank, a->rank);
+      EXPECT_EQ(NumSamplesPerRank(*shard), 16);  // ceil(1000 / 64)
+      ProgressReport p;
+      p.phase = WorkerPhase::kTraining;
+      p.step = 1;
+      auto hb = api->Heartbeat(p);
+      if (!hb.ok()) return fail(hb.status());
+      EXPECT_EQ(hb->command, Command::kContinue);
+      if (auto st = api->ReportDone(absl::OkStatus()); !st.ok()) return fail(st);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (int i = 0; i < kWorld; ++i) EXPECT_EQ(ranks[static_cast<size_t>(i)], i);
+  EXPECT_EQ(store_.NumKeys(), 2);
+  JobStatus s = job_->Status();
+  EXPECT_EQ(s.state, JobState::kSucceeded);
+  EXPECT_EQ(s.registered, kWorld);
+  EXPECT_EQ(s.num_nodes, kWorld / kPerNode);
+}
+
+TEST_F(ServerTest, WrongTokenIsUnauthenticatedAndTheJobKeepsServing) {
+  Start(2);
+  ConnectOptions forged;
+  forged.address = server_->address();
+  forged.token = std::string(64, '0');
+  forged.rpc_timeout = absl::Seconds(3);
+  // Connect says Hello, which already needs the token.
+  auto op = OperatorClient::Connect(forged);
+  EXPECT_TRUE(absl::IsUnauthenticated(op.status())) << op.status();
+  // The real token still works and nothing changed.
+  auto good = OperatorClient::Connect(Options());
+  ASSERT_TRUE(good.ok()) << good.status();
+  auto status = (*good)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, JobState::kRegistering);
+  EXPECT_EQ(status->world_size, 2);
+}
+
+TEST_F(ServerTest, StoreGetTimesOutWithDeadlineExceeded) {
+  Start(1);
+  auto api = Connect();
+  ASSERT_NE(api, nullptr);
+  absl::Time start = absl::Now();
+  auto got = api->StoreGet("never", absl::Milliseconds(200));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(got.status())) << got.status();
+  EXPECT_THAT(std::string(got.status().message()), HasSubstr("never"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(api->StoreWait({"a", "b"}, absl::Milliseconds(100))));
+  ASSERT_TRUE(api->StoreSet("k", {'v'}).ok());
+  EXPECT_EQ(*api->StoreCompareSet("k", {'v'}, {'w'}), std::vector<uint8_t>{'w'});
+  EXPECT_TRUE(*api->StoreCheck({"k"}));
+  EXPECT_EQ(*api->StoreNumKeys(), 1);
+  EXPECT_TRUE(*api->StoreDelete("k"));
+  EXPECT_TRUE(absl::IsInvalidArgument(api->StoreSet("", {})));
+}
+
+TEST_F(ServerTest, LostRankAbortsTheOthersWithinSeconds) {
+  Start(2, absl::Milliseconds(500));
+  std::vector<std::unique_ptr<CoordinatorApi>> apis;
+  apis.push_back(Connect());
+  apis.push_back(Connect());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      WorkerIdentity who;
+      who.host = "h";
+      who.local_rank = i;
+      who.local_world_size = 2;
+      who.pid = 10 + i;
+      ASSERT_TRUE(apis[static_cast<size_t>(i)]->Register(who, absl::Seconds(10)).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Rank 1 goes silent; rank 0 keeps heartbeating and is told to abort.
+  absl::Time start = absl::Now();
+  HeartbeatReply reply;
+  while (absl::Now() - start < absl::Seconds(5)) {
+    auto r = apis[0]->Heartbeat({});
+    ASSERT_TRUE(r.ok()) << r.status();
+    reply = *r;
+    if (reply.command == Command::kAbort) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(reply.command, Command::kAbort);
+  EXPECT_THAT(reply.reason, HasSubstr("rank 1"));
+  // The typed cause crosses the wire.
+  EXPECT_EQ(reply.cause.rank, 1);
+  EXPECT_EQ(reply.cause.kind, FailureKind::kLostHeartbeat);
+  EXPECT_EQ(reply.cause.text, reply.reason);
+  EXPECT_EQ(job_->Status().failure.rank, 1);
+}
+
+// Enums end to end: rank states, the job state, the failure's kind and the step phase come back
+// through GetStatus as the coordinator set them; Stop answers with the job state.
+TEST_F(ServerTest, TypedStateCrossesTheWire) {
+  Start(2);
+  std::vector<std::unique_ptr<CoordinatorApi>> apis;
+  apis.push_back(Connect());
+  apis.push_back(Connect());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      WorkerIdentity who;
+      who.host = "h";
+      who.local_rank = i;
+      who.local_world_size = 2;
+      who.pid = 20 + i;
+      ASSERT_TRUE(apis[static_cast<size_t>(i)]->Register(who, absl::Seconds(10)).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  ProgressReport p;
+  p.phase = WorkerPhase::kEvaluating;
+  p.step_phase = StepPhase::kEval;
+  p.phase_seconds = 3.5;
+  ASSERT_TRUE(apis[0]->Heartbeat(p).ok());
+  auto op = OperatorClient::Connect(Options());
+  ASSERT_TRUE(op.ok()) << op.status();
+  // Progress is served from snapshots up to ~200 ms old (a state change is never missed).
+  absl::StatusOr<JobStatus> st;
+  for (const absl::Time end = absl::Now() + absl::Seconds(3); absl::Now() < end;) {
+    st = (*op)->GetStatus();
+    ASSERT_TRUE(st.ok()) << st.status();
+    if (st->ranks[0].phase != StepPhase::kNone) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(st->state, JobState::kRunning);
+  EXPECT_EQ(st->ranks[0].state, RankState::kEvaluating);
+  EXPECT_EQ(st->ranks[0].phase, StepPhase::kEval);
+  EXPECT_DOUBLE_EQ(st->ranks[0].phase_seconds, 3.5);
+  EXPECT_EQ(st->ranks[1].state, RankState::kStarting);
+  EXPECT_TRUE(st->failure.empty());
+
+  auto who = apis[1]->ReportLost({0, 1, 21, "killed by signal 9", 9, 0});
+  ASSERT_TRUE(who.ok()) << who.status();
+  st = (*op)->GetStatus();
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->state, JobState::kFailed);
+  EXPECT_EQ(st->failure.rank, 1);
+  EXPECT_EQ(st->failure.kind, FailureKind::kSignal);
+  EXPECT_EQ(st->failure.text, "rank 1 (host h, node 0, local rank 1, pid 21) killed by signal 9");
+  EXPECT_EQ(st->ranks[1].state, RankState::kLost);
+  auto stopped = (*op)->Stop(/*graceful=*/false, "late");
+  EXPECT_TRUE(absl::IsFailedPrecondition(stopped.status())) << stopped.status();
+}
+
+TEST_F(ServerTest, StopAnswersWithTheTypedState) {
+  Start(1);
+  auto api = Connect();
+  WorkerIdentity who;
+  who.host = "h";
+  who.pid = 7;
+  ASSERT_TRUE(api->Register(who, absl::Seconds(5)).ok());
+  auto op = OperatorClient::Connect(Options());
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto state = (*op)->Stop(/*graceful=*/true, "maintenance");
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(*state, JobState::kStopping);
+  auto hb = api->Heartbeat({});
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->command, Command::kCheckpointAndStop);
+  EXPECT_EQ(hb->reason, "checkpoint and stop: maintenance");
+  ASSERT_TRUE(api->ReportDone(absl::CancelledError("stopped after checkpoint")).ok());
+  auto st = (*op)->GetStatus();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->state, JobState::kStopped);
+  EXPECT_TRUE(st->finished);
+  EXPECT_EQ(st->stop_reason, "maintenance");
+}
+
+// The service validates before the job sees a request.
+TEST_F(ServerTest, NonsensicalRequestsAreRefusedAndChangeNothing) {
+  Start(1);
+  auto api = Connect();
+  WorkerIdentity who;
+  who.host = "h";
+  who.pid = 9;
+  ASSERT_TRUE(api->Register(who, absl::Seconds(5)).ok());
+  ProgressReport bad;
+  bad.samples_per_second = std::nan("");
+  EXPECT_TRUE(absl::IsInvalidArgument(api->Heartbeat(bad).status()));
+  bad = ProgressReport();
+  bad.step = -1;
+  EXPECT_TRUE(absl::IsInvalidArgument(api->Heartbeat(bad).status()));
+  ShardRequest shard;
+  shard.dataset_size = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(api->GetShard(shard).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(api->CommitCheckpoint({-1, 0, 0, "/x"})));
+  WorkerIdentity nobody;  // empty host
+  EXPECT_TRUE(absl::IsInvalidArgument(Connect()->Register(nobody, absl::Seconds(2)).status()));
+  // A long failure message is clamped, and the job fails naming the rank.
+  ASSERT_TRUE(api->ReportDone(absl::InternalError(std::string(100000, 'x'))).ok());
+  JobStatus s = job_->Status();
+  EXPECT_EQ(s.state, JobState::kFailed);
+  EXPECT_EQ(s.failure.kind, FailureKind::kWorkerError);
+  EXPECT_LT(s.failure.text.size(), 5000u);
+}
+
+TEST_F(ServerTest, StaleNonceIsRefusedAtConnect) {
+  Start(1);
+  DistFileContents stale = contents_;
+  stale.nonce = std::string(32, 'a');
+  std::string path = dir_ + "/stale";
+  ASSERT_TRUE(PublishDistFile(path, stale).ok());
+  ConnectOptions o = Options();
+  o.dist_file = path;
+  auto c = ConnectToCoordinator(o);
+  EXPECT_TRUE(absl::IsFailedPrecondition(c.status())) << c.status();
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("stale"));
+}
+
+TEST_F(ServerTest, WatchStreamsUntilTheJobFinishes) {
+  Start(1);
+  auto op = OperatorClient::Connect(Options());
+  ASSERT_TRUE(op.ok());
+  std::thread finisher([&] {
+    auto api = Connect();
+    WorkerIdentity who;
+    who.host = "h";
+    who.pid = 5;
+    ASSERT_TRUE(api->Register(who, absl::Seconds(5)).ok());
+    absl::SleepFor(absl::Milliseconds(300));
+    ASSERT_TRUE(api->ReportDone(absl::OkStatus()).ok());
+  });
+  int updates = 0;
+  JobStatus last;
+  absl::Status st = (*op)->Watch(absl::Milliseconds(100), [&](const JobStatus& s) {
+    ++updates;
+    last = s;
+    return true;
+  });
+  finisher.join();
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_GE(updates, 2);
+  EXPECT_EQ(last.state, JobState::kSucceeded);
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,166 @@
+#include "proto/convert.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+namespace pb = ::slurm_ddp::v1;
+
+// Every enum value maps to a distinct wire value and back; unknown wire values take the
+// documented fallback.
+template <typename Domain, typename Wire, size_t N>
+void ExpectRoundTrip(const Domain (&all)[N], Wire unknown, Domain fallback) {
+  std::set<int> wire;
+  for (Domain d : all) {
+    const Wire w = ToProto(d);
+    EXPECT_TRUE(wire.insert(static_cast<int>(w)).second) << "two values share wire value " << w;
+    EXPECT_EQ(FromProto(w), d) << static_cast<int>(d);
+  }
+  EXPECT_EQ(FromProto(unknown), fallback);
+}
+
+TEST(ConvertTest, EnumsRoundTrip) {
+  ExpectRoundTrip(kAllJobStates, static_cast<pb::JobState>(99), JobState::kFailed);
+  EXPECT_EQ(FromProto(pb::JOB_STATE_UNSPECIFIED), JobState::kFailed);
+  ExpectRoundTrip(kAllRankStates, static_cast<pb::RankState>(99), RankState::kStarting);
+  ExpectRoundTrip(kAllStepPhases, static_cast<pb::StepPhase>(99), StepPhase::kNone);
+  ExpectRoundTrip(kAllFailureKinds, static_cast<pb::FailureKind>(99), FailureKind::kWorkerError);
+  const WorkerPhase phases[] = {WorkerPhase::kStarting, WorkerPhase::kTraining,
+                                WorkerPhase::kEvaluating, WorkerPhase::kCheckpointing,
+                                WorkerPhase::kFinished};
+  ExpectRoundTrip(phases, static_cast<pb::WorkerPhase>(99), WorkerPhase::kStarting);
+  const Command commands[] = {Command::kContinue, Command::kCheckpointAndStop, Command::kAbort};
+  ExpectRoundTrip(commands, static_cast<pb::Command>(99), Command::kContinue);
+}
+
+TEST(ConvertTest, JobStatusRoundTripsThroughTheWire) {
+  JobStatus s;
+  s.job_id = "j";
+  s.state = JobState::kFailed;
+  s.finished = true;
+  s.generation = 2;
+  s.world_size = 2;
+  s.registered = 2;
+  s.num_nodes = 1;
+  s.epoch = 1;
+  s.epochs = 3;
+  s.step = 17;
+  s.steps_per_epoch = 10;
+  s.loss = 0.25;
+  s.samples_per_second = 99;
+  s.eta_seconds = -1;
+  s.uptime_seconds = 12;
+  s.failure = {1, FailureKind::kSignal, "rank 1 killed by signal 9"};
+  s.stop_reason = "maintenance";
+  s.checkpoint_epoch = 1;
+  s.checkpoint_step = 10;
+  s.checkpoint_path = "/c.pt";
+  RankStatus r;
+  r.rank = 1;
+  r.host = "h";
+  r.node_rank = 0;
+  r.local_rank = 1;
+  r.pid = 7;
+  r.state = RankState::kLost;
+  r.phase = StepPhase::kAllreduce;
+  r.phase_seconds = 2.5;
+  r.step = 17;
+  r.last_seen_seconds = 3;
+  s.ranks = {r};
+  s.events = {"+1.0s a", "+2.0s b"};
+  pb::JobStatus wire;
+  ToProto(s, &wire);
+  pb::JobStatus parsed;
+  ASSERT_TRUE(parsed.ParseFromString(wire.SerializeAsString()));
+  const JobStatus back = FromProto(parsed);
+  EXPECT_EQ(ToJson(back), ToJson(s));
+  EXPECT_EQ(back.failure.kind, FailureKind::kSignal);
+  EXPECT_EQ(back.ranks[0].phase, StepPhase::kAllreduce);
+  // No failure: the field stays absent and comes back empty.
+  s.failure = {};
+  pb::JobStatus ok;
+  ToProto(s, &ok);
+  EXPECT_FALSE(ok.has_failure());
+  EXPECT_TRUE(FromProto(ok).failure.empty());
+}
+
+TEST(ConvertTest, WorkerMessagesRoundTrip) {
+  WorkerIdentity who{"h", 1, 2, 4, 77, "nonce"};
+  pb::RegisterRequest reg;
+  ToProto(who, &reg);
+  const WorkerIdentity who2 = FromProto(reg);
+  EXPECT_EQ(who2.host, "h");
+  EXPECT_EQ(who2.local_world_size, 4);
+  EXPECT_EQ(who2.nonce, "nonce");
+
+  ShardRequest shard{3, 100, 7, false, true, 40, 2};
+  pb::GetShardRequest sreq;
+  ToProto(shard, &sreq);
+  const ShardRequest shard2 = FromProto(sreq);
+  EXPECT_EQ(shard2.epoch, 3);
+  EXPECT_FALSE(shard2.shuffle);
+  EXPECT_TRUE(shard2.drop_last);
+  EXPECT_EQ(shard2.resume_world_size, 2);
+
+  ProgressReport p;
+  p.phase = WorkerPhase::kCheckpointing;
+  p.step_phase = StepPhase::kCheckpoint;
+  p.phase_seconds = 4;
+  p.step = 9;
+  p.overlap_share = 0.5;
+  pb::Progress wp;
+  ToProto(p, &wp);
+  const ProgressReport p2 = FromProto(wp);
+  EXPECT_EQ(p2.phase, WorkerPhase::kCheckpointing);
+  EXPECT_EQ(p2.step_phase, StepPhase::kCheckpoint);
+  EXPECT_DOUBLE_EQ(p2.phase_seconds, 4);
+  EXPECT_DOUBLE_EQ(p2.overlap_share, 0.5);
+
+  HeartbeatReply hb{Command::kAbort, "why", {3, FailureKind::kStall, "rank 3 stalled"}};
+  pb::HeartbeatReply whb;
+  ToProto(hb, &whb);
+  const HeartbeatReply hb2 = FromProto(whb);
+  EXPECT_EQ(hb2.command, Command::kAbort);
+  EXPECT_EQ(hb2.cause.rank, 3);
+  EXPECT_EQ(hb2.cause.kind, FailureKind::kStall);
+  EXPECT_TRUE(FromProto(pb::HeartbeatReply()).cause.empty());
+
+  LostWorker lost{1, 0, 55, "killed by signal 9", 9, 0};
+  pb::ReportLostRequest wl;
+  ToProto(lost, &wl);
+  const LostWorker lost2 = FromProto(wl);
+  EXPECT_EQ(lost2.signal, 9);
+  EXPECT_EQ(lost2.pid, 55);
+  EXPECT_EQ(FromProto(pb::ReportLostRequest()).what, "died");
+}
+
+TEST(ConvertTest, OutcomesAndRpcStatus) {
+  struct Case {
+    absl::Status outcome;
+    absl::StatusCode want;
+  };
+  const std::vector<Case> cases = {
+      {absl::OkStatus(), absl::StatusCode::kOk},
+      {absl::CancelledError("stopped"), absl::StatusCode::kCancelled},
+      {absl::UnavailableError("reset"), absl::StatusCode::kUnavailable},
+      {absl::Status(static_cast<absl::StatusCode>(42), "odd"), absl::StatusCode::kUnknown},
+  };
+  for (const Case& c : cases) {
+    pb::ReportDoneRequest req;
+    ToProto(c.outcome, &req);
+    EXPECT_EQ(FromProto(req).code(), c.want) << c.outcome;
+    EXPECT_EQ(FromGrpc(ToGrpc(c.outcome)).code(), c.outcome.code()) << c.outcome;
+  }
+  pb::ReportDoneRequest empty_message;
+  empty_message.set_ok(false);
+  empty_message.set_error_code(13);
+  EXPECT_EQ(FromProto(empty_message).message(), "worker failed");
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,65 @@
+#include "trainer/dist/dist_errors.h"
+
+#include <exception>
+#include <string>
+
+namespace ddp {
+namespace {
+
+std::string FirstLine(const char* text) {
+  std::string s(text);
+  return s.substr(0, s.find('\n'));
+}
+
+bool BackendSaysTimeout(c10d::Backend& pg) {
+  try {
+    return pg.getError() == c10d::ErrorType::TIMEOUT;
+  } catch (const std::exception&) {
+    return false;  // Gloo keeps no error state
+  }
+}
+
+}  // namespace
+
+std::chrono::milliseconds CollectiveTimeout(c10d::Backend& pg) {
+  try {
+    const auto options = pg.getBackendOptions();
+    return options ? options->timeout : std::chrono::milliseconds(0);
+  } catch (const std::exception&) {
+    return std::chrono::milliseconds(0);
+  }
+}
+
+void WaitForWork(c10d::Work& work, c10d::Backend& pg, std::chrono::steady_clock::time_point issued,
+                 const char* what) {
+  std::exception_ptr error;
+  std::string message;
+  bool distributed = false;
+  try {
+    work.wait();
+    return;
+  } catch (const CollectiveTimeoutError&) {
+    throw;
+  } catch (const c10::DistError& e) {
+    message = FirstLine(e.what_without_backtrace());
+    distributed = true;
+    error = std::current_exception();
+  } catch (const c10::Error& e) {
+    message = FirstLine(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    message = FirstLine(e.what());
+  }
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - issued);
+  const std::chrono::milliseconds timeout = CollectiveTimeout(pg);
+  if (BackendSaysTimeout(pg) || (timeout.count() > 0 && elapsed >= timeout)) {
+    DDP_THROW(CollectiveTimeoutError, std::string(what) + " timed out after " +
+                                          std::to_string(elapsed.count()) +
+                                          " ms (process group timeout " +
+                                          std::to_string(timeout.count()) + " ms): " + message);
+  }
+  if (distributed) std::rethrow_exception(error);
+  DDP_THROW(c10::DistBackendError, std::string(what) + " failed: " + message);
+}
+
+}  // namespace ddp

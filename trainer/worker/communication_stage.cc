@@ -1,0 +1,59 @@
+#include "trainer/worker/communication_stage.h"
+
+#include <utility>
+
+#include "common/status_macros.h"
+#include "trainer/worker/state_sync.h"
+
+namespace ddp {
+
+CommunicationStage::CommunicationStage(c10::intrusive_ptr<c10d::Store> store, Options options,
+                                       ModelStage& model, TrainingPosition& position)
+    : store_(std::move(store)), options_(std::move(options)), model_(model), position_(position) {}
+
+CommunicationStage::~CommunicationStage() {
+  // The engine holds the group and hooks on the model's parameters: it goes first. The group's
+  // own destructor then shuts it down, or aborts it when failed or when an exception unwinds.
+  if (ddp_) ddp_->ZeroGrad();
+  ddp_.reset();
+}
+
+void CommunicationStage::MarkFailed() { pg_.MarkFailed(); }
+
+absl::Status CommunicationStage::Disconnect() {
+  if (ddp_) {
+    std::vector<size_t> order = ddp_->gradient_order();
+    if (!order.empty()) gradient_order_ = std::move(order);
+    ddp_->ZeroGrad();  // gradients are views into this engine's buckets
+    ddp_.reset();
+  }
+  return pg_.Close();
+}
+
+absl::StatusOr<int> CommunicationStage::Connect(const std::string& prefix, int rank,
+                                                int world_size) {
+  // A failed teardown of the old group must not stop the new one from being built.
+  Disconnect().IgnoreError();
+  ASSIGN_OR_RETURN(
+      ProcessGroupHandle pg,
+      ProcessGroupHandle::Create(store_, prefix, rank, world_size, options_.process_group));
+  absl::StatusOr<int> root = SyncTrainingState(pg.backend(), {model_, position_, gradient_order_});
+  if (!root.ok()) {
+    pg.MarkFailed();
+    return root.status();
+  }
+  DdpOptions ddp_options = options_.ddp;
+  ddp_options.init_sync = false;  // the state sync made every rank equal to the root
+  ddp_options.reducer.initial_order = gradient_order_;
+  auto ddp = DistributedDataParallel::Create(model_.tensors(), pg.shared(), ddp_options);
+  if (!ddp.ok()) {
+    pg.MarkFailed();
+    return ddp.status();
+  }
+  pg_ = std::move(pg);
+  ddp_ = *std::move(ddp);
+  ++connects_;
+  return root;
+}
+
+}  // namespace ddp

@@ -1,0 +1,85 @@
+// The part of a worker that is torn down and rebuilt while it runs: the process group
+// (ProcessGroupHandle) and the DDP engine over the model stage's tensors.
+//
+// Connect(prefix, rank, world) builds the group with its keys under `prefix` of the store (one
+// prefix per membership generation), makes every rank's training state equal to the most
+// advanced rank's (state_sync.h), then builds the DDP engine with the bucket layout agreed
+// before (so reductions add up in the same order as an uninterrupted run). Connecting again
+// first tears the current engine and group down — the group is shut down, or aborted once
+// MarkFailed() was called or when an exception unwinds — while the model, the optimizer state
+// and the position stay in place. In-job recovery is one more Connect with a new prefix, the
+// same path as the start.
+//
+//   CommunicationStage comm(store, options, model, position);
+//   ASSIGN_OR_RETURN(int root, comm.Connect("gen0", rank, world));
+//   ... train with comm.ddp() and comm.process_group() ...
+//   if (!status.ok()) comm.MarkFailed();           // a collective failed: abort, not shutdown
+//   ASSIGN_OR_RETURN(root, comm.Connect("gen1", rank, world));  // rebuilt, state from `root`
+//
+// Never cache comm.ddp() or comm.process_group() across a Connect.
+//
+// Thread safety: the training thread only.
+#ifndef SLURM_DDP_TRAINER_WORKER_COMMUNICATION_STAGE_H_
+#define SLURM_DDP_TRAINER_WORKER_COMMUNICATION_STAGE_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/dist/ddp.h"
+#include "trainer/dist/process_group.h"
+#include "trainer/dist/process_group_handle.h"
+#include "trainer/worker/model_stage.h"
+#include "trainer/worker/training_position.h"
+
+namespace ddp {
+
+class CommunicationStage {
+ public:
+  struct Options {
+    ProcessGroupOptions process_group;
+    DdpOptions ddp;  // init_sync and reducer.initial_order are the stage's to set
+  };
+
+  // `store` (the coordinator's, or any c10d store) is shared by every build; `model` and
+  // `position` must outlive the stage.
+  CommunicationStage(c10::intrusive_ptr<c10d::Store> store, Options options, ModelStage& model,
+                     TrainingPosition& position);
+  ~CommunicationStage();  // the engine, then the group (see above)
+  CommunicationStage(const CommunicationStage&) = delete;
+  CommunicationStage& operator=(const CommunicationStage&) = delete;
+
+  // Tears down what is connected, then builds and syncs as above. Returns the rank the state
+  // came from. On error nothing is connected (a group built on the way is aborted).
+  absl::StatusOr<int> Connect(const std::string& prefix, int rank, int world_size);
+  // The engine, then the group: shut down, or aborted after MarkFailed(). OK when not connected.
+  absl::Status Disconnect();
+  // A collective of the current group failed: end it with an abort.
+  void MarkFailed();
+
+  bool connected() const { return ddp_ != nullptr; }
+  DistributedDataParallel& ddp() { return *ddp_; }
+  c10d::Backend& process_group() { return pg_.backend(); }
+  const std::string& prefix() const { return pg_.prefix(); }
+  int connects() const { return connects_; }  // successful Connect() calls so far
+  // The DDP bucket layout the next engine will be built with (empty until agreed).
+  const std::vector<size_t>& gradient_order() const { return gradient_order_; }
+
+ private:
+  const c10::intrusive_ptr<c10d::Store> store_;
+  const Options options_;
+  ModelStage& model_;
+  TrainingPosition& position_;
+  std::vector<size_t> gradient_order_;
+  int connects_ = 0;
+  ProcessGroupHandle pg_;  // declared before ddp_: outlives it
+  std::unique_ptr<DistributedDataParallel> ddp_;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_TRAINER_WORKER_COMMUNICATION_STAGE_H_

@@ -1,0 +1,72 @@
+#include "trainer/worker/coordinator_session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/coordinator_client.h"
+#include "trainer/dist/grpc_store.h"
+
+namespace ddp {
+namespace {
+
+ProgressReporterOptions ReporterOptions(double heartbeat_timeout_s, const std::string& prefix) {
+  ProgressReporterOptions o;
+  o.unreachable_timeout = absl::Seconds(std::max(10.0, 3 * heartbeat_timeout_s));
+  o.log_prefix = prefix;
+  return o;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
+    const TrainerConfig& c, const WorkerPlacement& p) {
+  ConnectOptions co;
+  co.dist_file = p.dist_file;
+  co.expected_job_id = p.job_id;
+  co.min_generation = p.generation;
+  co.dist_file_timeout = absl::Seconds(c.registration_timeout_s);
+  auto api = ConnectToCoordinator(co);
+  if (!api.ok()) {
+    return absl::Status(
+        api.status().code(),
+        absl::StrCat(api.status().message(), " (coordinator log: ", p.coordinator_log, ")"));
+  }
+  WorkerIdentity who;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  who.host = host;
+  who.node_rank = p.node_rank;
+  who.local_rank = p.local_rank;
+  who.local_world_size = p.local_world_size;
+  who.pid = getpid();
+  auto rank = (*api)->Register(who, absl::Seconds(c.registration_timeout_s));
+  if (!rank.ok()) {
+    return absl::Status(rank.status().code(),
+                        absl::StrCat("registration failed: ", rank.status().message()));
+  }
+  return std::make_unique<CoordinatorSession>(*std::move(api), *rank, c.heartbeat_timeout_s);
+}
+
+CoordinatorSession::CoordinatorSession(std::unique_ptr<CoordinatorApi> api, RankAssignment rank,
+                                       double heartbeat_timeout_s)
+    : api_(std::move(api)),
+      rank_(rank),
+      log_prefix_(absl::StrCat("[rank ", rank.rank, "] ")),
+      reporter_(api_.get(), ReporterOptions(heartbeat_timeout_s, log_prefix_)) {}
+
+c10::intrusive_ptr<c10d::Store> CoordinatorSession::Store(std::chrono::milliseconds timeout) {
+  return c10::make_intrusive<CoordinatorStore>(*api_, "", timeout);
+}
+
+void CoordinatorSession::ReportOutcome(const absl::Status& outcome) {
+  if (absl::Status st = api_->ReportDone(outcome); !st.ok() && rank_.rank == 0) {
+    std::fprintf(stderr, "%swarning: could not report the outcome: %s\n", log_prefix_.c_str(),
+                 std::string(st.message()).c_str());
+  }
+}
+
+}  // namespace ddp

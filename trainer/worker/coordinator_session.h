@@ -1,0 +1,58 @@
+// A worker's session with its job's coordinator: found through the dist_file, registered for a
+// global rank, heartbeating progress in the background (ProgressReporter, which also carries the
+// coordinator's stop and abort commands back), the c10d store that process groups rendezvous
+// through, and the worker's outcome reported at the end. It outlives every process group built
+// on its store.
+//
+// Thread safety: the training thread owns it; api() is safe from any thread (CoordinatorApi's
+// contract), and so is reporter().
+#ifndef SLURM_DDP_TRAINER_WORKER_COORDINATOR_SESSION_H_
+#define SLURM_DDP_TRAINER_WORKER_COORDINATOR_SESSION_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/coordinator_api.h"
+#include "trainer/app/config.h"
+#include "trainer/app/launch_plan.h"
+#include "trainer/app/progress_reporter.h"
+
+namespace ddp {
+
+class CoordinatorSession {
+ public:
+  // Connects through placement.dist_file and registers (both within
+  // --registration-timeout). Errors say which step failed.
+  static absl::StatusOr<std::unique_ptr<CoordinatorSession>> Open(const TrainerConfig& config,
+                                                                  const WorkerPlacement& placement);
+  // A session over an already registered client.
+  CoordinatorSession(std::unique_ptr<CoordinatorApi> api, RankAssignment rank,
+                     double heartbeat_timeout_s);
+  CoordinatorSession(const CoordinatorSession&) = delete;
+  CoordinatorSession& operator=(const CoordinatorSession&) = delete;
+
+  CoordinatorApi& api() { return *api_; }
+  const RankAssignment& rank() const { return rank_; }
+  ProgressReporter& reporter() { return reporter_; }
+  const std::string& log_prefix() const { return log_prefix_; }  // "[rank 3] "
+
+  // The coordinator's c10d store (CoordinatorStore), blocking calls bounded by `timeout`.
+  c10::intrusive_ptr<c10d::Store> Store(std::chrono::milliseconds timeout);
+
+  // Tells the coordinator how this worker ended; a failure to tell it is a warning (rank 0).
+  void ReportOutcome(const absl::Status& outcome);
+
+ private:
+  std::unique_ptr<CoordinatorApi> api_;
+  const RankAssignment rank_;
+  const std::string log_prefix_;
+  ProgressReporter reporter_;  // last: stops before the client goes
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_TRAINER_WORKER_COORDINATOR_SESSION_H_

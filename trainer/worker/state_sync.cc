@@ -1,0 +1,138 @@
+#include "trainer/worker/state_sync.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/zeros_like.h>
+#include <c10/core/GradMode.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "trainer/dist/ddp.h"
+#include "trainer/dist/dist_errors.h"
+#include "trainer/dist/status_from_exception.h"
+
+namespace ddp {
+namespace {
+
+void Broadcast(c10d::Backend& pg, at::Tensor& t, int root, const char* what) {
+  std::vector<at::Tensor> tensors = {t};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  const auto issued = std::chrono::steady_clock::now();
+  WaitForWork(*pg.broadcast(tensors, opts), pg, issued, what);
+}
+
+// The root's position record, decoded on every rank.
+absl::StatusOr<TrainingPosition> BroadcastPosition(c10d::Backend& pg, int root,
+                                                   const TrainingPosition& mine,
+                                                   at::Device device) {
+  const std::vector<uint8_t> record = EncodePosition(mine);
+  at::Tensor t = at::from_blob(const_cast<uint8_t*>(record.data()),
+                               {static_cast<int64_t>(record.size())}, at::kByte)
+                     .clone()
+                     .to(device);
+  Broadcast(pg, t, root, "state sync: position");
+  const at::Tensor cpu = t.cpu().contiguous();
+  const uint8_t* p = cpu.data_ptr<uint8_t>();
+  auto decoded = DecodePosition(absl::MakeConstSpan(p, static_cast<size_t>(cpu.numel())));
+  if (!decoded.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("position from rank ", root, ": ", decoded.status().message()));
+  }
+  return decoded;
+}
+
+// The root's optimizer-slot presence and gradient order, applied to this rank.
+void BroadcastLayout(c10d::Backend& pg, int root, Sgd& sgd, std::vector<size_t>& order,
+                     at::Device device) {
+  std::vector<at::Tensor>& slots = sgd.momentum_slots();
+  const int64_t n = static_cast<int64_t>(slots.size());
+  // [gradient order length, slot present?...]
+  std::vector<int64_t> meta = {static_cast<int64_t>(order.size())};
+  for (const auto& s : slots) meta.push_back(s.defined() ? 1 : 0);
+  at::Tensor m = at::tensor(meta, at::kLong).to(device);
+  Broadcast(pg, m, root, "state sync: optimizer layout");
+  const at::Tensor cpu = m.cpu();
+  const int64_t* v = cpu.data_ptr<int64_t>();
+  const auto& params = sgd.parameters();
+  for (int64_t i = 0; i < n; ++i) {
+    at::Tensor& slot = slots[static_cast<size_t>(i)];
+    if (v[1 + i] == 0) {
+      slot = at::Tensor();
+    } else if (!slot.defined()) {
+      slot = at::zeros_like(params[static_cast<size_t>(i)].tensor);
+    }
+  }
+  const int64_t order_size = v[0];
+  if (order_size == 0) {
+    order.clear();
+    return;
+  }
+  at::Tensor o = pg.getRank() == root
+                     ? at::tensor(std::vector<int64_t>(order.begin(), order.end()), at::kLong)
+                     : at::zeros({order_size}, at::kLong);
+  o = o.to(device);
+  Broadcast(pg, o, root, "state sync: gradient order");
+  const at::Tensor ocpu = o.cpu();
+  order.assign(ocpu.data_ptr<int64_t>(), ocpu.data_ptr<int64_t>() + order_size);
+}
+
+void BroadcastGenerator(c10d::Backend& pg, int root, at::Device device) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  at::Tensor state = gen.get_state().to(device);
+  Broadcast(pg, state, root, "state sync: random generator");
+  if (pg.getRank() != root) gen.set_state(state.cpu());
+}
+
+}  // namespace
+
+int ChooseSyncRoot(c10d::Backend& pg, int64_t committed_step, at::Device device) {
+  std::vector<at::Tensor> mine = {at::tensor({committed_step}, at::kLong).to(device)};
+  std::vector<std::vector<at::Tensor>> all(1);
+  for (int r = 0; r < pg.getSize(); ++r) all[0].push_back(at::empty_like(mine[0]));
+  const auto issued = std::chrono::steady_clock::now();
+  WaitForWork(*pg.allgather(all, mine), pg, issued, "state sync: committed steps");
+  int root = 0;
+  int64_t best = -1;
+  for (int r = 0; r < pg.getSize(); ++r) {
+    const int64_t step = all[0][static_cast<size_t>(r)].cpu().item<int64_t>();
+    if (step > best) {
+      best = step;
+      root = r;
+    }
+  }
+  return root;
+}
+
+absl::StatusOr<int> SyncTrainingState(c10d::Backend& pg, const TrainingStateRef& state) {
+  const at::Device device = state.model.device();
+  int root = 0;
+  RETURN_IF_ERROR(RunGuarded("state sync", [&]() -> absl::Status {
+    root = ChooseSyncRoot(pg, state.position.step, device);
+    VerifyAcrossRanks(pg, state.model.tensors());
+    return absl::OkStatus();
+  }));
+  const std::string context = absl::StrCat("state sync from rank ", root);
+  RETURN_IF_ERROR(RunGuarded(context, [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(state.position, BroadcastPosition(pg, root, state.position, device));
+    Sgd& sgd = state.model.optimizer();
+    BroadcastLayout(pg, root, sgd, state.gradient_order, device);
+    const ModuleTensors tensors = state.model.tensors();
+    std::vector<at::Tensor> all;
+    for (const auto& p : tensors.parameters) all.push_back(p.tensor);
+    for (const auto& b : tensors.buffers) all.push_back(b.tensor);
+    for (const auto& slot : sgd.momentum_slots()) {
+      if (slot.defined()) all.push_back(slot);
+    }
+    if (!all.empty()) BroadcastCoalesced(pg, all, root);
+    BroadcastGenerator(pg, root, device);
+    return absl::OkStatus();
+  }));
+  return root;
+}
+
+}  // namespace ddp

@@ -1,0 +1,43 @@
+#include "trainer/worker/step_runner.h"
+
+#include <ATen/ops/cross_entropy_loss.h>
+
+#include "common/status_macros.h"
+#include "trainer/dist/ddp_step.h"
+#include "trainer/worker/autocast_guard.h"
+
+namespace ddp {
+
+absl::StatusOr<StepResult> StepRunner::Run(const data::Batch& batch, double lr) {
+  const Inputs in = ToDevice(batch);
+  ASSIGN_OR_RETURN(DdpStep step, DdpStep::Begin(comm_.ddp()));
+  at::Tensor logits = Forward(in.images);
+  at::Tensor loss = Loss(logits, in.labels);
+  RETURN_IF_ERROR(step.Backward(loss));
+  RETURN_IF_ERROR(step.ApplyOptimizer([&] { model_.optimizer().Step(lr); }));
+  ++position_.step;
+  return StepResult{std::move(logits), std::move(loss), in.labels};
+}
+
+at::Tensor ModelInput(const ModelStage& model, const at::Tensor& images) {
+  at::Tensor x = images.to(model.device(), /*non_blocking=*/true);
+  if (model.channels_last() && x.dim() == 4) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  return x;
+}
+
+StepRunner::Inputs StepRunner::ToDevice(const data::Batch& batch) const {
+  return {ModelInput(model_, batch.images),
+          batch.labels.to(model_.device(), /*non_blocking=*/true)};
+}
+
+at::Tensor StepRunner::Forward(const at::Tensor& images) {
+  const at::Device device = model_.device();
+  AutocastGuard autocast(device.type(), at::kBFloat16, options_.bf16 && device.is_cuda());
+  return model_.model().forward(images);
+}
+
+at::Tensor StepRunner::Loss(const at::Tensor& logits, const at::Tensor& labels) {
+  return at::cross_entropy_loss(logits.to(at::kFloat), labels);
+}
+
+}  // namespace ddp

@@ -1,0 +1,64 @@
+// One training step of a worker, phase by phase:
+//
+//   inputs to the device -> DDP step begins -> forward (under autocast when --bf16 on GPU) ->
+//   loss -> backward (gradients averaged across ranks) -> optimizer -> the step is committed
+//
+// The step is committed (position.step advances) only once the optimizer ran, so a step that
+// fails in its allreduce leaves the rank exactly at its last committed step, with no gradients
+// left over (ddp_step.h): the state in-job recovery syncs from (state_sync.h).
+//
+// Thread safety: the training thread only.
+#ifndef SLURM_DDP_TRAINER_WORKER_STEP_RUNNER_H_
+#define SLURM_DDP_TRAINER_WORKER_STEP_RUNNER_H_
+
+#include <ATen/ATen.h>
+
+#include "absl/status/statusor.h"
+#include "trainer/data/dataset.h"
+#include "trainer/worker/communication_stage.h"
+#include "trainer/worker/model_stage.h"
+#include "trainer/worker/training_position.h"
+
+namespace ddp {
+
+// A batch's images as the model takes them: on its device, in its memory format.
+at::Tensor ModelInput(const ModelStage& model, const at::Tensor& images);
+
+struct StepOptions {
+  bool bf16 = false;  // autocast forward to bfloat16 (CUDA only; ignored on CPU)
+};
+
+struct StepResult {
+  at::Tensor logits;  // for accuracy
+  at::Tensor loss;
+  at::Tensor labels;  // on the model's device
+};
+
+class StepRunner {
+ public:
+  StepRunner(ModelStage& model, CommunicationStage& comm, TrainingPosition& position,
+             StepOptions options)
+      : model_(model), comm_(comm), position_(position), options_(options) {}
+
+  // One optimizer step at learning rate `lr` on `batch` (this rank's share of the global batch).
+  // Errors: a failed collective (UNAVAILABLE, DEADLINE_EXCEEDED), a model error (INTERNAL...).
+  // Exceptions from LibTorch propagate to the worker's boundary.
+  absl::StatusOr<StepResult> Run(const data::Batch& batch, double lr);
+
+ private:
+  struct Inputs {
+    at::Tensor images, labels;
+  };
+  Inputs ToDevice(const data::Batch& batch) const;
+  at::Tensor Forward(const at::Tensor& images);
+  static at::Tensor Loss(const at::Tensor& logits, const at::Tensor& labels);
+
+  ModelStage& model_;
+  CommunicationStage& comm_;
+  TrainingPosition& position_;
+  const StepOptions options_;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_TRAINER_WORKER_STEP_RUNNER_H_
