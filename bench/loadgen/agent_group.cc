@@ -12,10 +12,10 @@ absl::StatusOr<AgentGroup> AgentGroup::Start(const std::vector<std::vector<std::
                                              const std::string& log_prefix, absl::Time deadline) {
   AgentGroup group;
   for (size_t i = 0; i < argvs.size(); ++i) {
-    ChildProcess::Options o;
+    AgentProcess::Options o;
     o.argv = argvs[i];
     o.log_path = absl::StrCat(log_prefix, i, ".log");
-    ASSIGN_OR_RETURN(auto child, ChildProcess::Start(o));
+    ASSIGN_OR_RETURN(auto child, AgentProcess::Start(o));
     group.agents_.push_back(std::move(child));
   }
   for (auto& a : group.agents_) {

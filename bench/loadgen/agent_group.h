@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bench/loadgen/agent_line.h"
-#include "bench/loadgen/child_process.h"
+#include "bench/loadgen/agent_process.h"
 #include "bench/loadgen/quantiles.h"
 
 namespace ddp::bench {
@@ -50,7 +50,7 @@ class AgentGroup {
   size_t size() const { return agents_.size(); }
 
  private:
-  std::vector<std::unique_ptr<ChildProcess>> agents_;
+  std::vector<std::unique_ptr<AgentProcess>> agents_;
 };
 
 }  // namespace ddp::bench

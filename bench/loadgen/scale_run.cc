@@ -90,7 +90,7 @@ absl::Status ScaleRun::CheckHost() {
 absl::Status ScaleRun::StartCoordinator() {
   const std::string dist_file = absl::StrCat(options_.work_dir, "/dist_file");
   const int64_t timeout_s = absl::ToInt64Seconds(options_.phase_timeout);
-  ChildProcess::Options o;
+  AgentProcess::Options o;
   o.argv = {absl::StrCat(options_.bin_dir, "/ddp-coordinator"),
             "--world-size",
             absl::StrCat(options_.ranks),
@@ -106,7 +106,7 @@ absl::Status ScaleRun::StartCoordinator() {
             "3600"};  // status stays readable after a failure; the driver kills it
   o.log_path = absl::StrCat(options_.work_dir, "/coordinator.log");
   o.stdout_to_log = true;
-  ASSIGN_OR_RETURN(server_, ChildProcess::Start(o));
+  ASSIGN_OR_RETURN(server_, AgentProcess::Start(o));
   auto file = WaitForDistFile(dist_file, {"", 0}, absl::Seconds(30));
   if (!file.ok()) {
     return absl::Status(file.status().code(),
@@ -121,14 +121,14 @@ absl::Status ScaleRun::StartCoordinator() {
 }
 
 absl::Status ScaleRun::StartTcpStoreServer(const std::vector<std::string>& command) {
-  ChildProcess::Options o;
+  AgentProcess::Options o;
   o.argv = command;
   for (const std::string& a :
        {std::string("--serve"), std::string("--world"), absl::StrCat(options_.ranks)}) {
     o.argv.push_back(a);
   }
   o.log_path = absl::StrCat(options_.work_dir, "/tcpstore-server.log");
-  ASSIGN_OR_RETURN(server_, ChildProcess::Start(o));
+  ASSIGN_OR_RETURN(server_, AgentProcess::Start(o));
   ASSIGN_OR_RETURN(const AgentReply reply, server_->ReadReply(absl::Now() + absl::Seconds(60)));
   ASSIGN_OR_RETURN(const int64_t port, reply.Int("port"));
   RETURN_IF_ERROR(server_->ReadReply(absl::Now() + absl::Seconds(10)).status());  // ready

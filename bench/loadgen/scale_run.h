@@ -20,7 +20,7 @@
 #include "absl/time/time.h"
 #include "bench/loadgen/agent_group.h"
 #include "bench/loadgen/agent_line.h"
-#include "bench/loadgen/child_process.h"
+#include "bench/loadgen/agent_process.h"
 
 namespace ddp::bench {
 
@@ -73,7 +73,7 @@ class ScaleRun {
   bool healthy_ = false;
   std::string error_;
   ReplyFields result_;
-  std::unique_ptr<ChildProcess> server_;
+  std::unique_ptr<AgentProcess> server_;
   std::unique_ptr<AgentGroup> agents_;
   std::string address_;  // the coordinator's gRPC address (grpc target)
   std::string token_;

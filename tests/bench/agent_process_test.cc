@@ -1,4 +1,4 @@
-#include "bench/loadgen/child_process.h"
+#include "bench/loadgen/agent_process.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -14,10 +14,10 @@
 namespace ddp::bench {
 namespace {
 
-class ChildProcessTest : public ::testing::Test {
+class AgentProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/child_process_test.XXXXXX";
+    char dir[] = "/tmp/agent_process_test.XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
   }
@@ -26,18 +26,18 @@ class ChildProcessTest : public ::testing::Test {
     rmdir(dir_.c_str());
   }
   std::string log() const { return dir_ + "/child.log"; }
-  std::unique_ptr<ChildProcess> Sh(const std::string& script) {
-    ChildProcess::Options o;
+  std::unique_ptr<AgentProcess> Sh(const std::string& script) {
+    AgentProcess::Options o;
     o.argv = {"/bin/sh", "-c", script};
     o.log_path = log();
-    auto c = ChildProcess::Start(o);
+    auto c = AgentProcess::Start(o);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *std::move(c) : nullptr;
   }
   std::string dir_;
 };
 
-TEST_F(ChildProcessTest, CommandAndReplyOverPipesStderrToTheLog) {
+TEST_F(AgentProcessTest, CommandAndReplyOverPipesStderrToTheLog) {
   auto c = Sh("while read cmd; do echo \"ok got=$cmd\"; echo to-stderr >&2; done");
   ASSERT_NE(c, nullptr);
   for (const char* cmd : {"connect", "rendezvous"}) {
@@ -53,7 +53,7 @@ TEST_F(ChildProcessTest, CommandAndReplyOverPipesStderrToTheLog) {
   EXPECT_NE(text.str().find("to-stderr"), std::string::npos);
 }
 
-TEST_F(ChildProcessTest, AChildThatNeverAnswersTimesOutAndIsKilled) {
+TEST_F(AgentProcessTest, AChildThatNeverAnswersTimesOutAndIsKilled) {
   auto c = Sh("exec sleep 60");
   ASSERT_NE(c, nullptr);
   const absl::Time t0 = absl::Now();
@@ -67,7 +67,7 @@ TEST_F(ChildProcessTest, AChildThatNeverAnswersTimesOutAndIsKilled) {
   EXPECT_EQ(errno, ESRCH);
 }
 
-TEST_F(ChildProcessTest, ExitAndSignalAreNamed) {
+TEST_F(AgentProcessTest, ExitAndSignalAreNamed) {
   auto quits = Sh("exit 3");
   ASSERT_NE(quits, nullptr);
   auto r = quits->ReadLine(absl::Now() + absl::Seconds(10));
@@ -82,17 +82,17 @@ TEST_F(ChildProcessTest, ExitAndSignalAreNamed) {
   EXPECT_NE(r.status().message().find("signal 9"), absl::string_view::npos) << r.status();
 }
 
-TEST_F(ChildProcessTest, ErrorRepliesAndMissingExecutables) {
+TEST_F(AgentProcessTest, ErrorRepliesAndMissingExecutables) {
   auto c = Sh("read cmd; echo 'error no such command'");
   ASSERT_NE(c, nullptr);
   auto r = c->Call("beat", absl::Now() + absl::Seconds(10));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no such command"), absl::string_view::npos);
 
-  ChildProcess::Options o;
+  AgentProcess::Options o;
   o.argv = {dir_ + "/not-there"};
   o.log_path = log();
-  auto missing = ChildProcess::Start(o);
+  auto missing = AgentProcess::Start(o);
   ASSERT_TRUE(missing.ok());
   auto line = (*missing)->ReadLine(absl::Now() + absl::Seconds(10));
   EXPECT_NE(line.status().message().find("exit 127"), absl::string_view::npos) << line.status();

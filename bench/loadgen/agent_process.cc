@@ -1,4 +1,4 @@
-#include "bench/loadgen/child_process.h"
+#include "bench/loadgen/agent_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -29,7 +29,7 @@ void CloseFd(int* fd) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const Options& options) {
+absl::StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start(const Options& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("no command");
   std::vector<char*> argv;
   for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const Options&
     errno = fork_errno;
     return Errno("fork");
   }
-  std::unique_ptr<ChildProcess> child(new ChildProcess());
+  std::unique_ptr<AgentProcess> child(new AgentProcess());
   child->pid_ = pid;
   child->stdin_fd_ = in[1];
   child->stdout_fd_ = out[0];
@@ -75,13 +75,13 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const Options&
   return child;
 }
 
-ChildProcess::~ChildProcess() {
+AgentProcess::~AgentProcess() {
   Kill();
   CloseFd(&stdin_fd_);
   CloseFd(&stdout_fd_);
 }
 
-absl::Status ChildProcess::WriteLine(absl::string_view line) {
+absl::Status AgentProcess::WriteLine(absl::string_view line) {
   const std::string data = absl::StrCat(line, "\n");
   size_t done = 0;
   while (done < data.size()) {
@@ -95,7 +95,7 @@ absl::Status ChildProcess::WriteLine(absl::string_view line) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ChildProcess::ReadLine(absl::Time deadline) {
+absl::StatusOr<std::string> AgentProcess::ReadLine(absl::Time deadline) {
   while (true) {
     const size_t nl = buffer_.find('\n');
     if (nl != std::string::npos) {
@@ -126,7 +126,7 @@ absl::StatusOr<std::string> ChildProcess::ReadLine(absl::Time deadline) {
   }
 }
 
-absl::StatusOr<AgentReply> ChildProcess::ReadReply(absl::Time deadline) {
+absl::StatusOr<AgentReply> AgentProcess::ReadReply(absl::Time deadline) {
   ASSIGN_OR_RETURN(const std::string line, ReadLine(deadline));
   auto reply = AgentReply::Parse(line);
   if (!reply.ok()) {
@@ -135,12 +135,12 @@ absl::StatusOr<AgentReply> ChildProcess::ReadReply(absl::Time deadline) {
   return reply;
 }
 
-absl::StatusOr<AgentReply> ChildProcess::Call(absl::string_view command, absl::Time deadline) {
+absl::StatusOr<AgentReply> AgentProcess::Call(absl::string_view command, absl::Time deadline) {
   RETURN_IF_ERROR(WriteLine(command));
   return ReadReply(deadline);
 }
 
-std::string ChildProcess::State() {
+std::string AgentProcess::State() {
   if (!reaped_) {
     const pid_t r = waitpid(pid_, &wait_status_, WNOHANG);
     if (r == 0) return "running";
@@ -151,7 +151,7 @@ std::string ChildProcess::State() {
   return "ended";
 }
 
-void ChildProcess::Kill() {
+void AgentProcess::Kill() {
   if (pid_ <= 0 || reaped_) return;
   kill(pid_, SIGKILL);
   while (waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {

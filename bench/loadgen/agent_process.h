@@ -2,9 +2,9 @@
 // command comes back on its stdout (bench/loadgen/agent_line.h); its stderr (and, if asked, its
 // stdout) is appended to a log file. The child gets SIGKILL if the driver dies
 // (PR_SET_PDEATHSIG); the destructor kills and reaps it, so no run leaves a process behind.
-// Thread-compatible: one thread drives a given ChildProcess.
-#ifndef SLURM_DDP_BENCH_LOADGEN_CHILD_PROCESS_H_
-#define SLURM_DDP_BENCH_LOADGEN_CHILD_PROCESS_H_
+// Thread-compatible: one thread drives a given AgentProcess.
+#ifndef SLURM_DDP_BENCH_LOADGEN_AGENT_PROCESS_H_
+#define SLURM_DDP_BENCH_LOADGEN_AGENT_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -20,7 +20,7 @@
 
 namespace ddp::bench {
 
-class ChildProcess {
+class AgentProcess {
  public:
   struct Options {
     std::vector<std::string> argv;  // argv[0] is the executable's path
@@ -29,10 +29,10 @@ class ChildProcess {
   };
 
   // Forks and execs. Call before this process starts threads that hold locks (gRPC).
-  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const Options& options);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
+  static absl::StatusOr<std::unique_ptr<AgentProcess>> Start(const Options& options);
+  ~AgentProcess();
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
 
   pid_t pid() const { return pid_; }
   const std::string& name() const { return name_; }
@@ -52,7 +52,7 @@ class ChildProcess {
   void Kill();
 
  private:
-  ChildProcess() = default;
+  AgentProcess() = default;
 
   pid_t pid_ = -1;
   bool reaped_ = false;
@@ -65,4 +65,4 @@ class ChildProcess {
 
 }  // namespace ddp::bench
 
-#endif  // SLURM_DDP_BENCH_LOADGEN_CHILD_PROCESS_H_
+#endif  // SLURM_DDP_BENCH_LOADGEN_AGENT_PROCESS_H_
