@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/job_status.h"
 #include "google/protobuf/arena.h"
+#include "proto/convert.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace pb = ::slurm_ddp::v1;
@@ -49,13 +51,14 @@ absl::StatusOr<JobSnapshot> StatusProbe::Once() {
     return absl::UnavailableError(absl::StrCat("GetStatus: ", s.error_message()));
   }
   JobSnapshot snap;
-  snap.state = reply->state();
+  snap.state = JobStateName(FromProto(reply->state()));
   snap.world_size = reply->world_size();
   snap.registered = reply->registered();
   snap.bytes = reply->ByteSizeLong();
-  snap.failure = reply->failure_reason();
+  snap.failure = reply->failure().text();
   for (const pb::RankStatus& r : reply->ranks()) {
-    if (r.state() == "lost" || r.state() == "failed" || r.state() == "stalled") {
+    const RankState state = FromProto(r.state());
+    if (state == RankState::kLost || state == RankState::kFailed || state == RankState::kStalled) {
       ++snap.unhealthy_ranks;
     }
   }
