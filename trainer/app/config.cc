@@ -75,14 +75,17 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
       ->check(CLI::PositiveNumber)
       ->group(job);
   app.add_option("--stall-timeout", c.stall_timeout_s,
-                 "Seconds a rank may sit in one working phase while a peer waits in a collective "
-                 "before the job fails naming it (exit 4); 0: max(60 s, 20x the median step "
-                 "time); checkpoint, eval and the first step get 10x")
+                 absl::StrCat("Seconds a rank may sit in one working phase while a peer waits in "
+                              "a collective before the job fails naming it (exit ",
+                              kExitAborted,
+                              "); 0: max(60 s, 20x the median step time); checkpoint, eval and "
+                              "the first step get 10x"))
       ->check(CLI::NonNegativeNumber)
       ->group(job);
   app.add_option("--stop-timeout", c.stop_timeout_s,
-                 "Seconds a graceful stop (ddpctl stop, SIGTERM, SIGUSR1) may take before the "
-                 "ranks still running are ended: exit 3 with a checkpoint, else 1")
+                 absl::StrCat("Seconds a graceful stop (ddpctl stop, SIGTERM, SIGUSR1) may take "
+                              "before the ranks still running are ended: exit ",
+                              kExitResumable, " with a checkpoint, else ", kExitFailed))
       ->check(CLI::PositiveNumber)
       ->group(job);
   app.add_option("--pg-timeout", c.pg_timeout_s, "Seconds before a stuck collective fails")
