@@ -228,7 +228,11 @@ int Finish(const TrainerConfig& c, CoordinatorSession& session, CheckpointStore&
     int code = st.code() == absl::StatusCode::kAborted ? kExitAborted : kExitFailed;
     session.reporter().AcknowledgeAbort();  // this thread acts on it now: no forced exit
     if (code != kExitAborted) {
-      if (auto why = AwaitRootCause(c, session)) {
+      // Aborted only for another rank's failure: when the coordinator's cause names this rank
+      // (a checkpoint that cannot be written, bad data), it stays this rank's own failure.
+      const std::optional<std::string> why = AwaitRootCause(c, session);
+      const std::optional<FailureCause> cause = session.reporter().abort_cause();
+      if (why && !(cause && cause->rank == session.rank().rank)) {
         reason = absl::StrCat(*why, " (", reason, ")");
         code = kExitAborted;
       }
