@@ -76,7 +76,7 @@ class ScaleRun {
   std::unique_ptr<AgentProcess> server_;
   std::unique_ptr<AgentGroup> agents_;
   std::string address_;  // the coordinator's gRPC address (grpc target)
-  std::string token_;  // the view token (status calls)
+  std::string token_;    // the view token (status calls)
 };
 
 }  // namespace ddp::bench

@@ -183,7 +183,7 @@ TEST(JobStatusTest, JsonQuoteReplacesInvalidUtf8) {
             "b\"");
   EXPECT_EQ(JsonQuote("\xc3"), "\"\xef\xbf\xbd\"");  // a truncated sequence
   JobStatus s;
-  s.job_id = "j\xc0\xaf";             // overlong '/'
+  s.job_id = "j\xc0\xaf";           // overlong '/'
   s.failure.text = "\xed\xa0\x80";  // a surrogate
   s.events = {"\x80"};
   RankStatus r;
