@@ -18,9 +18,9 @@
 #define SLURM_DDP_TRAINER_DIST_PROCESS_GROUP_HANDLE_H_
 
 #include <string>
-#include <utility>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
