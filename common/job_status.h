@@ -105,6 +105,14 @@ struct RankStatus {
   double last_seen_seconds = 0.0;  // since the last heartbeat (or registration)
 };
 
+// A rank the job lost (in-job recovery): its typed cause, when, and whether a later membership
+// generation has a worker in its place.
+struct LostRank {
+  FailureCause cause;       // cause.rank is the lost rank
+  double at_seconds = 0.0;  // job uptime when it was lost
+  bool replaced = false;
+};
+
 struct JobStatus {
   std::string job_id;
   JobState state = JobState::kRegistering;
@@ -128,6 +136,12 @@ struct JobStatus {
   std::string checkpoint_path;
   std::vector<RankStatus> ranks;
   std::vector<std::string> events;  // recent state changes, oldest first ("+12.3s what")
+  // In-job recovery (wave 2).
+  int restarts = 0;                     // job-wide restarts used
+  int max_restarts = 0;                 // --max-restarts
+  double last_recovery_seconds = -1.0;  // loss -> new membership generation; -1 when none yet
+  int64_t membership_generation = 0;    // the coordinator's rank-table generation
+  std::vector<LostRank> lost_ranks;     // in the order they were lost
 };
 
 // Lagging ranks, the rule `ddpctl status` and the dashboard share (the page mirrors it in JS):
@@ -151,6 +165,9 @@ std::string JsonQuote(absl::string_view s);
 // One JSON object, on one line. Besides the contract fields: `failed_rank` and `failure_reason`
 // (null and "" unless FAILED), `failure` ({rank, cause, text} with the cause's stable name, null
 // unless FAILED), `stop_reason`, and per rank `phase` (null until reported) and `phase_seconds`.
+// In-job recovery: `restarts`, `max_restarts`, `last_recovery_seconds` (null until one
+// completed), `membership_generation` and `lost_ranks` ([{rank, cause, text, at_seconds,
+// replaced}], the cause by its stable name).
 std::string ToJson(const JobStatus& status);
 
 }  // namespace ddp

@@ -36,6 +36,11 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout", heartbeat_timeout_s,
                  "Seconds of heartbeat silence after which a rank is lost")
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-restarts", options.max_restarts,
+                 "Workers the job may replace in place (in-job recovery, job-wide); 0 = a lost "
+                 "worker fails the job. A replacement must register within "
+                 "--registration-timeout")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--http-port", options.http_port,
                  "HTTP port for the dashboard, /api/status and /metrics (0 = ephemeral, "
                  "-1 = no HTTP); the bound port is published in the dist_file")

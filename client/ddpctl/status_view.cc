@@ -66,6 +66,13 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   } else if (s.state == JobState::kStopping || s.state == JobState::kStopped) {
     absl::StrAppend(&out, s.state == JobState::kStopped ? "STOPPED (resumable)" : "STOPPING", ": ",
                     s.stop_reason, "\n");
+  } else if (s.state == JobState::kRecovering && !s.lost_ranks.empty()) {
+    const LostRank& last = s.lost_ranks.back();
+    absl::StrAppend(&out, "RECOVERING",
+                    last.cause.rank >= 0 ? absl::StrCat(": rank ", last.cause.rank) : std::string(),
+                    " (restart ", s.restarts, " of ", s.max_restarts, ")",
+                    "\n  cause: ", FailureKindName(last.cause.kind), "\n  reason: ", last.cause.text,
+                    s.stop_reason.empty() ? "" : "\n  then stopping: ", s.stop_reason, "\n");
   }
   absl::StrAppend(&out,
                   absl::StrFormat("job %s  generation %d  %s%s  up %s\n", s.job_id, s.generation,
@@ -106,6 +113,19 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   if (s.checkpoint_epoch >= 0) {
     absl::StrAppend(&out, absl::StrFormat("checkpoint: epoch %d step %d %s\n", s.checkpoint_epoch,
                                           s.checkpoint_step, s.checkpoint_path));
+  }
+  if (s.restarts > 0 || !s.lost_ranks.empty()) {
+    absl::StrAppend(&out, absl::StrFormat("restarts %d/%d  membership generation %d", s.restarts,
+                                          s.max_restarts, s.membership_generation));
+    if (s.last_recovery_seconds >= 0) {
+      absl::StrAppend(&out, absl::StrFormat("  last recovery %.2fs", s.last_recovery_seconds));
+    }
+    absl::StrAppend(&out, "\n");
+    for (const LostRank& l : s.lost_ranks) {
+      absl::StrAppend(&out, absl::StrFormat("  lost +%.1fs %s: %s%s\n", l.at_seconds,
+                                            FailureKindName(l.cause.kind), l.cause.text,
+                                            l.replaced ? " (replaced)" : ""));
+    }
   }
   if (!rows.empty()) {
     std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
@@ -161,6 +181,9 @@ std::string FormatLine(const JobStatus& s) {
   }
   absl::StrAppend(&line, absl::StrFormat(" ranks %d/%d working", working, s.world_size));
   if (lagging > 0) absl::StrAppend(&line, absl::StrFormat(" %d lagging", lagging));
+  if (s.restarts > 0) {
+    absl::StrAppend(&line, absl::StrFormat(" restarts %d/%d", s.restarts, s.max_restarts));
+  }
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&line, " failed",
                     s.failure.rank >= 0 ? absl::StrCat(" rank ", s.failure.rank) : std::string(),

@@ -1,5 +1,7 @@
 #include "coordinator/job/job.h"
 
+#include <algorithm>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -17,7 +19,8 @@ Job::Job(JobConfig config, const Clock* clock)
       membership_(config_.world_size, config_.nonce, config_.generation),
       liveness_(config_.heartbeat_timeout, config_.suspend_threshold, start_),
       shards_(config_.world_size),
-      events_(start_, config_.max_events, config_.log) {}
+      events_(start_, config_.max_events, config_.log),
+      recovery_(config_.max_restarts, config_.recovery_timeout, start_) {}
 
 void Job::EventLocked(const std::string& line, Completions* out) {
   events_.Add(clock_->Now(), line, out);
@@ -53,11 +56,19 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
     if (!joined.ok()) {
       error = joined.status();
     } else if (joined->new_slot) {
-      EventLocked(absl::StrCat("registered ", who.host, " pid ", who.pid, " node ", who.node_rank,
-                               " local rank ", who.local_rank, " (", membership_.registered(),
-                               " of ", config_.world_size, ")"),
+      const bool replacing = membership_.world_complete();
+      EventLocked(absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host,
+                               " pid ", who.pid, " node ", who.node_rank, " local rank ",
+                               who.local_rank, " (", membership_.registered(), " of ",
+                               config_.world_size, ")"),
                   &out);
-      if (joined->world_full) CompleteRegistrationLocked(&out);
+      if (joined->world_full) {
+        if (replacing) {
+          CompleteRecoveryLocked(&out);
+        } else {
+          CompleteRegistrationLocked(&out);
+        }
+      }
     }
   }
   if (!error.ok()) done(error);
@@ -66,9 +77,10 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
 void Job::CompleteRegistrationLocked(Completions* out) {
   const absl::Time now = clock_->Now();
   liveness_.Start(config_.world_size, now);  // before the rank table is published
-  membership_.Complete(out);
+  membership_.Complete(GenerationNote{}, out);
+  AnnounceGenerationLocked();
   // The rank table goes to the log only (one line per rank), not into the bounded event list.
-  for (const std::string& line : membership_.RankTable()) events_.LogOnly(line, out);
+  for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
   running_since_ = now;
   lifecycle_.Start();
   StateChangedLocked(
@@ -84,8 +96,11 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
   if (lifecycle_.state() == JobState::kFailed) {
     return absl::AbortedError(absl::StrCat("job failed: ", lifecycle_.failure().text));
   }
-  absl::StatusOr<ShardAssignment> a =
-      shards_.Assign(rank, request, checkpoints_.ConsumedIn(request.epoch));
+  // After an in-job recovery the ranks' own (synced) position is the truth: it may be past the
+  // last checkpoint.
+  absl::StatusOr<ShardAssignment> a = shards_.Assign(
+      rank, request,
+      membership_.current() == 0 ? checkpoints_.ConsumedIn(request.epoch) : std::nullopt);
   if (a.ok()) version_.fetch_add(1, std::memory_order_acq_rel);
   return a;
 }
@@ -95,6 +110,7 @@ absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressR
   if (!st.ok()) return st;
   HeartbeatReply reply;
   reply.command = command_.load(std::memory_order_acquire);
+  reply.membership_generation = announced_generation_.load(std::memory_order_acquire);
   liveness_.Beat(rank, progress, clock_->Now(), reply.command == Command::kAbort);
   version_.fetch_add(1, std::memory_order_acq_rel);
   if (reply.command != Command::kContinue) {
@@ -162,42 +178,6 @@ absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> Job::ReportLost(const LostWorker& lost) {
-  Completions out;
-  absl::MutexLock lock(&mu_);
-  const WorkerIdentity* w = membership_.Find(lost.node_rank, lost.local_rank);
-  if (w == nullptr || w->pid != lost.pid) {
-    return absl::NotFoundError(absl::StrCat("no registered worker at node ", lost.node_rank,
-                                            " local rank ", lost.local_rank, " with pid ",
-                                            lost.pid));
-  }
-  const absl::Time now = clock_->Now();
-  if (!membership_.world_complete()) {
-    const std::string who = Membership::DescribeWorker(*w);
-    FailLocked(CauseOfLostWorker(-1, who, lost), absl::StatusCode::kAborted, absl::InfinitePast(),
-               &out);
-    return who;
-  }
-  const int rank = membership_.RankOf(lost.node_rank, lost.local_rank);
-  if (rank < 0) return absl::InternalError("registered worker has no rank");
-  liveness_.Finish(rank, RankState::kLost, /*reported=*/false, now);
-  const std::string who = membership_.Describe(rank);
-  const FailureCause cause = CauseOfLostWorker(rank, who, lost);
-  const int earlier_rank = lifecycle_.failure().rank;
-  if (!FinishedLocked()) {
-    FailLocked(cause, absl::StatusCode::kAborted, absl::InfinitePast(), &out);
-  } else if (lifecycle_.Reattribute(cause, now)) {
-    // The earlier report (typically a peer's "connection reset" in a collective) followed from
-    // this death: the dead rank is the cause.
-    EventLocked(absl::StrCat("root cause: ", cause.text, " (", membership_.Describe(earlier_rank),
-                             " failed after it)"),
-                &out);
-  } else {
-    EventLocked(cause.text, &out);
-  }
-  return who;
-}
-
 absl::Status Job::Stop(bool graceful, const std::string& reason) {
   Completions out;
   absl::MutexLock lock(&mu_);
@@ -208,6 +188,13 @@ absl::Status Job::Stop(bool graceful, const std::string& reason) {
   const std::string why = reason.empty() ? "operator request" : reason;
   const JobState state = lifecycle_.state();
   if (graceful && state == JobState::kStopping) return absl::OkStatus();
+  if (graceful && state == JobState::kRecovering) {
+    if (!lifecycle_.stop_requested() && lifecycle_.RequestStop(why)) {
+      command_.store(lifecycle_.command(), std::memory_order_release);
+      EventLocked(absl::StrCat("checkpoint and stop (after the recovery): ", why), &out);
+    }
+    return absl::OkStatus();
+  }
   if (graceful && state != JobState::kRegistering && lifecycle_.RequestStop(why)) {
     StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
   } else {
@@ -238,11 +225,14 @@ void Job::Tick() {
           absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), &out);
     }
   } else if (!FinishedLocked()) {
-    if (std::optional<SilentRank> silent = liveness_.TakeSilent(now)) {
-      FailLocked(CauseOfSilence(silent->rank, membership_.Describe(silent->rank), silent->silent,
-                                config_.heartbeat_timeout),
-                 absl::StatusCode::kUnavailable, absl::InfinitePast(), &out);
+    while (std::optional<SilentRank> silent = liveness_.TakeSilent(now)) {
+      LoseRankLocked(silent->rank,
+                     CauseOfSilence(silent->rank, membership_.Describe(silent->rank),
+                                    silent->silent, config_.heartbeat_timeout),
+                     &out);
+      if (FinishedLocked()) break;
     }
+    TickRecoveryLocked(now, &out);
   }
 }
 
@@ -265,14 +255,19 @@ JobStatus Job::Status() const {
     s.checkpoint_step = c->step;
     s.checkpoint_path = c->path;
   }
-  if (membership_.world_complete()) {
-    const int n = membership_.num_ranks();
+  s.restarts = recovery_.restarts();
+  s.max_restarts = recovery_.max_restarts();
+  s.last_recovery_seconds = recovery_.last_seconds();
+  s.membership_generation = std::max<int64_t>(0, membership_.current());
+  s.lost_ranks = recovery_.lost();
+  if (const std::shared_ptr<const RankTable> table = membership_.table()) {
+    const int n = table->size();
     std::vector<ProgressReport> progress;
     progress.reserve(static_cast<size_t>(n));
     s.ranks.reserve(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
       RankSample sample = liveness_.Sample(r, now);
-      s.ranks.push_back(RankRow(r, membership_.who(r), sample));
+      s.ranks.push_back(RankRow(r, table->ranks[static_cast<size_t>(r)], sample));
       progress.push_back(std::move(sample.progress));
     }
     SummarizeProgress(progress, s.state == JobState::kRunning,

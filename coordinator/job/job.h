@@ -4,6 +4,7 @@
 //   shard_ledger.h     per-epoch shard agreement and resume positions
 //   checkpoint_ledger.h the committed checkpoints
 //   lifecycle.h        the state machine, the typed failure cause, stop reason, exit code
+//   recovery.h         the restart budget, the recovery in progress, the lost ranks
 //   failure_causes.h   how each observation becomes a FailureCause
 //   event_log.h        the bounded event list (and the log sink)
 //   status_view.h      the JobStatus composed from the parts
@@ -12,13 +13,15 @@
 // periodically to detect lost ranks and the registration deadline. (Named Job because
 // common/job_status.h already calls the state enum JobState.)
 //
-// Registration waits without a thread: Register takes a callback that runs once the world is
-// complete (or the job fails). Callbacks and the log sink run without the lock held.
+// Registration waits without a thread: Register and Rejoin take a callback that runs once the
+// membership generation is complete (or the job fails). Callbacks and the log sink run without
+// the lock held. In-job recovery (proto/coordinator.proto, RECOVERY) runs through ReportLost,
+// Tick (silence, deadlines), Rejoin and Register: job_recovery.cc.
 //
 // Thread safety: every public method is thread-safe. Job-wide state sits under `mu_`; each
-// rank's progress and liveness sit in Liveness under that rank's own lock. The rank table is
-// published once (Membership::Complete, release order) when the world completes; after that
-// Heartbeat takes only its rank's lock and reads the current command from an atomic.
+// rank's progress and liveness sit in Liveness under that rank's own lock. Each generation's
+// rank table is published as an immutable snapshot (Membership::table); Heartbeat takes only its
+// rank's lock (and the snapshot's) and reads the current command and generation from atomics.
 // Lock order: `mu_` before any Liveness lock; Liveness never holds two of its locks at once.
 #ifndef SLURM_DDP_COORDINATOR_JOB_JOB_H_
 #define SLURM_DDP_COORDINATOR_JOB_JOB_H_
@@ -43,6 +46,7 @@
 #include "coordinator/job/lifecycle.h"
 #include "coordinator/job/liveness.h"
 #include "coordinator/job/membership.h"
+#include "coordinator/job/recovery.h"
 #include "coordinator/job/shard_ledger.h"
 
 namespace ddp {
@@ -62,6 +66,10 @@ struct JobConfig {
   // against any rank, nor against the registration deadline. Infinite: every gap counts (the
   // caller does not tick regularly). ddp-coordinator ticks every 50 ms and uses 2 s.
   absl::Duration suspend_threshold = absl::InfiniteDuration();
+  // In-job recovery: restarts the whole job may use (0: a lost rank fails the job), and how
+  // long a recovery may take before the job fails naming who is missing.
+  int max_restarts = 0;
+  absl::Duration recovery_timeout = absl::Seconds(120);
   size_t max_events = 200;
   // Receives one line per registration and state change (may be empty).
   std::function<void(const std::string&)> log;
@@ -90,16 +98,22 @@ class Job {
   // (kind by status code: failure_causes.h).
   absl::Status ReportDone(int rank, int pid, const absl::Status& outcome);
   // A launcher reports that its worker (node_rank, local_rank, pid) died without reporting
-  // (killed by a signal, or a non-zero exit). Fails the job naming that rank. When the job
-  // already failed in the last kRootCauseWindow because another rank reported an error itself
-  // (typically a collective broken by this death), the death is the root cause: the failure is
-  // re-attributed to the dead rank. Returns the rank's description ("rank 3 (host h, ...)").
-  absl::StatusOr<std::string> ReportLost(const LostWorker& lost);
+  // (killed by a signal, or a non-zero exit). With a restart left the job recovers (kRespawn);
+  // otherwise it fails naming that rank (kStop). When the job already failed in the last
+  // kRootCauseWindow because another rank reported an error itself (typically a collective
+  // broken by this death), the death is the root cause: the failure is re-attributed to the dead
+  // rank. A replacement that died before registering gets kWait. The decision describes the rank
+  // ("rank 3 (host h, ...)").
+  absl::StatusOr<LostDecision> ReportLost(const LostWorker& lost);
   static constexpr absl::Duration kRootCauseWindow = absl::Seconds(5);
+  // A survivor (rank, pid) leaves its generation and joins the next; `done` runs once that is
+  // complete, or with ABORTED and the job's failure when it cannot recover.
+  void Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done);
   // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
   absl::Status Stop(bool graceful, const std::string& reason);
 
-  // Detects lost ranks and the registration deadline. Call periodically.
+  // Detects lost ranks, the registration and recovery deadlines, and a rejoin that waited in
+  // vain for a loss. Call periodically.
   void Tick();
 
   JobStatus Status() const;
@@ -118,6 +132,19 @@ class Job {
 
  private:
   void CompleteRegistrationLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // --- in-job recovery (job_recovery.cc) ------------------------------------------------------
+  // `rank` of the current table is lost with `cause`: recover (kRespawn) or fail (kStop).
+  LostAction LoseRankLocked(int rank, const FailureCause& cause, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts (or extends) the recovery: RECOVERING, the next generation being formed.
+  void BeginRecoveryLocked(const FailureCause& cause, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The generation being formed is complete: publish it, RUNNING (or STOPPING) again.
+  void CompleteRecoveryLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tick's part: the recovery deadline, and a rejoin that waited kRootCauseWindow for a loss.
+  void TickRecoveryLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What heartbeats announce: the generation being formed (or the current one).
+  void AnnounceGenerationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a state change the lifecycle just made ("job RUNNING: why") and mirrors its command.
   void StateChangedLocked(const std::string& why, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -146,9 +173,15 @@ class Job {
   absl::Duration registration_suspended_ ABSL_GUARDED_BY(mu_);
   absl::Time running_since_ ABSL_GUARDED_BY(mu_);
   int ranks_done_ ABSL_GUARDED_BY(mu_) = 0;  // ranks that reported done or stopped
+  Recovery recovery_ ABSL_GUARDED_BY(mu_);
+  // A survivor rejoined while no loss was known: when, who and what it saw.
+  absl::Time early_rejoin_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  std::string early_rejoin_who_ ABSL_GUARDED_BY(mu_);
+  std::string early_rejoin_what_ ABSL_GUARDED_BY(mu_);
 
   // The command every heartbeat reply carries (mirrors lifecycle_; written under mu_).
   std::atomic<Command> command_{Command::kContinue};
+  std::atomic<int64_t> announced_generation_{0};
   std::atomic<uint64_t> version_{0};
   std::atomic<uint64_t> major_version_{0};
 };

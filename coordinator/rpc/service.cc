@@ -226,9 +226,27 @@ grpc::ServerUnaryReactor* CoordinatorService::ReportLost(grpc::CallbackServerCon
   if (auto* r = Refuse(ctx, "ReportLost")) return r;
   LostWorker lost = FromProto(*req);
   lost.what = ClampReason(lost.what);
-  absl::StatusOr<std::string> who = job_->ReportLost(lost);
-  if (who.ok()) resp->set_description(*who);
-  return Reply(ctx, who.status());
+  absl::StatusOr<LostDecision> decision = job_->ReportLost(lost);
+  if (decision.ok()) ToProto(*decision, resp);
+  return Reply(ctx, decision.status());
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Rejoin(grpc::CallbackServerContext* ctx,
+                                                     const pb::RejoinRequest* req,
+                                                     pb::RegisterReply* resp) {
+  if (auto* r = Refuse(ctx, "Rejoin")) return r;
+  RejoinRequest request = FromProto(*req);
+  request.reason = ClampReason(request.reason);
+  if (request.committed_step < 0 || request.membership_generation < 0) {
+    return Reply(ctx, absl::InvalidArgumentError("Rejoin: negative step or generation"));
+  }
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  job_->Rejoin(req->worker().rank(), req->worker().pid(), request,
+               [reactor, resp](absl::StatusOr<RankAssignment> result) {
+                 if (result.ok()) ToProto(*result, resp);
+                 reactor->Finish(ToGrpc(result.status()));
+               });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::GetStatus(grpc::CallbackServerContext* ctx,

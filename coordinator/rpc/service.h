@@ -88,6 +88,9 @@ class CoordinatorService final : public slurm_ddp::v1::Coordinator::WithRawCallb
   grpc::ServerUnaryReactor* ReportLost(grpc::CallbackServerContext* ctx,
                                        const slurm_ddp::v1::ReportLostRequest* req,
                                        slurm_ddp::v1::ReportLostReply* resp) override;
+  grpc::ServerUnaryReactor* Rejoin(grpc::CallbackServerContext* ctx,
+                                   const slurm_ddp::v1::RejoinRequest* req,
+                                   slurm_ddp::v1::RegisterReply* resp) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                       grpc::ByteBuffer* resp) override;
   grpc::ServerWriteReactor<slurm_ddp::v1::JobStatus>* WatchStatus(

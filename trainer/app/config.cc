@@ -74,6 +74,11 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                  "Seconds of silence after which a rank is declared lost")
       ->check(CLI::PositiveNumber)
       ->group(job);
+  app.add_option("--max-restarts", c.max_restarts,
+                 "Workers the job may replace in place when one dies (job-wide; 0 = fail fast). "
+                 "A replacement must register within --registration-timeout")
+      ->check(CLI::Range(0, 1000000))
+      ->group(job);
   app.add_option("--pg-timeout", c.pg_timeout_s, "Seconds before a stuck collective fails")
       ->check(CLI::PositiveNumber)
       ->group(job);

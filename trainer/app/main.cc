@@ -45,7 +45,7 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
                    std::string(who.status().message()).c_str());
       return "";
     }
-    return *who;
+    return who->description;
   };
 }
 
@@ -71,7 +71,12 @@ int main(int argc, char** argv) {
                      std::string(placement.status().message()).c_str());
         return ddp::kExitUsage;
       }
-      return ddp::RunWorker(*config, *placement);
+      auto hold = ddp::TestHold::FromEnv(env);
+      if (!hold.ok()) {
+        std::fprintf(stderr, "ddp-trainer: %s\n", std::string(hold.status().message()).c_str());
+        return ddp::kExitUsage;
+      }
+      return ddp::RunWorker(*config, *placement, *hold);
     }
     auto plan = ddp::PlanLaunch(*config, env, ddp::CountVisibleGpus(env), getpid());
     if (!plan.ok()) {

@@ -2,6 +2,11 @@
 // coordinator's commands. Update() never blocks the training step: it overwrites a one-slot
 // mailbox (the bounded queue) that the reporter thread heartbeats about once a second.
 //
+// Membership generations (in-job recovery): every reply names the newest generation; once it is
+// newer than the worker's own (SetOwnGeneration), newer_generation() turns true and the callback
+// given to OnNewerGeneration runs once on the reporter thread (to abort a communicator that a
+// collective may be blocked on).
+//
 // Commands: CHECKPOINT_AND_STOP sets stop_requested(); ABORT sets abort_reason() (updated by
 // every later ABORT reply: the coordinator may name the root cause a moment later). If the
 // coordinator stays unreachable longer than `unreachable_timeout`, abort_reason() says so. When
@@ -14,6 +19,8 @@
 #define SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
 
 #include <atomic>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -40,6 +47,8 @@ class ProgressReporter {
   ProgressReporter& operator=(const ProgressReporter&) = delete;
 
   void Update(const ProgressReport& report);
+  // The report Update() last stored (e.g. to change only its phase).
+  ProgressReport latest() const;
   // Sends the latest report now (e.g. the final phase) and waits for the reply.
   void Flush();
 
@@ -51,6 +60,16 @@ class ProgressReporter {
   // Called by the training thread once it has acted on an abort (disarms the forced exit).
   void AcknowledgeAbort() { abort_acknowledged_.store(true); }
 
+  // The membership generation this worker belongs to (set at start and after each rejoin).
+  void SetOwnGeneration(int64_t generation);
+  // The newest generation a heartbeat reply announced.
+  int64_t announced_generation() const { return announced_generation_.load(); }
+  // A newer generation than this worker's own is forming: leave the process group and rejoin.
+  bool newer_generation() const { return announced_generation() > own_generation_.load(); }
+  // `callback` runs on the reporter thread each time a reply first announces a generation newer
+  // than the own one. Must be thread-safe and quick; replaces an earlier one (nullptr: none).
+  void OnNewerGeneration(std::function<void()> callback);
+
  private:
   void Loop();
   void SendOnce();
@@ -59,6 +78,11 @@ class ProgressReporter {
   const ProgressReporterOptions options_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> abort_acknowledged_{false};
+  std::atomic<int64_t> own_generation_{0};
+  std::atomic<int64_t> announced_generation_{0};
+  absl::Mutex callback_mu_;
+  std::function<void()> on_newer_generation_ ABSL_GUARDED_BY(callback_mu_);
+  int64_t notified_generation_ ABSL_GUARDED_BY(callback_mu_) = 0;
   absl::Mutex send_mu_;  // serializes heartbeats from Loop() and Flush()
   mutable absl::Mutex mu_;
   ProgressReport latest_ ABSL_GUARDED_BY(mu_);

@@ -69,7 +69,11 @@ std::pair<int64_t, int64_t> TopkCorrect(const at::Tensor& logits, const at::Tens
 class Loop {
  public:
   explicit Loop(const TrainingContext& ctx)
-      : ctx_(ctx), c_(ctx.config), pos_(ctx.position), start_step_(ctx.position.step) {}
+      : ctx_(ctx),
+        c_(ctx.config),
+        pos_(ctx.position),
+        start_step_(ctx.run_start_step),
+        result_(ctx.result) {}
 
   absl::StatusOr<LoopResult> Run() {
     PlanSchedule();
@@ -83,12 +87,18 @@ class Loop {
       }
       RETURN_IF_ERROR(FinishEpoch());
     }
+    // A replacement rank 0 that joined after the last epoch's checkpoint still leaves one for
+    // final.pt.
+    if (result_.checkpoint.empty() && !c_.checkpoint_dir.empty()) RETURN_IF_ERROR(Checkpoint());
     PrintSummary(started);
     return result_;
   }
 
  private:
   int Rank() { return ctx_.comm.process_group().getRank(); }
+  void Hold(TestHold::Point point) {
+    if (ctx_.hold != nullptr) ctx_.hold->At(point, Rank(), pos_.step);
+  }
   int World() { return ctx_.comm.process_group().getSize(); }
   bool IsRank0() { return Rank() == 0; }
 
@@ -133,7 +143,7 @@ class Loop {
                                            pos_.epoch, c_.workers, ctx_.model.device()));
     const int64_t batches = loader->num_batches();
     ctx_.model.model().train(true);
-    StepRunner runner(ctx_.model, ctx_.comm, pos_, {c_.bf16});
+    StepRunner runner(ctx_.model, ctx_.comm, pos_, {c_.bf16, c_.max_restarts > 0});
     EpochMeters meters;
     for (int64_t i = 0;; ++i) {
       ASSIGN_OR_RETURN(std::optional<data::Batch> batch, loader->Next());
@@ -142,6 +152,8 @@ class Loop {
       const double lr = LearningRate(schedule_, pos_.epoch, pos_.step);
       ASSIGN_OR_RETURN(const StepResult step, runner.Run(*batch, lr));
       AdvanceData(span, i);
+      if (ctx_.recovery != nullptr) ctx_.recovery->OnStepCommitted();
+      Hold(TestHold::Point::kStep);
       RecordStep(step, i, batches, lr, data_s, meters);
       RETURN_IF_ERROR(CheckAbort());
       ASSIGN_OR_RETURN(const bool stop, AgreeToStop());
@@ -219,12 +231,18 @@ class Loop {
     ctx_.session.reporter().Update(r);
   }
 
-  // The coordinator said abort (another rank failed): stop here, naming it.
+  // The coordinator said abort (another rank failed): stop here, naming it. Or it announced a
+  // newer membership generation (a rank was lost, the job recovers): leave this group.
   absl::Status CheckAbort() {
     ProgressReporter& reporter = ctx_.session.reporter();
     if (auto reason = reporter.abort_reason()) {
       reporter.AcknowledgeAbort();
       return absl::AbortedError(*reason);
+    }
+    if (reporter.newer_generation()) {
+      return absl::UnavailableError(absl::StrCat("membership generation ",
+                                                 reporter.announced_generation(),
+                                                 " is forming at the coordinator"));
     }
     return absl::OkStatus();
   }
@@ -300,6 +318,7 @@ class Loop {
     s.consumed_world_size = pos_.consumed > 0 ? pos_.consumed_world_size : World();
     s.seed = c_.seed;
     const std::string path = CheckpointPath(c_.checkpoint_dir, pos_.step);
+    Hold(TestHold::Point::kCheckpoint);
     RETURN_IF_ERROR(WriteCheckpoint(path, s));
     PruneCheckpoints(c_.checkpoint_dir, c_.keep_checkpoints);
     result_.checkpoint = path;
@@ -329,6 +348,7 @@ class Loop {
         auto [a, b] = TopkCorrect(logits.to(at::kFloat), batch->labels.to(device));
         c1 += a;
         c5 += b;
+        if (count == 0) Hold(TestHold::Point::kEval);
         count += batch->labels.size(0);
       }
     }
@@ -350,9 +370,9 @@ class Loop {
   const TrainerConfig& c_;
   TrainingPosition& pos_;
   const int64_t start_step_;
+  LoopResult& result_;
   ScheduleOptions schedule_;
   int64_t steps_per_epoch_ = 0;
-  LoopResult result_;
 };
 
 }  // namespace

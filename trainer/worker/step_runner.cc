@@ -1,7 +1,9 @@
 #include "trainer/worker/step_runner.h"
 
 #include <ATen/ops/cross_entropy_loss.h>
+#include <torch/cuda.h>
 
+#include "absl/status/status.h"
 #include "common/status_macros.h"
 #include "trainer/dist/ddp_step.h"
 #include "trainer/worker/autocast_guard.h"
@@ -14,6 +16,14 @@ absl::StatusOr<StepResult> StepRunner::Run(const data::Batch& batch, double lr) 
   at::Tensor logits = Forward(in.images);
   at::Tensor loss = Loss(logits, in.labels);
   RETURN_IF_ERROR(step.Backward(loss));
+  if (options_.confirm_reduction && model_.device().is_cuda()) {
+    torch::cuda::synchronize(model_.device().index());
+  }
+  if (comm_.interrupted()) {
+    // DdpStep's destructor clears the gradients of a step that never reached its optimizer.
+    return absl::UnavailableError(
+        "the step was interrupted: a newer membership generation is forming");
+  }
   RETURN_IF_ERROR(step.ApplyOptimizer([&] { model_.optimizer().Step(lr); }));
   ++position_.step;
   return StepResult{std::move(logits), std::move(loss), in.labels};
