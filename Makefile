@@ -2,10 +2,15 @@
 #
 #   make demo    installs what is missing, builds, trains on Fashion-MNIST with 4 local workers
 #   make test    installs what is missing, builds, runs every test (CTest labels: unit,
-#                integration, slurm, gpu)
+#                integration, slurm, gpu), then the torch-free unit tests under ASan+UBSan and
+#                under TSan (a clang build that is also the thread-safety check)
 #
 #   make build   the three binaries in build/bin/
-#   make asan    ASan+UBSan build and tests in build-asan/   make tsan  TSan (torch-free) in build-tsan/
+#   make check   the main build's tests only (make test without the sanitizer runs)
+#   make asan    ASan+UBSan build (every target) and unit tests in build-asan/
+#   make tsan    clang + TSan build of the torch-free targets against a TSan-built abseil, with
+#                -Wthread-safety -Werror, and their unit tests, in build-tsan/
+#   make clang   clang build of the torch-free targets with -Wthread-safety -Werror (build-clang/)
 #   make tidy    build with clang-tidy on our targets         make format  clang-format in place
 #   make bench   every benchmark under bench/
 #   make gpu-bundle  gpu-bundle/: the binaries and libraries for a GPU machine (bench/gpu/run.sh)
@@ -14,8 +19,16 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
+CLANG_ARGS = -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+# The sanitizer runs of `make test` build without optimization: half the compile time of
+# RelWithDebInfo, and their unit tests are quick either way.
+SANITIZER_BUILD_TYPE ?= Debug
+# The side builds below (sanitizers, clang, tidy) leave the root's compile_commands.json alone.
+LINK_COMPILE_COMMANDS ?= 1
+SIDE = --no-print-directory LINK_COMPILE_COMMANDS=0
 
-.PHONY: deps configure build test demo asan tsan tidy format bench clean gpu-bundle
+.PHONY: deps configure build check test sanitize demo asan asan-torch-free tsan clang tidy format \
+        bench clean gpu-bundle
 
 deps:
 	@scripts/setup-deps.sh
@@ -24,26 +37,45 @@ configure: deps
 	@mkdir -p $(BUILD_DIR)
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) > $(BUILD_DIR)/configure.log 2>&1 \
 	  || { cat $(BUILD_DIR)/configure.log; exit 1; }
-	@ln -sf $(BUILD_DIR)/compile_commands.json compile_commands.json
+	@[ "$(LINK_COMPILE_COMMANDS)" != 1 ] || ln -sf $(BUILD_DIR)/compile_commands.json compile_commands.json
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j$(JOBS)
 	@ls $(BUILD_DIR)/bin/
 
-test: build
+check: build
 	@scripts/run-tests.sh $(BUILD_DIR) $(CTEST_ARGS)
+
+# CI (.ci/run) runs this: every test of the main build, then the sanitizer runs of the torch-free
+# unit tests (cheap to build).
+test: check
+	@$(MAKE) $(SIDE) sanitize
+
+sanitize: asan-torch-free tsan
 
 demo: build
 	@scripts/demo.sh $(BUILD_DIR)
 
 asan:
-	@$(MAKE) test BUILD_DIR=build-asan CMAKE_ARGS="-DDDP_SANITIZE=address" CTEST_ARGS="-L unit"
+	@$(MAKE) $(SIDE) check BUILD_DIR=build-asan \
+	  CMAKE_ARGS="$(CMAKE_ARGS) -DDDP_SANITIZE=address" CTEST_ARGS="-L unit"
 
-tsan:
-	@$(MAKE) test BUILD_DIR=build-tsan CMAKE_ARGS="-DDDP_SANITIZE=thread" CTEST_ARGS="-L unit"
+asan-torch-free:
+	@$(MAKE) $(SIDE) check BUILD_DIR=build-asan-torch-free BUILD_TYPE=$(SANITIZER_BUILD_TYPE) \
+	  CMAKE_ARGS="$(CMAKE_ARGS) -DDDP_SANITIZE=address -DDDP_WITH_TORCH=OFF" CTEST_ARGS="-L unit"
+
+tsan: deps
+	@absl=$$(scripts/build-tsan-abseil.sh --compiler clang++) && \
+	  $(MAKE) $(SIDE) check BUILD_DIR=build-tsan BUILD_TYPE=$(SANITIZER_BUILD_TYPE) \
+	  CMAKE_ARGS="$(CMAKE_ARGS) $(CLANG_ARGS) -DDDP_SANITIZE=thread -DDDP_TSAN_ABSEIL_DIR=$$absl" \
+	  CTEST_ARGS="-L unit"
+
+clang:
+	@$(MAKE) $(SIDE) build BUILD_DIR=build-clang \
+	  CMAKE_ARGS="$(CMAKE_ARGS) $(CLANG_ARGS) -DDDP_WITH_TORCH=OFF"
 
 tidy:
-	@$(MAKE) build BUILD_DIR=build-tidy CMAKE_ARGS="-DDDP_CLANG_TIDY=ON"
+	@$(MAKE) $(SIDE) build BUILD_DIR=build-tidy CMAKE_ARGS="-DDDP_CLANG_TIDY=ON"
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i
@@ -55,4 +87,4 @@ gpu-bundle: build
 	@BUILD_DIR=$(BUILD_DIR) scripts/gpu-bundle.sh
 
 clean:
-	@rm -rf $(BUILD_DIR) build-asan build-tsan build-tidy
+	@rm -rf $(BUILD_DIR) build-asan build-asan-torch-free build-tsan build-clang build-tidy

@@ -34,6 +34,6 @@ pids+=($!)
 for _ in $(seq 1200); do grep -q heartbeating "$work/loadgen.log" && break; sleep 0.1; done
 grep -q heartbeating "$work/loadgen.log" || { cat "$work/loadgen.log" >&2; exit 1; }
 sleep 3  # one full heartbeat round at steady state
-echo "workers=$n (separate process), coordinator $(sed -n 's/^grpc_address=//p' "$df"), $(nproc) cpus"
+echo "workers=$n (separate process), coordinator $("$bin/ddpctl" --dist-file "$df" dist-file --field grpc_address), $(nproc) cpus"
 sed -n 's/^loadgen: //p' "$work/loadgen.log"
 "$bin/ddp-statusbench" --dist-file "$df" --seconds "$seconds"

@@ -46,6 +46,10 @@ REPEAT=${REPEAT:-3}
 SLICE=${SLICE:-1.0}
 FMNIST=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 [[ -x $BIN/ddp-trainer ]] || { echo "bench/trainer.sh: $BIN/ddp-trainer not built" >&2; exit 1; }
+# Exit codes by name (DDP_EXIT_OK, DDP_EXIT_RESUMABLE) from this build's ddpctl.
+# shellcheck source=../slurm/lib/ddp.sh
+source "$ROOT/slurm/lib/ddp.sh"
+DDP_BIN_DIR=$BIN ddp_load_exit_codes || exit 1
 "$PY" -c "import torchvision" 2>/dev/null ||
   { echo "bench/trainer.sh: $PY lacks torchvision (run scripts/setup-deps.sh)" >&2; exit 1; }
 
@@ -210,11 +214,11 @@ bench() {  # case batch warmup steps data arch python_extra
       if ((r % 2)); then take_turns "$w" "${jobo[@]}" "${jobp[@]}"; else take_turns "$w" "${jobp[@]}" "${jobo[@]}"; fi
       wait "$jo" "$jp" || true
       rmdir "$cgo" "$cgp"
-      check_rc "$on" 0 3; check_rc "$pn" 0
+      check_rc "$on" "$DDP_EXIT_OK" "$DDP_EXIT_RESUMABLE"; check_rc "$pn" 0
       so=$(span "$tmp/$on.log" "$w" "$n" "$tmp/$on.turns") || { echo "no rate in $on.log" >&2; exit 1; }
       sp=$(span "$tmp/$pn.log" "$w" "$n" "$tmp/$pn.turns") || { echo "no rate in $pn.log" >&2; exit 1; }
     else
-      ours "$on" "$c" "$b" "$w" "$n" "$5" "$6"; check_rc "$on" 0 3
+      ours "$on" "$c" "$b" "$w" "$n" "$5" "$6"; check_rc "$on" "$DDP_EXIT_OK" "$DDP_EXIT_RESUMABLE"
       theirs "$pn" "$6" "$b" "$w" "$n" "$7"; check_rc "$pn" 0
       so=$(span "$tmp/$on.log" "$w" "$n") || { echo "no rate in $on.log" >&2; exit 1; }
       sp=$(span "$tmp/$pn.log" "$w" "$n") || { echo "no rate in $pn.log" >&2; exit 1; }

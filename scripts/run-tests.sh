@@ -4,6 +4,10 @@
 # Unit tests run two at a time; integration, Slurm and GPU tests carry RUN_SERIAL (they start
 # their own processes and clusters and would only fight over two cores). CTest's "Label Time
 # Summary" at the end gives each label's wall time.
+#
+# A skipped test is never a pass: GoogleTest binaries exit 77 when a test called GTEST_SKIP
+# (tests/testing/skip_aware_main.cc) and script tests exit 77 when they cannot run; CTest counts
+# them as "Skipped", and the summary at the end names each one with the reason it printed.
 set -uo pipefail
 build="${1:-build}"
 shift || true
@@ -13,4 +17,39 @@ if ((unlabelled > 0)); then
   ctest --test-dir "$build" -N -LE '^(unit|integration|slurm|gpu)$' >&2
   exit 1
 fi
-exec ctest --test-dir "$build" --output-on-failure -j2 "$@"
+junit="$(cd "$build" && pwd)/Testing/ddp-results.xml"
+mkdir -p "$(dirname "$junit")"
+rm -f "$junit"
+ctest --test-dir "$build" --output-on-failure -j2 --output-junit "$junit" "$@"
+rc=$?
+
+# Summary: counts, then every skipped test with the lines that say why.
+if [[ -s "$junit" ]]; then
+  python3 - "$junit" "$build" <<'EOF'
+import re, sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+cases = root.iter("testcase")
+passed, failed, skipped = [], [], []
+for c in cases:
+    status = c.get("status", "")
+    if c.find("skipped") is not None or status in ("skipped", "notrun", "disabled"):
+        out = (c.findtext("system-out") or "")
+        why = [l.strip() for l in out.splitlines() if re.match(r"(SKIPPED |SKIP:)", l)]
+        why = why or ["(no reason printed)"]
+        skipped.append((c.get("name"), why))
+    elif c.find("failure") is not None or c.find("error") is not None or status == "fail":
+        failed.append(c.get("name"))
+    else:
+        passed.append(c.get("name"))
+print(f"\n== {sys.argv[2]}: {len(passed)} passed, {len(failed)} failed, "
+      f"{len(skipped)} SKIPPED (not run, not counted as passed)")
+for name, why in skipped:
+    print(f"   SKIPPED {name}")
+    for w in why[:8]:
+        print(f"       {w}")
+for name in failed:
+    print(f"   FAILED  {name}")
+EOF
+fi
+exit $rc

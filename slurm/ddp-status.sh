@@ -6,21 +6,18 @@
 #
 # Given a job id, the dist file is <job's working dir>/dist_file.<jobid> (the templates' and
 # ddp-trainer's default), found through `scontrol show job`; DIST_FILE=... overrides it.
-# ddpctl is taken from $DDP_BIN_DIR, then PATH, then <repo>/build/bin.
-# Exit: ddpctl status's code; 1 if the dist file cannot be found or read.
+# ddpctl is found by ddp_find_bin (lib/ddp.sh): $DDP_BIN_DIR, then PATH, then <repo>/build/bin.
+# Exit: ddpctl status's code; DDP_EXIT_FAILED (ddpctl exit-codes) if the dist file cannot be read.
 set -uo pipefail
 
-die() { echo "ddp-status: $*" >&2; exit 1; }
-[[ $# -ge 1 && "$1" != -h && "$1" != --help ]] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+# shellcheck source=lib/ddp.sh
+source "$(dirname "$(readlink -f "$0")")/lib/ddp.sh" || { echo "ddp-status: cannot read lib/ddp.sh beside $0" >&2; exit 1; }
+ddpctl=$(ddp_find_bin ddpctl 2>/dev/null) ||
+  { echo "ddp-status: ddpctl not found (set DDP_BIN_DIR, put it on PATH, or run 'make build')" >&2; exit 1; }
+ddp_load_exit_codes || exit 1
+die() { echo "ddp-status: $*" >&2; exit "$DDP_EXIT_FAILED"; }
+[[ $# -ge 1 && "$1" != -h && "$1" != --help ]] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit "$DDP_EXIT_USAGE"; }
 target=$1; shift
-
-find_ddpctl() {
-  local here; here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
-  if [[ -n "${DDP_BIN_DIR:-}" && -x "$DDP_BIN_DIR/ddpctl" ]]; then echo "$DDP_BIN_DIR/ddpctl"
-  elif command -v ddpctl >/dev/null 2>&1; then command -v ddpctl
-  elif [[ -x "$here/../build/bin/ddpctl" ]]; then echo "$here/../build/bin/ddpctl"
-  else return 1; fi
-}
 
 job_id="" dist_file=""
 if [[ "$target" =~ ^[0-9]+(_[0-9]+)?$ ]]; then
@@ -44,9 +41,13 @@ fi
 [[ -r "$dist_file" ]] || die "cannot read $dist_file (mode 0600: run as the job's owner)"
 echo "dist file: $dist_file"
 
-# Dashboard: the coordinator's HTTP port on the host of its gRPC address.
-kv() { sed -n "s/^$1=//p" "$dist_file" | head -1; }
-grpc=$(kv grpc_address) http_port=$(kv http_port)
+extra=()
+[[ -n "$job_id" ]] && extra=(--job-id "$job_id")
+
+# Dashboard: the coordinator's HTTP port on the host of its gRPC address (read through ddpctl,
+# which checks the file as workers do).
+grpc=$(ddp_dist_field "$dist_file" grpc_address) || die "cannot read $dist_file"
+http_port=$(ddp_dist_field "$dist_file" http_port) || die "cannot read $dist_file"
 host=${grpc%:*}; host=${host#[}; host=${host%]}
 if [[ -n "$http_port" && "$http_port" != 0 && -n "$host" ]]; then
   [[ "$host" == *:* ]] && host="[$host]"
@@ -55,7 +56,4 @@ else
   echo "dashboard: none (the coordinator serves no HTTP endpoint)"
 fi
 
-ddpctl=$(find_ddpctl) || die "ddpctl not found (set DDP_BIN_DIR, put it on PATH, or run 'make build')"
-extra=()
-[[ -n "$job_id" ]] && extra=(--job-id "$job_id")
 "$ddpctl" --dist-file "$dist_file" "${extra[@]}" status "$@"

@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
       "watch: the job FAILED); ",
       ddp::kExitUsage, " usage; ", ddp::kExitResumable,
       " the job stopped after a checkpoint, resumable (watch); ", ddp::kExitTimedOut,
-      " timed out waiting for the job to acknowledge (stop).\nEach subcommand has --help."));
+      " timed out waiting for the job to acknowledge (stop). Scripts read them by name: eval "
+       "\"$(ddpctl exit-codes)\".\nEach subcommand has --help."));
   app.add_option("--dist-file", global.dist_file, "The job's dist_file (default: $DDP_DIST_FILE)");
   app.add_option("--address", global.address, "Coordinator host:port (instead of a dist_file)");
   app.add_option("--token", global.token, "Bearer token (with --address)");

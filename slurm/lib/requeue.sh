@@ -3,8 +3,9 @@
 # Sourced (not run) by slurm/*.sbatch inside the batch shell. Bash only.
 #
 # The contract with ddp-trainer:
-#   * SIGUSR1 or SIGTERM to a trainer task => it checkpoints and exits with code 3
-#     (DDP_EXIT_STOPPED, "stopped, resumable"). 0 = finished, anything else = failed.
+#   * SIGUSR1 or SIGTERM to a trainer task => it checkpoints and exits with DDP_EXIT_RESUMABLE
+#     ("stopped, resumable"). DDP_EXIT_OK = finished, anything else = failed. The codes come
+#     from `ddpctl exit-codes` (lib/ddp.sh), never from numbers written here.
 #   * A requeued job restarts with the same job id and SLURM_RESTART_COUNT=1,2,...; the
 #     templates then pass --resume auto so the trainer continues from its newest checkpoint.
 #
@@ -17,36 +18,27 @@
 # task's whole process tree, so workers forked by a trainer task receive it too.
 # `scancel --signal=USR1 --batch <jobid>` reaches the same trap by hand (checkpoint + requeue).
 #
-# Requeue policy (DDP_REQUEUE): "auto" (default) — when the step exits 3 after the batch shell
-# received USR1 (the time-limit warning, preemption notice, or `scancel --signal=USR1 --batch`)
-# and was not itself told to terminate (SIGTERM: scancel, time limit, preemption — Slurm then
-# decides the job's fate), run `scontrol requeue $SLURM_JOB_ID`, up to DDP_MAX_RESTARTS
-# generations (default 100). An operator's `ddpctl stop` also ends the step with exit 3 (a
+# Requeue policy (DDP_REQUEUE): "auto" (default) — when the step exits DDP_EXIT_RESUMABLE after
+# the batch shell received USR1 (the time-limit warning, preemption notice, or
+# `scancel --signal=USR1 --batch`) and was not itself told to terminate (SIGTERM: scancel, time
+# limit, preemption — Slurm then decides the job's fate), run `scontrol requeue $SLURM_JOB_ID`, up to DDP_MAX_RESTARTS
+# generations (default 100). An operator's `ddpctl stop` also ends the step resumable (a
 # checkpoint to resume from) but sends no USR1: the job then ends, resumable by hand.
-# "always" — requeue after any exit 3. "never" — never requeue; the job ends with exit code 3.
+# "always" — requeue after any resumable exit. "never" — never requeue; the job ends resumable.
 #
 # Tested by tests/integration/slurm/ on a real 2-node cluster with a stub trainer.
 
-DDP_EXIT_STOPPED=3
-
-ddp_log() { echo "[ddp-kit $(date +%H:%M:%S) job ${SLURM_JOB_ID:-?} gen ${SLURM_RESTART_COUNT:-0}] $*" >&2; }
-
-# ddp_find_bin NAME: $DDP_BIN_DIR/NAME, then NAME on PATH, then $SLURM_SUBMIT_DIR/build/bin/NAME.
-ddp_find_bin() {
-  local name=$1
-  if [[ -n "${DDP_BIN_DIR:-}" && -x "$DDP_BIN_DIR/$name" ]]; then echo "$DDP_BIN_DIR/$name"; return 0; fi
-  if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return 0; fi
-  if [[ -x "${SLURM_SUBMIT_DIR:-.}/build/bin/$name" ]]; then echo "${SLURM_SUBMIT_DIR:-.}/build/bin/$name"; return 0; fi
-  ddp_log "error: cannot find $name (set DDP_BIN_DIR, put it on PATH, or submit from the repo root after 'make build')"
-  return 1
-}
+# shellcheck source=ddp.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ddp.sh"
+# DDP_EXIT_RESUMABLE and the other codes, from `ddpctl exit-codes`.
+ddp_load_exit_codes || { ddp_log "error: cannot read the exit codes from ddpctl"; return 1; }
 
 # ddp_run_step CMD...: run CMD (an srun line) in the background, forward USR1 to it, wait for
 # it, and return its exit code. Sets DDP_GOT_USR1 / DDP_GOT_TERM (0/1).
 ddp_run_step() {
   if ((DDP_GOT_USR1)); then
     ddp_log "stop requested before the step started: not starting it"
-    return "$DDP_EXIT_STOPPED"
+    return "$DDP_EXIT_RESUMABLE"
   fi
   "$@" &
   DDP_STEP_PID=$!
@@ -59,11 +51,11 @@ ddp_run_step() {
     break
   done
   ddp_log "step exited with code $rc (USR1 received: $DDP_GOT_USR1, TERM received: $DDP_GOT_TERM)"
-  if ((rc == 128 + 10 && DDP_GOT_USR1)); then
+  if ((rc == 128 + $(kill -l USR1) && DDP_GOT_USR1)); then
     # Tasks killed by the forwarded USR1 itself: the trainer had no handler yet (it was still
     # starting). Nothing newer than the last checkpoint is lost by coming back; treat as stopped.
     ddp_log "the step died of SIGUSR1 (trainer not ready for it yet); treating it as stopped"
-    rc=$DDP_EXIT_STOPPED
+    rc=$DDP_EXIT_RESUMABLE
   fi
   return "$rc"
 }
@@ -88,19 +80,20 @@ _ddp_on_term() {
 # ddp_finish RC: apply the requeue policy to the step's exit code and exit the batch script.
 ddp_finish() {
   local rc=$1 policy=${DDP_REQUEUE:-auto} gen=${SLURM_RESTART_COUNT:-0}
-  if ((rc == 0)); then ddp_log "training finished"; exit 0; fi
-  if ((rc != DDP_EXIT_STOPPED)); then ddp_log "training failed (exit $rc); not requeueing"; exit "$rc"; fi
-  if [[ "$policy" == never ]]; then ddp_log "stopped (exit 3); DDP_REQUEUE=never"; exit "$rc"; fi
-  if ((DDP_GOT_TERM)); then ddp_log "stopped (exit 3) while Slurm ends the job; not requeueing"; exit "$rc"; fi
+  local stopped="stopped (exit $DDP_EXIT_RESUMABLE)"
+  if ((rc == DDP_EXIT_OK)); then ddp_log "training finished"; exit "$DDP_EXIT_OK"; fi
+  if ((rc != DDP_EXIT_RESUMABLE)); then ddp_log "training failed (exit $rc); not requeueing"; exit "$rc"; fi
+  if [[ "$policy" == never ]]; then ddp_log "$stopped; DDP_REQUEUE=never"; exit "$rc"; fi
+  if ((DDP_GOT_TERM)); then ddp_log "$stopped while Slurm ends the job; not requeueing"; exit "$rc"; fi
   if [[ "$policy" != always ]] && ((!DDP_GOT_USR1)); then
-    ddp_log "stopped (exit 3) without a USR1 (e.g. ddpctl stop): not requeueing; resubmit to resume"; exit "$rc"
+    ddp_log "$stopped without a USR1 (e.g. ddpctl stop): not requeueing; resubmit to resume"; exit "$rc"
   fi
   if ((gen >= ${DDP_MAX_RESTARTS:-100})); then
-    ddp_log "stopped (exit 3) but generation $gen reached DDP_MAX_RESTARTS=${DDP_MAX_RESTARTS:-100}"; exit "$rc"
+    ddp_log "$stopped but generation $gen reached DDP_MAX_RESTARTS=${DDP_MAX_RESTARTS:-100}"; exit "$rc"
   fi
-  ddp_log "stopped for requeue (exit 3): scontrol requeue $SLURM_JOB_ID"
+  ddp_log "stopped for requeue (exit $DDP_EXIT_RESUMABLE): scontrol requeue $SLURM_JOB_ID"
   if scontrol requeue "$SLURM_JOB_ID"; then
-    exit 0   # Slurm ends this generation now and starts the next one with SLURM_RESTART_COUNT+1
+    exit "$DDP_EXIT_OK"   # Slurm ends this generation now and starts the next one with SLURM_RESTART_COUNT+1
   fi
   ddp_log "error: scontrol requeue failed (was the job submitted with --requeue?)"
   exit "$rc"

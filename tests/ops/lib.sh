@@ -3,6 +3,10 @@
 # (ddp-loadgen in external mode), each test in its own temp folder. Source it; needs $DDP_BIN_DIR.
 set -euo pipefail
 bin="${DDP_BIN_DIR:?DDP_BIN_DIR is unset (run through ctest)}"
+# The shared shell library (ddp_dist_field, DDP_EXIT_* through ddpctl).
+# shellcheck source=../../slurm/lib/ddp.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../slurm/lib/ddp.sh"
+ddp_load_exit_codes
 work="$(mktemp -d "${TMPDIR:-/tmp}/ddp-ops.XXXXXX")"
 pids=()
 cleanup() {
@@ -49,4 +53,5 @@ wait_running() {
   fail "job never RUNNING"
 }
 
-dist_value() { sed -n "s/^$1=//p" "$df"; }
+# dist_value FIELD: a field of the current dist_file, read (and checked) by ddpctl.
+dist_value() { ddp_dist_field "$df" "$1"; }

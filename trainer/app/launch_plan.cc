@@ -120,6 +120,45 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const TrainerConfig& config, const EnvMap&
   return plan;
 }
 
+std::vector<std::string> CoordinatorCommand(const LaunchPlan& plan, const TrainerConfig& config,
+                                            const SupervisionTimeouts& timeouts,
+                                            const std::string& coordinator_path) {
+  const WorkerPlacement& base = plan.base;
+  std::vector<std::string> argv = {
+      coordinator_path,
+      "--world-size",
+      absl::StrCat(base.world_size),
+      "--dist-file",
+      base.dist_file,
+      "--job-id",
+      base.job_id,
+      "--generation",
+      absl::StrCat(base.generation),
+      "--registration-timeout",
+      absl::StrCat(config.registration_timeout_s),
+      "--heartbeat-timeout",
+      absl::StrCat(config.heartbeat_timeout_s),
+      "--linger",
+      absl::StrCat(absl::ToDoubleSeconds(timeouts.coordinator_linger)),
+      "--log-file",
+      base.coordinator_log,
+  };
+  if (base.local_mode) {
+    // Local jobs never leave this machine.
+    argv.push_back("--listen");
+    argv.push_back("127.0.0.1:0");
+  }
+  return argv;
+}
+
+std::vector<std::string> WorkerCommand(const std::string& self,
+                                       const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {self};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--internal-worker");
+  return argv;
+}
+
 std::vector<std::string> PlacementEnv(const WorkerPlacement& p) {
   return {
       absl::StrCat("DDP_WORKER_JOB_ID=", p.job_id),

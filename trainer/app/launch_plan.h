@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/slurm_env.h"
 #include "trainer/app/config.h"
 
@@ -45,6 +46,22 @@ struct LaunchPlan {
   std::string mode;                // "local", "slurm task-per-node", "slurm task-per-worker"
 };
 
+// How long the launcher waits at each point where it stops or outlasts a child. Every value is
+// the launcher's own; the coordinator is told the one it must honour (--linger) on its command
+// line, so nothing here depends on another binary's defaults.
+struct SupervisionTimeouts {
+  // A worker failed: its peers get SIGTERM, then SIGKILL after this long.
+  absl::Duration worker_stop_grace = absl::Seconds(10);
+  // The coordinator keeps serving status this long after the job ends (its --linger) ...
+  absl::Duration coordinator_linger = absl::Seconds(10);
+  // ... and gets this long beyond it to shut down by itself, after a successful job.
+  absl::Duration coordinator_exit_margin = absl::Seconds(5);
+  // After a failed or stopped job the linger is cut short: SIGTERM after this long.
+  absl::Duration coordinator_failed_wait = absl::Seconds(3);
+  // The coordinator was asked to stop (SIGTERM): SIGKILL after this long.
+  absl::Duration coordinator_stop_grace = absl::Seconds(5);
+};
+
 // Decides the plan from the flags, the environment and the GPUs visible to this task.
 // Contradictions (more workers than GPUs for NCCL, missing Slurm variables, a world size that
 // does not add up) are one-line errors.
@@ -54,6 +71,16 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const TrainerConfig& config, const EnvMap&
 // GPUs this process may use without initializing CUDA: CUDA_VISIBLE_DEVICES if set, else the
 // /dev/nvidiaN device files.
 int CountVisibleGpus(const EnvMap& env);
+
+// The command line of the job's coordinator (task 0): `coordinator_path` with the job's
+// identity, the flags' timeouts and `timeouts.coordinator_linger` spelled out.
+std::vector<std::string> CoordinatorCommand(const LaunchPlan& plan, const TrainerConfig& config,
+                                            const SupervisionTimeouts& timeouts,
+                                            const std::string& coordinator_path);
+// The command line of a worker: this program (`self`) again with the task's own arguments
+// (`args`, argv[1..]) and --internal-worker.
+std::vector<std::string> WorkerCommand(const std::string& self,
+                                       const std::vector<std::string>& args);
 
 // Environment entries that describe `p` to a worker, and the reverse.
 std::vector<std::string> PlacementEnv(const WorkerPlacement& p);

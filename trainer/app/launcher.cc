@@ -1,11 +1,7 @@
 #include "trainer/app/launcher.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,200 +10,196 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-
-extern char** environ;
+#include "trainer/launcher/failure_policy.h"
+#include "trainer/launcher/supervisor.h"
 
 namespace ddp {
 namespace {
-
-constexpr int kForwardedSignals[] = {SIGTERM, SIGUSR1, SIGINT};
 
 void Log(const std::string& task, const std::string& line) {
   std::fprintf(stderr, "[ddp-trainer %s] %s\n", task.c_str(), line.c_str());
 }
 
-std::string SelfDir() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string path(buf, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/'));
-}
+// One run of the launcher: the supervised children and what has been decided about them.
+class LauncherRun {
+ public:
+  LauncherRun(const LaunchPlan& plan, const LauncherOptions& options)
+      : plan_(plan),
+        options_(options),
+        task_(plan.base.local_mode ? "local" : absl::StrCat("node ", plan.base.node_rank, " task")),
+        supervisor_({SIGTERM, SIGUSR1, SIGINT}) {}
 
-// fork + exec with the parent-death signal set, so no child outlives this task, and the
-// launcher's blocked signals restored to default.
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-            const sigset_t& original_mask) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  for (const auto& e : extra_env) env_strings.push_back(e);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (auto& s : args) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
+  int Run() {
+    if (plan_.start_coordinator && !StartCoordinator()) return kExitFailed;
+    StartWorkers();
+    while (supervisor_.CountRunning(workers_) > 0) {
+      for (const SupervisorEvent& e : supervisor_.DoWork(absl::InfiniteFuture())) OnEvent(e);
+    }
+    if (coordinator_ >= 0) OutlastCoordinator();
+    const int result = policy_.task_exit_code();
+    if (result == kExitFailed && plan_.start_coordinator) {
+      Log(task_, absl::StrCat("job failed; coordinator log: ", plan_.base.coordinator_log));
+    }
+    return result;
+  }
 
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);
-  sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-  execve(cargv[0], cargv.data(), envp.data());
-  std::fprintf(stderr, "ddp-trainer: cannot execute %s: %s\n", cargv[0], std::strerror(errno));
-  _exit(127);
-}
+ private:
+  bool StartCoordinator() {
+    const WorkerPlacement& base = plan_.base;
+    std::remove(base.coordinator_log.c_str());
+    ChildSpec spec;
+    spec.name = "coordinator";
+    spec.spawn.argv = options_.coordinator_command;
+    spec.spawn.stop_grace = options_.timeouts.coordinator_stop_grace;
+    spec.forward_signals = false;  // Slurm and terminals signal it directly
+    auto id = supervisor_.Start(std::move(spec));
+    if (!id.ok()) {
+      Log(task_, absl::StrCat("cannot start ", id.status().message()));
+      return false;
+    }
+    coordinator_ = *id;
+    Log(task_,
+        absl::StrCat("started coordinator (pid ", supervisor_.pid(coordinator_), ", ",
+                     base.world_size, " workers, ", plan_.mode, "); log: ", base.coordinator_log));
+    return true;
+  }
 
-int ExitCodeOf(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kExitFailed;
-}
+  void StartWorkers() {
+    for (int local_rank : plan_.local_ranks) {
+      WorkerPlacement p = plan_.base;
+      p.local_rank = local_rank;
+      ChildSpec spec;
+      spec.name = absl::StrCat("worker (local rank ", local_rank, ")");
+      spec.spawn.argv = options_.worker_command;
+      spec.spawn.extra_env = PlacementEnv(p);
+      spec.spawn.stop_grace = options_.timeouts.worker_stop_grace;
+      auto id = supervisor_.Start(std::move(spec));
+      if (!id.ok()) {
+        Log(task_,
+            absl::StrCat("cannot start ", id.status().message(), "; stopping the other workers"));
+        policy_.OnLaunchFailure();
+        StopWorkers();
+        return;
+      }
+      workers_.push_back(*id);
+      local_ranks_.push_back(local_rank);
+    }
+  }
 
-std::string Describe(int status) {
-  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
-  return absl::StrCat("exited with code ", ExitCodeOf(status));
-}
+  void StopWorkers() {
+    for (int id : workers_) supervisor_.Stop(id, options_.timeouts.worker_stop_grace);
+  }
+
+  int LocalRankOf(int id) const {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (workers_[i] == id) return local_ranks_[i];
+    }
+    return -1;
+  }
+
+  void OnEvent(const SupervisorEvent& e) {
+    switch (e.kind) {
+      case SupervisorEvent::Kind::kSignal:
+        Log(task_, absl::StrCat("received ", strsignal(e.signal), "; forwarding to workers"));
+        policy_.OnSignalForwarded();
+        supervisor_.Forward(e.signal);
+        return;
+      case SupervisorEvent::Kind::kAbandoned:
+        Log(task_, absl::StrCat(supervisor_.name(e.id), " (pid ", supervisor_.pid(e.id),
+                                ") still runs after SIGKILL; giving up on it"));
+        if (e.id != coordinator_) policy_.OnLaunchFailure();
+        return;
+      case SupervisorEvent::Kind::kExited:
+        if (e.id == coordinator_) {
+          Log(task_, absl::StrCat("coordinator (pid ", supervisor_.pid(e.id), ") ",
+                                  e.status->Describe(), " while workers still run"));
+        } else {
+          OnWorkerExit(e.id, *e.status);
+        }
+        return;
+    }
+  }
+
+  void OnWorkerExit(int id, const ExitStatus& status) {
+    const FailurePolicy::Decision d = policy_.OnWorkerExit(status);
+    if (!d.failure) return;
+    const int local_rank = LocalRankOf(id);
+    const pid_t pid = supervisor_.pid(id);
+    std::string rank;
+    if (d.report_lost && options_.report_lost) {
+      rank = options_.report_lost(
+          LostWorker{plan_.base.node_rank, local_rank, static_cast<int>(pid), status.Describe(),
+                     status.signal(), status.signaled() ? 0 : status.code()});
+    }
+    const std::string who =
+        rank.empty() ? absl::StrCat("(local rank ", local_rank, ", pid ", pid, ")") : rank;
+    switch (d.action) {
+      case FailurePolicy::Action::kNone:
+        Log(task_, absl::StrCat("worker ", who, " ", status.Describe()));
+        return;
+      case FailurePolicy::Action::kStopOthers:
+        Log(task_,
+            absl::StrCat("worker ", who, " ", status.Describe(), "; stopping the other workers"));
+        StopWorkers();
+        return;
+      case FailurePolicy::Action::kRespawn: {
+        absl::Status respawned = supervisor_.Respawn(id);
+        Log(task_,
+            absl::StrCat("worker ", who, " ", status.Describe(), "; ",
+                         respawned.ok()
+                             ? absl::StrCat("started it again (pid ", supervisor_.pid(id), ")")
+                             : absl::StrCat("cannot start it again: ", respawned.message(),
+                                            "; stopping the other workers")));
+        if (!respawned.ok()) {
+          policy_.OnLaunchFailure();
+          StopWorkers();
+        }
+        return;
+      }
+    }
+  }
+
+  // Every worker has ended; the coordinator may linger so operators can read the outcome.
+  void OutlastCoordinator() {
+    const SupervisionTimeouts& t = options_.timeouts;
+    const bool succeeded = policy_.task_exit_code() == kExitOk;
+    const absl::Time stop_at =
+        absl::Now() +
+        (succeeded ? t.coordinator_linger + t.coordinator_exit_margin : t.coordinator_failed_wait);
+    bool stop_sent = false;
+    while (supervisor_.running(coordinator_)) {
+      for (const SupervisorEvent& e :
+           supervisor_.DoWork(stop_sent ? absl::InfiniteFuture() : stop_at)) {
+        if (e.kind == SupervisorEvent::Kind::kSignal && !stop_sent) {
+          Log(task_, absl::StrCat("received ", strsignal(e.signal), "; stopping the coordinator"));
+          supervisor_.Stop(coordinator_, t.coordinator_stop_grace);
+          stop_sent = true;
+        } else if (e.kind == SupervisorEvent::Kind::kAbandoned) {
+          Log(task_, absl::StrCat("coordinator (pid ", supervisor_.pid(e.id),
+                                  ") still runs after SIGKILL; giving up on it"));
+        }
+      }
+      if (!stop_sent && absl::Now() >= stop_at && supervisor_.running(coordinator_)) {
+        supervisor_.Stop(coordinator_, t.coordinator_stop_grace);
+        stop_sent = true;
+      }
+    }
+  }
+
+  const LaunchPlan& plan_;
+  const LauncherOptions& options_;
+  const std::string task_;
+  Supervisor supervisor_;
+  FailurePolicy policy_;
+  int coordinator_ = -1;
+  std::vector<int> workers_;      // supervisor ids ...
+  std::vector<int> local_ranks_;  // ... and their local ranks
+};
 
 }  // namespace
 
-int RunLauncher(const LaunchPlan& plan, const TrainerConfig& config, int argc, char** argv,
-                const LostReporter& report_lost) {
-  const WorkerPlacement& base = plan.base;
-  const std::string task =
-      base.local_mode ? "local" : absl::StrCat("node ", base.node_rank, " task");
-
-  // Signals are taken synchronously (sigtimedwait) so that forwarding them is race-free.
-  sigset_t wanted, original;
-  sigemptyset(&wanted);
-  for (int s : kForwardedSignals) sigaddset(&wanted, s);
-  sigaddset(&wanted, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &wanted, &original);
-
-  pid_t coordinator = -1;
-  if (plan.start_coordinator) {
-    std::remove(base.coordinator_log.c_str());
-    std::vector<std::string> cargv = {
-        SelfDir() + "/ddp-coordinator",
-        "--world-size",
-        absl::StrCat(base.world_size),
-        "--dist-file",
-        base.dist_file,
-        "--job-id",
-        base.job_id,
-        "--generation",
-        absl::StrCat(base.generation),
-        "--registration-timeout",
-        absl::StrCat(config.registration_timeout_s),
-        "--heartbeat-timeout",
-        absl::StrCat(config.heartbeat_timeout_s),
-        "--log-file",
-        base.coordinator_log,
-    };
-    if (base.local_mode) {
-      cargv.push_back("--listen");
-      cargv.push_back("127.0.0.1:0");
-    }
-    coordinator = Spawn(cargv, {}, original);
-    Log(task, absl::StrCat("started coordinator (pid ", coordinator, ", ", base.world_size,
-                           " workers, ", plan.mode, "); log: ", base.coordinator_log));
-  }
-
-  std::vector<std::string> wargv;
-  wargv.push_back("/proc/self/exe");
-  for (int i = 1; i < argc; ++i) wargv.emplace_back(argv[i]);
-  wargv.emplace_back("--internal-worker");
-  struct Worker {
-    int local_rank;
-    pid_t pid;
-    bool running;
-    int status;
-  };
-  std::vector<Worker> workers;
-  for (int local_rank : plan.local_ranks) {
-    WorkerPlacement p = base;
-    p.local_rank = local_rank;
-    workers.push_back({local_rank, Spawn(wargv, PlacementEnv(p), original), true, 0});
-  }
-
-  int result = kExitOk;
-  bool stopping = false;   // a worker failed: the others are being stopped
-  bool forwarded = false;  // a signal was forwarded to the workers
-  absl::Time kill_at = absl::InfiniteFuture();
-  int running = static_cast<int>(workers.size());
-  while (running > 0) {
-    timespec tick{0, 200 * 1000 * 1000};
-    const int sig = sigtimedwait(&wanted, nullptr, &tick);
-    if (sig == SIGTERM || sig == SIGUSR1 || sig == SIGINT) {
-      Log(task, absl::StrCat("received ", strsignal(sig), "; forwarding to workers"));
-      forwarded = true;
-      for (const Worker& w : workers) {
-        if (w.running) kill(w.pid, sig);
-      }
-    }
-    for (Worker& w : workers) {
-      if (!w.running) continue;
-      int status = 0;
-      if (waitpid(w.pid, &status, WNOHANG) != w.pid) continue;
-      w.running = false;
-      w.status = status;
-      --running;
-      const int code = ExitCodeOf(status);
-      if (code == kExitOk) continue;
-      if (code == kExitResumable) {
-        if (result == kExitOk) result = kExitResumable;
-        continue;
-      }
-      const bool first = !stopping;
-      if (first) {
-        stopping = true;
-        for (const Worker& other : workers) {
-          if (other.running) kill(other.pid, SIGTERM);
-        }
-        kill_at = absl::Now() + absl::Seconds(10);
-      }
-      std::string rank;
-      // Only a death nobody asked for: not a worker we stopped, nor one after a forwarded signal.
-      if (first && !forwarded && WIFSIGNALED(status) && report_lost) {
-        rank = report_lost(LostWorker{base.node_rank, w.local_rank, static_cast<int>(w.pid),
-                                      Describe(status), WTERMSIG(status)});
-      }
-      Log(task, absl::StrCat("worker ",
-                             rank.empty()
-                                 ? absl::StrCat("(local rank ", w.local_rank, ", pid ", w.pid, ")")
-                                 : rank,
-                             " ", Describe(status), first ? "; stopping the other workers" : ""));
-      if (result == kExitOk || result == kExitResumable) {
-        result = code == kExitAborted || code == kExitUsage ? code : kExitFailed;
-      }
-    }
-    if (absl::Now() > kill_at) {
-      for (const Worker& w : workers) {
-        if (w.running) kill(w.pid, SIGKILL);
-      }
-      kill_at = absl::InfiniteFuture();
-    }
-  }
-
-  if (coordinator > 0) {
-    // The coordinator lingers briefly after the job ends so operators can read the outcome.
-    const absl::Time deadline = absl::Now() + absl::Seconds(result == kExitOk ? 15 : 3);
-    int status = 0;
-    while (waitpid(coordinator, &status, WNOHANG) == 0) {
-      if (absl::Now() > deadline) {
-        kill(coordinator, SIGTERM);
-        waitpid(coordinator, &status, 0);
-        break;
-      }
-      usleep(100 * 1000);
-    }
-  }
-  if (result == kExitFailed && plan.start_coordinator) {
-    Log(task, absl::StrCat("job failed; coordinator log: ", base.coordinator_log));
-  }
-  return result;
+int RunLauncher(const LaunchPlan& plan, const LauncherOptions& options) {
+  return LauncherRun(plan, options).Run();
 }
 
 }  // namespace ddp

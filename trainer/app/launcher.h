@@ -3,29 +3,46 @@
 // end. Nothing here touches LibTorch, CUDA or gRPC: workers are forked before any such thread
 // exists. (The LostReporter, called only after every worker has been forked, may use gRPC.)
 //
+// Supervision rules (README, "Launcher supervision"):
+//   - SIGTERM, SIGUSR1 and SIGINT to the task are forwarded to its workers.
+//   - The first worker that fails (trainer/launcher/failure_policy.h) gets its peers stopped:
+//     SIGTERM, then SIGKILL after timeouts.worker_stop_grace.
+//   - Once every worker has ended, the coordinator (task 0) may linger (--linger) after a
+//     successful job so operators can read the outcome; after a failed or stopped job it gets
+//     coordinator_failed_wait. Then SIGTERM, coordinator_stop_grace, SIGKILL. A signal to the
+//     task meanwhile cuts the wait short.
+//   - No wait is unbounded: a child that outlives SIGKILL is reported and given up on.
+//
 // Thread safety: single-threaded (the launcher's main thread).
 #ifndef SLURM_DDP_TRAINER_APP_LAUNCHER_H_
 #define SLURM_DDP_TRAINER_APP_LAUNCHER_H_
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/coordinator_api.h"
-#include "trainer/app/config.h"
 #include "trainer/app/launch_plan.h"
 
 namespace ddp {
 
-// Runs the plan: starts the coordinator (task 0), spawns workers (re-executing `argv` with
-// --internal-worker), forwards SIGTERM/SIGUSR1/SIGINT to them, stops the rest when one fails.
-// Returns the task's exit code (config.h).
-//
 // A worker killed by a signal cannot tell the coordinator why it vanished; its peers only see a
-// broken connection. `report_lost` (optional) tells the coordinator which worker died and how,
-// and returns the worker's global rank description for the launcher's log ("" if unknown).
+// broken connection. A LostReporter tells the coordinator which worker died and how, and returns
+// the worker's global rank description for the launcher's log ("" if unknown).
 using LostReporter = std::function<std::string(const LostWorker&)>;
-int RunLauncher(const LaunchPlan& plan, const TrainerConfig& config, int argc, char** argv,
-                const LostReporter& report_lost = nullptr);
+
+struct LauncherOptions {
+  // What each worker runs (WorkerCommand); the worker's placement travels in its environment.
+  std::vector<std::string> worker_command;
+  // What task 0 runs as the coordinator (CoordinatorCommand); ignored unless
+  // plan.start_coordinator.
+  std::vector<std::string> coordinator_command;
+  SupervisionTimeouts timeouts;
+  LostReporter report_lost;  // optional
+};
+
+// Runs the plan; returns the task's exit code (common/exit_codes.h).
+int RunLauncher(const LaunchPlan& plan, const LauncherOptions& options);
 
 }  // namespace ddp
 

@@ -6,6 +6,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
@@ -17,6 +18,15 @@
 #include "trainer/app/worker.h"
 
 namespace {
+
+// The folder of this executable: ddp-coordinator is installed beside ddp-trainer.
+std::string ExecutableDir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  const std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
 
 // Tells the coordinator about a worker that died without reporting (connecting on first use:
 // only after every worker has been forked). Bounded: a few seconds at most, errors logged.
@@ -83,7 +93,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ddp-trainer: %s\n", std::string(plan.status().message()).c_str());
       return ddp::kExitUsage;
     }
-    return ddp::RunLauncher(*plan, *config, argc, argv, LostReporter(*plan));
+    ddp::LauncherOptions options;
+    options.worker_command =
+        ddp::WorkerCommand("/proc/self/exe", std::vector<std::string>(argv + 1, argv + argc));
+    options.coordinator_command = ddp::CoordinatorCommand(*plan, *config, options.timeouts,
+                                                          ExecutableDir() + "/ddp-coordinator");
+    options.report_lost = LostReporter(*plan);
+    return ddp::RunLauncher(*plan, options);
   } catch (const std::exception& e) {
     // The one boundary where exceptions (c10::Error, std::) become an exit code.
     std::string what = e.what();

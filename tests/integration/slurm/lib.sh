@@ -10,6 +10,10 @@ T_HARNESS=$T_REPO/scripts/slurm-cluster.sh
 T_NAME=$(basename "${0%.sh}")
 
 fail() { echo "FAIL [$T_NAME]: $*" >&2; exit 1; }
+# The shared shell library: ddp_find_bin, DDP_EXIT_* (through ddpctl), ddp_dist_field, ...
+# shellcheck source=../../../slurm/lib/ddp.sh
+source "$T_REPO/slurm/lib/ddp.sh"
+ddp_load_exit_codes || fail "cannot read the exit codes (build ddpctl first, or set DDP_BIN_DIR)"
 T_START=${T_START:-$(date +%s)}
 t_elapsed() { echo $(($(date +%s) - T_START)); }
 note() { echo "[$T_NAME +$(t_elapsed)s] $*"; }
@@ -58,7 +62,7 @@ slurm_test_main() {
   if [[ "${1:-}" == "--inside-cluster" ]]; then   # second stage: the cluster is up, env is set
     cd "$T_WORK" || exit 1
     body; rc=$?
-    ((rc == 0)) && note "body passed" || note "body FAILED (exit $rc)"
+    ((rc == DDP_EXIT_OK)) && note "body passed" || note "body FAILED (exit $rc)"
     exit $rc
   fi
   local why
@@ -72,6 +76,6 @@ slurm_test_main() {
   "$T_HARNESS" run "$T_DIR" -- bash "$0" --inside-cluster
   rc=$?
   note "total wall time $(t_elapsed)s (cluster start+stop included), exit $rc"
-  if ((rc == 0)) && [[ -z "${SLURM_TEST_KEEP:-}" ]]; then rm -rf "$T_DIR"; else echo "cluster folder kept for inspection: $T_DIR" >&2; fi
+  if ((rc == DDP_EXIT_OK)) && [[ -z "${SLURM_TEST_KEEP:-}" ]]; then rm -rf "$T_DIR"; else echo "cluster folder kept for inspection: $T_DIR" >&2; fi
   exit $rc
 }

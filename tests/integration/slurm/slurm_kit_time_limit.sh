@@ -2,7 +2,7 @@
 # slurm_kit_time_limit — the real time-limit warning path of task-per-gpu.sbatch on a 2-node
 # cluster: Slurm itself sends --signal=B:USR1@<secs> to the batch shell before the time limit,
 # slurm/lib/requeue.sh forwards it to all 4 tasks (2 nodes x 2 tasks, one per fake GPU), the stub
-# trainers exit 3, the job requeues itself and generation 1 finishes. Takes about a minute,
+# trainers exit resumable, the job requeues itself and generation 1 finishes. Takes about a minute,
 # because Slurm checks time limits only every ~30 s.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/kit_lib.sh"

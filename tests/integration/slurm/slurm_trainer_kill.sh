@@ -42,7 +42,7 @@ body() {
   dt=$((SECONDS - t0))
   note "step ended ${dt}s after the kill, srun exit $rc"
   sed 's/^/    | /' "$w/out" | grep -vE 'Epoch: \[' | tail -25
-  ((rc != 0)) || fail "srun exit 0 after a worker was killed"
+  ((rc != DDP_EXIT_OK)) || fail "srun exit 0 after a worker was killed"
   ((dt <= 30)) || fail "step took ${dt}s (> 30 s) to end after the kill"
   grep -qE "pid $victim_pid\) killed by signal 9" "$w/out" || { dump_file "$w/out"; fail "the launcher did not name the killed worker (pid $victim_pid)"; }
   if grep -qE "rank $victim_rank \(host [^,]*, node 1, local rank 1, pid $victim_pid\)" "$w/out"; then

@@ -37,7 +37,7 @@ run_layout() {
   fi
   wait "$srun_pid"; rc=$?
   note "$name: job $job srun exit $rc"
-  ((rc == 0)) || { dump_file "$w/out"; dump_file "$df.coordinator.log"; fail "$name: srun exit $rc, want 0"; }
+  ((rc == DDP_EXIT_OK)) || { dump_file "$w/out"; dump_file "$df.coordinator.log"; fail "$name: srun exit $rc, want 0"; }
   [[ -s "$w/ckpt/final.pt" ]] || { dump_file "$w/out"; fail "$name: no final.pt"; }
   local regs; regs=$(grep -c 'registered .* pid .* node .* local rank' "$df.coordinator.log")
   ((regs == 4)) || { dump_file "$df.coordinator.log"; fail "$name: $regs registrations in the coordinator log, want 4"; }

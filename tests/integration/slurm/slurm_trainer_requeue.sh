@@ -50,11 +50,11 @@ body() {
   wait_until 300 "job $job to end" job_done "$job" || { show_job "$job"; dump_file "$w/job.out"; fail "job did not end"; }
   local outcome; outcome="$(job_field "$job" JobState)/$(job_field "$job" Restarts)/$(job_field "$job" ExitCode)"
   note "job $job: $outcome"
-  [[ "$outcome" == COMPLETED/1/0:0 ]] || { show_job "$job"; dump_file "$w/job.out"; dump_file "$df.coordinator.log"; fail "want COMPLETED/1/0:0, got $outcome"; }
+  [[ "$outcome" == "COMPLETED/1/$DDP_EXIT_OK:0" ]] || { show_job "$job"; dump_file "$w/job.out"; dump_file "$df.coordinator.log"; fail "want COMPLETED/1/$DDP_EXIT_OK:0, got $outcome"; }
 
   expect_file_has "$w/job.out" 'gen 0\].*SIGUSR1'
-  expect_file_has "$w/job.out" 'gen 0\].*step exited with code 3 '
-  expect_file_has "$w/job.out" 'gen 0\].*stopped for requeue \(exit 3\)'
+  expect_file_has "$w/job.out" "gen 0\\].*step exited with code $DDP_EXIT_RESUMABLE "
+  expect_file_has "$w/job.out" "gen 0\\].*stopped for requeue \\(exit $DDP_EXIT_RESUMABLE\\)"
   expect_file_has "$w/job.out" 'stopped at step [0-9]+'
   expect_file_has "$w/job.out" 'gen 1\].*training finished'
   # Mid-epoch resume: a non-zero sample offset inside the epoch.
@@ -72,7 +72,7 @@ body() {
   [[ ! -e "$df" ]] || note "note: dist_file still present after the job"
 
   wait "$ref_pid"; rc=$?
-  ((rc == 0)) || { dump_file "$ref/out"; fail "reference run exit $rc"; }
+  ((rc == DDP_EXIT_OK)) || { dump_file "$ref/out"; fail "reference run exit $rc"; }
   [[ -s "$ref/ckpt/final.pt" && -s "$w/checkpoints/$job/final.pt" ]] || fail "final.pt missing"
   note "comparing final weights: interrupted+resumed vs uninterrupted"
   tr_same_weights "$w/checkpoints/$job/final.pt" "$ref/ckpt/final.pt" ||

@@ -28,7 +28,7 @@ check_case() {  # check_case NAME WORLD
   job=$(head -1 "$w/sbatch.out" | tr -dc 0-9)
   rc=$(cat "$w/sbatch.rc")
   note "$name: job $job, sbatch --wait exit $rc, $(job_field "$job" JobState)/$(job_field "$job" Restarts)/$(job_field "$job" ExitCode)"
-  ((rc == 0)) || { cat "$w/sbatch.out"; show_job "$job"; dump_file "$w/job.out"; fail "$name: sbatch --wait exit $rc"; }
+  ((rc == DDP_EXIT_OK)) || { cat "$w/sbatch.out"; show_job "$job"; dump_file "$w/job.out"; fail "$name: sbatch --wait exit $rc"; }
   [[ "$(job_field "$job" JobState)/$(job_field "$job" Restarts)" == COMPLETED/0 ]] || fail "$name: not COMPLETED/0"
   expect_file_has "$w/job.out" 'training finished'
   expect_file_has "$w/job.out" "$world workers \\(gloo backend"

@@ -30,8 +30,8 @@ case_same_path() {
   tr_write_dist_file "$w/dist_file.$job" 424242 0
   scontrol release "$job" || fail "scontrol release"
   wait_until 150 "job $job to end" job_done "$job" || { show_job "$job"; dump_file "$w/out"; fail "did not end"; }
-  [[ "$(job_field "$job" JobState)/$(job_field "$job" ExitCode)" == COMPLETED/0:0 ]] ||
-    { show_job "$job"; dump_file "$w/out"; dump_file "$w/dist_file.$job.coordinator.log"; fail "want COMPLETED/0:0"; }
+  [[ "$(job_field "$job" JobState)/$(job_field "$job" ExitCode)" == "COMPLETED/$DDP_EXIT_OK:0" ]] ||
+    { show_job "$job"; dump_file "$w/out"; dump_file "$w/dist_file.$job.coordinator.log"; fail "want COMPLETED/$DDP_EXIT_OK:0"; }
   two_registrations "$w/dist_file.$job.coordinator.log" "$job"
   [[ -s "$w/ckpt/final.pt" ]] || fail "no final.pt"
   expect_file_has "$w/out" 'final weights'
@@ -44,7 +44,7 @@ case_flag_dead() {
   note "--dist-file pointing at a file of job 434343 (dead coordinator)"
   srun --job-name=flagdead --chdir="$w" -N2 --ntasks-per-node=1 "$SLOW/ddp-trainer" --nprocs-per-node 1 \
     "${TR_FLAGS[@]}" --dist-file "$w/old_dist_file" >"$w/out" 2>&1; rc=$?
-  ((rc == 0)) || { dump_file "$w/out"; dump_file "$w/old_dist_file.coordinator.log"; fail "srun exit $rc"; }
+  ((rc == DDP_EXIT_OK)) || { dump_file "$w/out"; dump_file "$w/old_dist_file.coordinator.log"; fail "srun exit $rc"; }
   job=$(sed -n 's/^.*job \([0-9]*\) generation 0: waiting.*$/\1/p' "$w/old_dist_file.coordinator.log" | head -1)
   [[ -n "$job" && "$job" != 434343 ]] || { dump_file "$w/old_dist_file.coordinator.log"; fail "coordinator not of this job"; }
   two_registrations "$w/old_dist_file.coordinator.log" "$job"
@@ -73,8 +73,8 @@ case_shared_live() {
   fi
   wait "$a_pid"; a_rc=$?
   note "A exit $a_rc"
-  ((b_rc == 0)) || { dump_file "$w/b/out"; dump_file "$w/shared.coordinator.log"; fail "job B (shared file) exit $b_rc"; }
-  ((a_rc == 0)) || { dump_file "$w/a/out"; fail "job A exit $a_rc after B took over its dist_file path"; }
+  ((b_rc == DDP_EXIT_OK)) || { dump_file "$w/b/out"; dump_file "$w/shared.coordinator.log"; fail "job B (shared file) exit $b_rc"; }
+  ((a_rc == DDP_EXIT_OK)) || { dump_file "$w/a/out"; fail "job A exit $a_rc after B took over its dist_file path"; }
   [[ -n "$jb" && "$jb" != "$ja" ]] || fail "job B's coordinator log not found"
   two_registrations "$w/shared.coordinator.log" "$jb"
   two_registrations "$w/a/coordinator.log" "$ja"

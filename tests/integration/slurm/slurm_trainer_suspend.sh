@@ -30,8 +30,8 @@ body() {
   wait_until 300 "job $job to end" job_done "$job" || { show_job "$job"; dump_file "$w/job.out"; fail "job did not end"; }
   local outcome; outcome="$(job_field "$job" JobState)/$(job_field "$job" ExitCode)"
   note "job $job: $outcome"
-  [[ "$outcome" == COMPLETED/0:0 ]] ||
-    { show_job "$job"; dump_file "$w/job.out"; dump_file "$df.coordinator.log"; fail "want COMPLETED/0:0, got $outcome"; }
+  [[ "$outcome" == "COMPLETED/$DDP_EXIT_OK:0" ]] ||
+    { show_job "$job"; dump_file "$w/job.out"; dump_file "$df.coordinator.log"; fail "want COMPLETED/$DDP_EXIT_OK:0, got $outcome"; }
   expect_file_has "$df.coordinator.log" 'coordinator was not running for'
   grep -q 'lost' "$df.coordinator.log" && { dump_file "$df.coordinator.log"; fail "a rank was declared lost"; }
   expect_file_has "$w/job.out" 'done: 1 epochs'

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # stub-trainer.sh — stands in for ddp-trainer in the Slurm kit tests (DDP_TRAINER=this file).
-# Follows the trainer's stop contract: SIGUSR1/SIGTERM => "checkpoint" and exit 3. It forks
+# Follows the trainer's stop contract: SIGUSR1/SIGTERM => "checkpoint" and exit resumable
+# (DDP_EXIT_RESUMABLE, read through `ddpctl exit-codes` like every script). It forks
 # --nprocs-per-node "workers" like the real trainer, and records what it saw in $STUB_OUT:
 #   gen<G>.task<P>        args + Slurm layout of task P in generation G (SLURM_RESTART_COUNT)
 #   gen<G>.task<P>.ready  written once the signal traps are installed
@@ -9,6 +10,9 @@
 # later generations finish at once (exit 0), or exit STUB_FINAL_EXIT if set. STUB_NO_TRAP=1:
 # generation 0 installs no handler (dies of the signal).
 set -u
+# shellcheck source=../../../slurm/lib/ddp.sh
+source "$(dirname "$0")/../../../slurm/lib/ddp.sh"
+ddp_load_exit_codes || exit 1
 gen=${SLURM_RESTART_COUNT:-0}
 out=${STUB_OUT:?STUB_OUT not set}/gen$gen.task${SLURM_PROCID:-0}
 nprocs=1 prev=""
@@ -20,7 +24,7 @@ for a in "$@"; do [[ "$prev" == --nprocs-per-node ]] && nprocs=$a; prev=$a; done
 
 if ((gen >= ${STUB_STOP_GENERATIONS:-1})); then
   echo finished >"$out.result"
-  exit "${STUB_FINAL_EXIT:-0}"
+  exit "${STUB_FINAL_EXIT:-$DDP_EXIT_OK}"
 fi
 
 if [[ -n "${STUB_NO_TRAP:-}" ]]; then   # a trainer that dies of USR1 (no handler yet)
@@ -36,7 +40,7 @@ workers=()
 for ((w = 0; w < nprocs; w++)); do
   ( stopw=""; trap 'stopw=1' USR1 TERM
     while [[ -z "$stopw" ]]; do sleep 0.2; done
-    exit 3 ) &
+    exit "$DDP_EXIT_RESUMABLE" ) &
   workers+=($!)
 done
 echo ready >"$out.ready"
@@ -48,6 +52,6 @@ fi
 # Slurm signals the whole task (workers included); forward anyway, as the real trainer would.
 kill -USR1 "${workers[@]}" 2>/dev/null
 wrc=0
-for w in "${workers[@]}"; do wait "$w"; r=$?; ((r == 3)) || wrc=$r; done
+for w in "${workers[@]}"; do wait "$w"; r=$?; ((r == DDP_EXIT_RESUMABLE)) || wrc=$r; done
 echo "stopped by $stop (workers: ${#workers[@]}, worker rc ${wrc})" >"$out.result"
-exit 3
+exit "$DDP_EXIT_RESUMABLE"

@@ -1,13 +1,13 @@
 # shellcheck shell=bash
 # tests/integration/slurm/trainer_lib.sh — helpers for the Slurm tests that run the REAL
-# ddp-trainer (sourced after lib.sh). The binaries come from $DDP_BIN_DIR (CTest sets it to the
-# build's bin/), else ./build/bin of the repo. Everything runs on CPU (--backend gloo) with a
-# tiny synthetic data set and an MLP, so a 2-epoch run takes seconds.
-TR_BIN=${DDP_BIN_DIR:-$T_REPO/build/bin}
-TR_TRAINER=$TR_BIN/ddp-trainer
+# ddp-trainer (sourced after lib.sh). The binaries are found by ddp_find_bin (slurm/lib/ddp.sh:
+# $DDP_BIN_DIR, which CTest sets to the build's bin/, then PATH, then the repo's build/bin).
+# Everything runs on CPU (--backend gloo) with a tiny synthetic data set and an MLP, so a
+# 2-epoch run takes seconds.
+TR_TRAINER=$(ddp_find_bin ddp-trainer) || fail "ddp-trainer not found: build first (make build) or set DDP_BIN_DIR"
+TR_BIN=$(dirname "$TR_TRAINER")
 TR_CTL=$TR_BIN/ddpctl
-TR_PY=${DDP_TORCH_PYTHON:-}
-[[ -n "$TR_PY" ]] || TR_PY=$HOME/.cache/slurm-ddp/venv-torch-2.11.0/bin/python
+TR_PY=$(ddp_torch_python) || fail "no Python with torch (set DDP_TORCH_PYTHON or run scripts/setup-deps.sh)"
 
 # The small CPU configuration every test uses (world sizes 2..4, 2048 samples).
 TR_DATA=${TR_DATA:-synthetic:2048x1x8x8:10}

@@ -3,6 +3,7 @@
 // contradictions that must fail at once with a one-line error.
 #include "trainer/app/launch_plan.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,43 @@ TEST(LaunchPlan, ContradictionsFailWithOneLine) {
     EXPECT_NE(msg.find(c.needle), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   }
+}
+
+TEST(LaunchPlan, CoordinatorCommandSpellsOutEveryTimeout) {
+  TrainerConfig config = Config(2);
+  config.registration_timeout_s = 45;
+  config.heartbeat_timeout_s = 2.5;
+  SupervisionTimeouts timeouts;
+  timeouts.coordinator_linger = absl::Milliseconds(1500);
+  auto slurm = PlanLaunch(config, Slurm(2, 0, 0, 0, 2, "1(x2)"), 0, 1);
+  ASSERT_TRUE(slurm.ok()) << slurm.status();
+  EXPECT_EQ(
+      CoordinatorCommand(*slurm, config, timeouts, "/opt/ddp/bin/ddp-coordinator"),
+      (std::vector<std::string>{"/opt/ddp/bin/ddp-coordinator", "--world-size", "4", "--dist-file",
+                                "dist_file.77", "--job-id", "77", "--generation", "0",
+                                "--registration-timeout", "45", "--heartbeat-timeout", "2.5",
+                                "--linger", "1.5", "--log-file", "dist_file.77.coordinator.log"}));
+  // Local jobs listen on loopback only; the default linger is the launcher's own 10 s.
+  config.job_id = "demo";
+  config.dist_file = "/tmp/df";
+  auto local = PlanLaunch(config, {}, 0, 1);
+  ASSERT_TRUE(local.ok()) << local.status();
+  const std::vector<std::string> argv =
+      CoordinatorCommand(*local, config, SupervisionTimeouts{}, "ddp-coordinator");
+  ASSERT_GE(argv.size(), 2u);
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 2, argv.end()),
+            (std::vector<std::string>{"--listen", "127.0.0.1:0"}));
+  const auto linger = std::find(argv.begin(), argv.end(), "--linger");
+  ASSERT_NE(linger, argv.end());
+  EXPECT_EQ(*(linger + 1), "10");
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "demo"), argv.end());
+}
+
+TEST(LaunchPlan, WorkerCommandRunsTheSameArgumentsAsAWorker) {
+  EXPECT_EQ(WorkerCommand("/proc/self/exe", {"--epochs", "2", "--data", "synthetic"}),
+            (std::vector<std::string>{"/proc/self/exe", "--epochs", "2", "--data", "synthetic",
+                                      "--internal-worker"}));
+  EXPECT_EQ(WorkerCommand("/x", {}), (std::vector<std::string>{"/x", "--internal-worker"}));
 }
 
 TEST(LaunchPlan, CountsVisibleGpusFromTheEnvironment) {

@@ -1,0 +1,68 @@
+# shellcheck shell=bash
+# slurm/lib/job.sh — the body every sbatch template shares (sourced by slurm/*.sbatch after their
+# #SBATCH lines; bash only). A template differs from the others only in its resources and in
+# the one word it passes to ddp_job:
+#
+#   ddp_job per-node      one task per node; each ddp-trainer spawns a worker per GPU of its node
+#   ddp_job single-node   one task on one node, spawning a worker per GPU
+#   ddp_job per-gpu       one task per GPU; every task is one worker (--nprocs-per-node 1)
+#
+# Training settings: set them in the template (before `ddp_job`) or in the environment of
+# sbatch (`DATA=... ARCH=... sbatch ...`); these are the defaults.
+#   DATA=synthetic        fashion-mnist[:DIR] mnist:DIR cifar10:DIR imagefolder:DIR synthetic
+#   ARCH=resnet18         mlp cnn resnet18 resnet34 resnet50
+#   EPOCHS=90  BATCH_SIZE=64 (per worker)  LR=0.1  SEED=0  PRINT_FREQ=10
+#   BACKEND=auto          auto | nccl | gloo
+#   EXTRA_ARGS=""         any other ddp-trainer flags, e.g. "--weight-decay 1e-4"
+#   DIST_FILE=$PWD/dist_file.$SLURM_JOB_ID   the rendezvous file ddpctl and ddp-status.sh read
+#   CHECKPOINT_DIR=$PWD/checkpoints/$SLURM_JOB_ID
+#   GPUS_PER_NODE=$SLURM_GPUS_ON_NODE (per-node, single-node layouts)
+#   DDP_TRAINER           the trainer to run (default: ddp_find_bin ddp-trainer, lib/ddp.sh)
+# Stopping and requeueing: lib/requeue.sh.
+
+# shellcheck source=requeue.sh
+source "$(dirname "${BASH_SOURCE[0]}")/requeue.sh" || return 1
+
+DATA=${DATA:-synthetic}
+ARCH=${ARCH:-resnet18}
+EPOCHS=${EPOCHS:-90}
+BATCH_SIZE=${BATCH_SIZE:-64}
+LR=${LR:-0.1}
+SEED=${SEED:-0}
+PRINT_FREQ=${PRINT_FREQ:-10}
+BACKEND=${BACKEND:-auto}
+EXTRA_ARGS=${EXTRA_ARGS:-}
+DIST_FILE=${DIST_FILE:-$PWD/dist_file.$SLURM_JOB_ID}
+CHECKPOINT_DIR=${CHECKPOINT_DIR:-$PWD/checkpoints/$SLURM_JOB_ID}
+GPUS_PER_NODE=${GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-1}}
+
+# ddp_job LAYOUT: runs the training step in LAYOUT and exits the batch script with the outcome
+# (lib/requeue.sh: ddp_run_step, ddp_finish).
+ddp_job() {
+  local layout=$1 trainer
+  trainer=${DDP_TRAINER:-$(ddp_find_bin ddp-trainer)} || exit 1
+  local -a srun_args extra
+  local nprocs
+  case "$layout" in
+    per-node)
+      srun_args=(--ntasks-per-node=1) nprocs=$GPUS_PER_NODE
+      ddp_log "nodes=$SLURM_JOB_NUM_NODES gpus/node=$GPUS_PER_NODE dist_file=$DIST_FILE checkpoints=$CHECKPOINT_DIR" ;;
+    single-node)
+      srun_args=(--nodes=1 --ntasks=1) nprocs=$GPUS_PER_NODE
+      ddp_log "node=${SLURMD_NODENAME:-?} gpus=$GPUS_PER_NODE dist_file=$DIST_FILE checkpoints=$CHECKPOINT_DIR" ;;
+    per-gpu)
+      srun_args=() nprocs=1
+      ddp_log "nodes=$SLURM_JOB_NUM_NODES tasks=$SLURM_NTASKS dist_file=$DIST_FILE checkpoints=$CHECKPOINT_DIR" ;;
+    *) ddp_log "error: unknown layout '$layout' (per-node, single-node, per-gpu)"; exit 1 ;;
+  esac
+  read -r -a extra <<<"$EXTRA_ARGS"
+  mkdir -p "$CHECKPOINT_DIR"
+  # --kill-on-bad-exit=0: the coordinator, not Slurm, decides when a failed rank ends the job
+  # (and a task that exits resumable must not kill others still checkpointing).
+  ddp_run_step srun "${srun_args[@]}" --kill-on-bad-exit=0 \
+    "$trainer" --dist-file "$DIST_FILE" --nprocs-per-node "$nprocs" --backend "$BACKEND" \
+    --data "$DATA" --arch "$ARCH" --epochs "$EPOCHS" --batch-size "$BATCH_SIZE" --lr "$LR" \
+    --seed "$SEED" --print-freq "$PRINT_FREQ" --checkpoint-dir "$CHECKPOINT_DIR" \
+    "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
+  ddp_finish $?
+}

@@ -1,0 +1,193 @@
+// RunLauncher with real child processes standing in for the workers and the coordinator (shell
+// scripts that read their DDP_WORKER_* placement): the failure policy, signal forwarding, the
+// coordinator's linger, and the bounds on every wait, with children that ignore SIGTERM or are
+// stopped (SIGSTOP).
+#include "trainer/app/launcher.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+std::vector<std::string> Sh(const std::string& script) { return {"/bin/sh", "-c", script}; }
+
+LaunchPlan Plan(int workers, bool coordinator) {
+  LaunchPlan plan;
+  plan.mode = "local";
+  plan.base.job_id = "launcher-test";
+  plan.base.world_size = workers;
+  plan.base.local_world_size = workers;
+  plan.base.dist_file = absl::StrCat(::testing::TempDir(), "/launcher_test_", getpid());
+  plan.base.coordinator_log = plan.base.dist_file + ".coordinator.log";
+  for (int i = 0; i < workers; ++i) plan.local_ranks.push_back(i);
+  plan.start_coordinator = coordinator;
+  return plan;
+}
+
+// Short timeouts, so that every bound is checked in about a second.
+SupervisionTimeouts Fast() {
+  SupervisionTimeouts t;
+  t.worker_stop_grace = absl::Milliseconds(300);
+  t.coordinator_linger = absl::Milliseconds(200);
+  t.coordinator_exit_margin = absl::Milliseconds(200);
+  t.coordinator_failed_wait = absl::Milliseconds(200);
+  t.coordinator_stop_grace = absl::Milliseconds(300);
+  return t;
+}
+
+// A worker that behaves by its local rank: `cases` are shell `case` arms.
+std::vector<std::string> Worker(const std::string& cases) {
+  return Sh(absl::StrCat("case $DDP_WORKER_LOCAL_RANK in ", cases, " esac"));
+}
+
+void ExpectNoChildLeft() {
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(Launcher, AllWorkersSucceedAndTheCoordinatorEndsByItself) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.worker_command = Worker(
+      R"(*) test "$DDP_WORKER_JOB_ID" = launcher-test && test "$DDP_WORKER_WORLD_SIZE" = 3 ;;)");
+  o.coordinator_command = Sh("sleep 0.1");
+  EXPECT_EQ(RunLauncher(Plan(3, true), o), kExitOk);
+  ExpectNoChildLeft();
+}
+
+TEST(Launcher, FailedWorkerStopsItsPeersEvenIfTheyIgnoreSigterm) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  // Rank 1 dies by SIGKILL after rank 2 is ready; rank 2 ignores SIGTERM; rank 0 exits 3 on it.
+  const std::string ready = absl::StrCat(::testing::TempDir(), "/launcher_ready_", getpid());
+  o.worker_command =
+      Worker(absl::StrCat("0) trap 'exit 3' TERM; while :; do sleep 0.05; done ;;",
+                          "1) while [ ! -e ", ready, " ]; do sleep 0.01; done; kill -9 $$ ;;",
+                          "2) trap '' TERM; touch ", ready, "; exec sleep 60 ;;"));
+  std::vector<LostWorker> lost;
+  o.report_lost = [&lost](const LostWorker& w) {
+    lost.push_back(w);
+    return std::string("rank 7 (test)");
+  };
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(3, false), o), kExitFailed);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_LT(took, absl::Seconds(5)) << "worker_stop_grace is 300 ms";
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].local_rank, 1);
+  EXPECT_EQ(lost[0].what, "killed by signal 9");
+  ExpectNoChildLeft();
+  unlink(ready.c_str());
+}
+
+TEST(Launcher, AbortedWorkerGivesTheAbortedCode) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.worker_command = Worker(absl::StrCat("0) exit ", kExitAborted, " ;; *) exec sleep 60 ;;"));
+  int reports = 0;
+  o.report_lost = [&reports](const LostWorker&) {
+    ++reports;
+    return std::string();
+  };
+  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitAborted);
+  EXPECT_EQ(reports, 0) << "an exit code is not a lost worker";
+  ExpectNoChildLeft();
+}
+
+TEST(Launcher, ForwardsSignalsToWorkersAndEndsResumable) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  // Rank 0 signals the launcher (its parent) once both workers trap USR1.
+  const std::string ready = absl::StrCat(::testing::TempDir(), "/launcher_fwd_", getpid());
+  o.worker_command = Worker(
+      absl::StrCat("0) trap 'exit 3' USR1; while [ ! -e ", ready,
+                   " ]; do sleep 0.01; done; kill -USR1 $PPID;", " while :; do sleep 0.05; done ;;",
+                   "1) trap 'exit 3' USR1; touch ", ready, "; while :; do sleep 0.05; done ;;"));
+  int reports = 0;
+  o.report_lost = [&reports](const LostWorker&) {
+    ++reports;
+    return std::string();
+  };
+  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitResumable);
+  EXPECT_EQ(reports, 0);
+  ExpectNoChildLeft();
+  unlink(ready.c_str());
+}
+
+TEST(Launcher, CoordinatorThatIgnoresSigtermIsKilledInTime) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.worker_command = Worker("*) exit 1 ;;");
+  o.coordinator_command = Sh("trap '' TERM; exec sleep 60");
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(2, true), o), kExitFailed);
+  // failed wait 200 ms + stop grace 300 ms + SIGKILL.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  ExpectNoChildLeft();
+}
+
+TEST(Launcher, StoppedCoordinatorDoesNotHangTheTask) {
+  // The coordinator stops itself (SIGSTOP) and ignores SIGTERM: before, task 0 waited for it
+  // forever. Now: linger + margin, SIGTERM + SIGCONT, grace, SIGKILL.
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.worker_command = Worker("*) exit 0 ;;");
+  o.coordinator_command = Sh("trap '' TERM; kill -STOP $$; exec sleep 60");
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(1, true), o), kExitOk);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(400)) << "the coordinator's linger was not honoured";
+  EXPECT_LT(took, absl::Seconds(4));
+  ExpectNoChildLeft();
+}
+
+TEST(Launcher, CoordinatorLingersAfterSuccessUntilItsDeadline) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.timeouts.coordinator_linger = absl::Milliseconds(800);
+  o.worker_command = Worker("*) exit 0 ;;");
+  // Lingers 0.5 s (less than linger + margin): the launcher waits for it and sends nothing.
+  const std::string marker = absl::StrCat(::testing::TempDir(), "/launcher_linger_", getpid());
+  o.coordinator_command =
+      Sh(absl::StrCat("trap 'touch ", marker, "; exit 0' TERM; sleep 0.5; exit 0"));
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(1, true), o), kExitOk);
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(500));
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the coordinator got SIGTERM while lingering";
+  ExpectNoChildLeft();
+}
+
+TEST(Launcher, MissingCoordinatorFailsAtOnce) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.worker_command = Worker("*) exit 0 ;;");
+  o.coordinator_command = {"/nonexistent/ddp-coordinator"};
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(2, true), o), kExitFailed);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  ExpectNoChildLeft();
+}
+
+TEST(Launcher, MissingWorkerProgramFailsAndStopsTheRest) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.worker_command = {"/nonexistent/ddp-trainer"};
+  o.coordinator_command = Sh("exec sleep 60");
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(2, true), o), kExitFailed);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  ExpectNoChildLeft();
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,124 @@
+// FailurePolicy: what each worker end means, in sequences that cover the launcher's rules.
+#include "trainer/launcher/failure_policy.h"
+
+#include <sys/wait.h>
+
+#include <string>
+#include <vector>
+
+#include "common/exit_codes.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+using Action = FailurePolicy::Action;
+
+ExitStatus Exited(int code) { return ExitStatus(W_EXITCODE(code, 0)); }
+ExitStatus Killed(int sig) { return ExitStatus(sig); }  // WIFSIGNALED status
+
+struct Step {
+  ExitStatus status;
+  Action action;
+  bool failure;
+  bool report_lost;
+};
+
+struct Case {
+  std::string name;
+  int max_respawns;
+  bool forwarded;  // a signal was forwarded before the first end
+  std::vector<Step> steps;
+  int task_exit_code;
+};
+
+TEST(FailurePolicy, Sequences) {
+  const std::vector<Case> cases = {
+      {"all succeed",
+       0,
+       false,
+       {{Exited(0), Action::kNone, false, false}, {Exited(0), Action::kNone, false, false}},
+       kExitOk},
+      {"stopped for requeue",
+       0,
+       true,
+       {{Exited(kExitResumable), Action::kNone, false, false},
+        {Exited(kExitResumable), Action::kNone, false, false}},
+       kExitResumable},
+      {"one resumable, one done",
+       0,
+       false,
+       {{Exited(0), Action::kNone, false, false},
+        {Exited(kExitResumable), Action::kNone, false, false}},
+       kExitResumable},
+      {"killed worker: stop the others, report it lost",
+       0,
+       false,
+       {{Killed(9), Action::kStopOthers, true, true},
+        {Killed(15), Action::kNone, true, false},
+        {Exited(kExitAborted), Action::kNone, true, false}},
+       kExitFailed},
+      {"killed after a forwarded signal: not reported",
+       0,
+       true,
+       {{Killed(10), Action::kStopOthers, true, false},
+        {Exited(kExitResumable), Action::kNone, false, false}},
+       kExitFailed},
+      {"aborted by the coordinator first",
+       0,
+       false,
+       {{Exited(kExitAborted), Action::kStopOthers, true, false},
+        {Exited(kExitFailed), Action::kNone, true, false}},
+       kExitAborted},
+      {"bad flags", 0, false, {{Exited(kExitUsage), Action::kStopOthers, true, false}}, kExitUsage},
+      {"a failure outranks an earlier resumable exit",
+       0,
+       false,
+       {{Exited(kExitResumable), Action::kNone, false, false},
+        {Exited(1), Action::kStopOthers, true, false}},
+       kExitFailed},
+      {"odd exit codes count as failed",
+       0,
+       false,
+       {{Exited(127), Action::kStopOthers, true, false}},
+       kExitFailed},
+      {"respawn while respawns are left",
+       1,
+       false,
+       {{Killed(9), Action::kRespawn, true, true},
+        {Killed(9), Action::kStopOthers, true, true},
+        {Exited(kExitAborted), Action::kNone, true, false}},
+       kExitFailed},
+      {"no respawn after a forwarded signal",
+       3,
+       true,
+       {{Exited(1), Action::kStopOthers, true, false}},
+       kExitFailed},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FailurePolicy policy(c.max_respawns);
+    if (c.forwarded) policy.OnSignalForwarded();
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      SCOPED_TRACE(i);
+      const Step& s = c.steps[i];
+      const FailurePolicy::Decision d = policy.OnWorkerExit(s.status);
+      EXPECT_EQ(d.action, s.action);
+      EXPECT_EQ(d.failure, s.failure);
+      EXPECT_EQ(d.report_lost, s.report_lost);
+    }
+    EXPECT_EQ(policy.task_exit_code(), c.task_exit_code);
+  }
+}
+
+TEST(FailurePolicy, LaunchFailureFailsTheTaskAndStops) {
+  FailurePolicy policy;
+  policy.OnLaunchFailure();
+  EXPECT_TRUE(policy.stopping());
+  EXPECT_EQ(policy.task_exit_code(), kExitFailed);
+  // Later ends are not "first" failures any more.
+  EXPECT_EQ(policy.OnWorkerExit(Killed(9)).action, Action::kNone);
+}
+
+}  // namespace
+}  // namespace ddp

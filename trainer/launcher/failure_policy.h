@@ -1,0 +1,55 @@
+// What a launcher does when one of its workers ends, and the exit code its task reports. The
+// rules (README, "Launcher supervision"):
+//   exit 0                     nothing; the worker is done
+//   exit kExitResumable        nothing; the task ends resumable unless something failed
+//   any other end, first one   stop the other workers (or respawn the worker, while respawns
+//                              are left and no stop was asked for); a death by signal that
+//                              nobody asked for is reported to the coordinator as a lost rank
+//   any other end, later       nothing more (the others are being stopped already)
+// The task's exit code: kExitOk, else kExitResumable, else the first failure's code when it is
+// kExitAborted or kExitUsage, else kExitFailed.
+//
+// Thread safety: a plain value, used by the launcher's one thread.
+#ifndef SLURM_DDP_TRAINER_LAUNCHER_FAILURE_POLICY_H_
+#define SLURM_DDP_TRAINER_LAUNCHER_FAILURE_POLICY_H_
+
+#include "trainer/launcher/child_process.h"
+
+namespace ddp {
+
+class FailurePolicy {
+ public:
+  enum class Action { kNone, kStopOthers, kRespawn };
+  struct Decision {
+    Action action = Action::kNone;
+    bool failure = false;      // the end counts as a failure
+    bool first = false;        // ... and it is the first one
+    bool report_lost = false;  // tell the coordinator which rank died and how
+  };
+
+  // `max_respawns`: how many times this task may start a failed worker again (the in-job
+  // recovery of a later wave); 0 fails fast, as every release so far has.
+  explicit FailurePolicy(int max_respawns = 0) : respawns_left_(max_respawns) {}
+
+  // A signal (SIGTERM, SIGUSR1, SIGINT) was forwarded to the workers: deaths from now on were
+  // asked for, and are neither respawned nor reported as lost.
+  void OnSignalForwarded() { forwarded_ = true; }
+  Decision OnWorkerExit(const ExitStatus& status);
+  // The launcher could not start a worker (or had to give up on one): the task fails.
+  void OnLaunchFailure();
+
+  int task_exit_code() const { return result_; }
+  bool stopping() const { return stopping_; }
+
+ private:
+  void RecordFailure(int code);
+
+  int respawns_left_;
+  bool forwarded_ = false;
+  bool stopping_ = false;  // a failure is stopping the other workers
+  int result_ = 0;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_TRAINER_LAUNCHER_FAILURE_POLICY_H_
