@@ -128,7 +128,7 @@ void Job::CompleteRecoveryLocked(Completions* out) {
                    SecondsText(absl::Seconds(recovery_.last_seconds())),
                    revived.empty() ? std::string(" (same members)")
                                    : absl::StrCat(revived.size() == 1 ? " (rank " : " (ranks ",
-                                                  absl::StrJoin(revived, ","), " replaced)")),
+                                                  absl::StrJoin(revived, ","), " replaced)"),
                    lifecycle_.stop_requested() ? "; the stop goes on" : ""),
       out);
   for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
@@ -145,19 +145,18 @@ void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallba
       error = absl::FailedPreconditionError(
           absl::StrCat("job already finished (", JobStateName(lifecycle_.state()), ")"));
     } else if (request.membership_generation < membership_.current()) {
-      error = absl::FailedPreconditionError(
-          absl::StrCat("rank ", rank, " rejoins from membership generation ",
-                       request.membership_generation, " but generation ", membership_.current(),
-                       " is complete"));
+      error = absl::FailedPreconditionError(absl::StrCat(
+          "rank ", rank, " rejoins from membership generation ", request.membership_generation,
+          " but generation ", membership_.current(), " is complete"));
     } else {
       const std::string who = membership_.Describe(rank);
       absl::StatusOr<bool> complete = membership_.Rejoin(rank, request.committed_step, done);
       if (!complete.ok()) {
         error = complete.status();
       } else {
-        events_.LogOnly(absl::StrCat(who, " rejoins at step ", request.committed_step, ": ",
-                                     request.reason),
-                        &out);
+        events_.LogOnly(
+            absl::StrCat(who, " rejoins at step ", request.committed_step, ": ", request.reason),
+            &out);
         const absl::Time now = clock_->Now();
         if (recovery_.in_progress()) {
           if (*complete) CompleteRecoveryLocked(&out);

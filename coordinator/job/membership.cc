@@ -40,8 +40,8 @@ absl::StatusOr<Membership::JoinResult> Membership::Join(const WorkerIdentity& wh
     if (slot.joined == current_ && !forming_next()) {
       // A retry after a lost reply: the same assignment at once.
       const std::shared_ptr<const RankTable> t = table();
-      out->Add([done = std::move(done), a = AssignmentIn(*t, RankOf(key.first, key.second), {},
-                                                         false)] { done(a); });
+      out->Add([done = std::move(done),
+                a = AssignmentIn(*t, RankOf(key.first, key.second), {}, false)] { done(a); });
     } else {
       slot.waiting.push_back(std::move(done));
     }
@@ -281,8 +281,14 @@ absl::Status Membership::CheckWorker(int rank, int pid) const {
 RankAssignment Membership::AssignmentIn(const RankTable& t, int rank, const GenerationNote& note,
                                         bool state_from_peers) const {
   const WorkerIdentity& w = t.ranks[static_cast<size_t>(rank)];
-  RankAssignment a{rank,        t.size(),    w.local_rank, w.local_world_size,
-                   w.node_rank, t.num_nodes, slurm_generation_};
+  RankAssignment a;
+  a.rank = rank;
+  a.world_size = t.size();
+  a.local_rank = w.local_rank;
+  a.local_world_size = w.local_world_size;
+  a.node_rank = w.node_rank;
+  a.num_nodes = t.num_nodes;
+  a.generation = slurm_generation_;
   a.membership_generation = t.generation;
   a.store_prefix = t.store_prefix;
   a.state_from_peers = state_from_peers;

@@ -22,9 +22,12 @@ FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status) {
   d.first = !stopping_;
   // Only a death nobody asked for: not a worker being stopped, nor one after a forwarded signal.
   d.report_lost = d.first && !forwarded_ && status.signaled();
-  if (d.first && !forwarded_ && respawns_left_ > 0) {
+  // kExitAborted: the coordinator failed the job; kExitUsage: a new start fails the same way.
+  const bool respawnable = status.signaled() || (code != kExitAborted && code != kExitUsage);
+  if (d.first && !forwarded_ && respawns_left_ > 0 && respawnable) {
     --respawns_left_;
     d.action = Action::kRespawn;
+    d.report_lost = true;
     return d;
   }
   if (d.first) {
@@ -33,6 +36,11 @@ FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status) {
   }
   RecordFailure(code);
   return d;
+}
+
+void FailurePolicy::OnRespawnDeclined(const ExitStatus& status, bool stop_others) {
+  if (stop_others) stopping_ = true;
+  RecordFailure(status.code());
 }
 
 void FailurePolicy::OnLaunchFailure() {

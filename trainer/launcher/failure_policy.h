@@ -3,8 +3,11 @@
 //   exit 0                     nothing; the worker is done
 //   exit kExitResumable        nothing; the task ends resumable unless something failed
 //   any other end, first one   stop the other workers (or respawn the worker, while respawns
-//                              are left and no stop was asked for); a death by signal that
-//                              nobody asked for is reported to the coordinator as a lost rank
+//                              are left, no stop was asked for and the end is not kExitAborted
+//                              or kExitUsage); a death by signal that nobody asked for is
+//                              reported to the coordinator as a lost rank, and so is every end
+//                              that would be respawned: the coordinator has the last word
+//                              (OnRespawnDeclined)
 //   any other end, later       nothing more (the others are being stopped already)
 // The task's exit code: kExitOk, else kExitResumable, else the first failure's code when it is
 // kExitAborted or kExitUsage, else kExitFailed.
@@ -37,6 +40,9 @@ class FailurePolicy {
   Decision OnWorkerExit(const ExitStatus& status);
   // The launcher could not start a worker (or had to give up on one): the task fails.
   void OnLaunchFailure();
+  // A kRespawn was not carried out (the coordinator answered STOP or WAIT, or was unreachable):
+  // the end counts as a failure after all; `stop_others` stops this task's other workers.
+  void OnRespawnDeclined(const ExitStatus& status, bool stop_others);
 
   int task_exit_code() const { return result_; }
   bool stopping() const { return stopping_; }

@@ -89,6 +89,16 @@ TEST(FailurePolicy, Sequences) {
         {Killed(9), Action::kStopOthers, true, true},
         {Exited(kExitAborted), Action::kNone, true, false}},
        kExitFailed},
+      {"a crash is respawned (and reported) too",
+       2,
+       false,
+       {{Exited(kExitFailed), Action::kRespawn, true, true}},
+       kExitOk},
+      {"no respawn for an aborted job or bad flags",
+       2,
+       false,
+       {{Exited(kExitAborted), Action::kStopOthers, true, false}},
+       kExitAborted},
       {"no respawn after a forwarded signal",
        3,
        true,
@@ -109,6 +119,25 @@ TEST(FailurePolicy, Sequences) {
     }
     EXPECT_EQ(policy.task_exit_code(), c.task_exit_code);
   }
+}
+
+TEST(FailurePolicy, DeclinedRespawnFailsTheTask) {
+  FailurePolicy policy(3);
+  ASSERT_EQ(policy.OnWorkerExit(Killed(9)).action, Action::kRespawn);
+  EXPECT_EQ(policy.task_exit_code(), kExitOk);
+  policy.OnRespawnDeclined(Killed(9), /*stop_others=*/true);
+  EXPECT_TRUE(policy.stopping());
+  EXPECT_EQ(policy.task_exit_code(), kExitFailed);
+  // The others being stopped are not respawned.
+  EXPECT_EQ(policy.OnWorkerExit(Killed(15)).action, Action::kNone);
+}
+
+TEST(FailurePolicy, WaitKeepsTheOthersRunning) {
+  FailurePolicy policy(3);
+  ASSERT_EQ(policy.OnWorkerExit(Killed(9)).action, Action::kRespawn);
+  policy.OnRespawnDeclined(Killed(9), /*stop_others=*/false);
+  EXPECT_FALSE(policy.stopping());
+  EXPECT_EQ(policy.task_exit_code(), kExitFailed);
 }
 
 TEST(FailurePolicy, LaunchFailureFailsTheTaskAndStops) {
