@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 
 namespace ddp {
@@ -84,8 +85,8 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
     if (options_.hold != nullptr) {
       options_.hold->At(TestHold::Point::kRejoin, session_.rank().rank, position_.step);
     }
-    absl::StatusOr<RankAssignment> next = session_.Rejoin(
-        position_.step, std::string(reason.message()), options_.rejoin_timeout);
+    absl::StatusOr<RankAssignment> next =
+        session_.Rejoin(position_.step, std::string(reason.message()), options_.rejoin_timeout);
     if (!next.ok()) {
       if (absl::IsAborted(next.status())) {
         reporter.AcknowledgeAbort();  // acted on here: the job failed
