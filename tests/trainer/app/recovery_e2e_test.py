@@ -121,7 +121,7 @@ class Job:
         sys.exit(f"FAIL: hold {index} never stopped a worker\n{self.output()[-6000:]}")
 
     def workers(self):
-        out = subprocess.run(["pgrep", "-s", str(self.p.pid), "-f", "--internal-worker"],
+        out = subprocess.run(["pgrep", "-s", str(self.p.pid), "-f", "--", "--internal-worker"],
                              stdout=subprocess.PIPE, text=True).stdout.split()
         return [int(x) for x in out]
 
