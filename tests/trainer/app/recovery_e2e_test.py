@@ -39,6 +39,17 @@ STEPS_PER_EPOCH = 8
 MALLOC_ENV = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 
 
+def with_flags(extra):
+    """BASE with `extra` (flag, value pairs) replacing the same flags' values or appended."""
+    args, extra = list(BASE), list(extra)
+    for flag, value in zip(extra[0::2], extra[1::2]):
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    return args
+
+
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("SLURM") and k not in MALLOC_ENV and k != "DDP_TEST_HOLD"}
@@ -80,7 +91,7 @@ def reference(extra=()):
         return final
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    p = subprocess.run([TRAINER] + BASE + list(extra) + ["--checkpoint-dir", "ck", "--job-id",
+    p = subprocess.run([TRAINER] + with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id",
                                                          "ref"],
                        cwd=folder, env=clean_env(), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=600)
@@ -99,7 +110,7 @@ class Job:
         extra_env = dict(env or {})
         if hold:
             extra_env["DDP_TEST_HOLD"] = hold
-        self.args = BASE + list(extra) + ["--checkpoint-dir", "ck", "--job-id", name]
+        self.args = with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id", name]
         self.p = subprocess.Popen([TRAINER] + self.args, cwd=tmp, env=clean_env(extra_env),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   start_new_session=True)
