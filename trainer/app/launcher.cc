@@ -122,7 +122,7 @@ class LauncherRun {
   }
 
   void OnWorkerExit(int id, const ExitStatus& status) {
-    const FailurePolicy::Decision d = policy_.OnWorkerExit(status);
+    const FailurePolicy::Decision d = policy_.OnWorkerExit(status, supervisor_.starts(id) > 1);
     if (!d.failure) return;
     const int local_rank = LocalRankOf(id);
     const pid_t pid = supervisor_.pid(id);
@@ -136,9 +136,11 @@ class LauncherRun {
     const std::string who =
         rank.empty() ? absl::StrCat("(local rank ", local_rank, ", pid ", pid, ")") : rank;
     FailurePolicy::Action action = d.action;
-    if (action == FailurePolicy::Action::kRespawn && decision.action != LostAction::kRespawn) {
-      const bool stop = decision.action == LostAction::kStop;
-      policy_.OnRespawnDeclined(status, stop);
+    if (d.ask &&
+        !(action == FailurePolicy::Action::kRespawn && decision.action == LostAction::kRespawn)) {
+      const bool stop = decision.action != LostAction::kWait;
+      // A STOP with a description is the coordinator's: the job failed (restarts exhausted).
+      policy_.OnRespawnDeclined(status, stop, stop && !decision.description.empty());
       if (!stop) {
         Log(task_, absl::StrCat("worker ", who, " ", status.Describe(),
                                 "; not started again (the coordinator decides at its deadline)"));

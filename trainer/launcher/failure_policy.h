@@ -28,21 +28,29 @@ class FailurePolicy {
     bool failure = false;      // the end counts as a failure
     bool first = false;        // ... and it is the first one
     bool report_lost = false;  // tell the coordinator which rank died and how
+    // In-job recovery: the coordinator's answer to the report decides; unless the worker is
+    // respawned, call OnRespawnDeclined.
+    bool ask = false;
   };
 
   // `max_respawns`: how many times this task may start a failed worker again (the in-job
   // recovery of a later wave); 0 fails fast, as every release so far has.
-  explicit FailurePolicy(int max_respawns = 0) : respawns_left_(max_respawns) {}
+  explicit FailurePolicy(int max_respawns = 0)
+      : recovery_(max_respawns > 0), respawns_left_(max_respawns) {}
 
   // A signal (SIGTERM, SIGUSR1, SIGINT) was forwarded to the workers: deaths from now on were
   // asked for, and are neither respawned nor reported as lost.
   void OnSignalForwarded() { forwarded_ = true; }
-  Decision OnWorkerExit(const ExitStatus& status);
+  // `respawned`: this end is of a worker started again (a replacement); with recovery on, its
+  // failed start (even bad flags or data, exit kExitUsage) is the coordinator's to judge.
+  Decision OnWorkerExit(const ExitStatus& status, bool respawned = false);
   // The launcher could not start a worker (or had to give up on one): the task fails.
   void OnLaunchFailure();
-  // A kRespawn was not carried out (the coordinator answered STOP or WAIT, or was unreachable):
-  // the end counts as a failure after all; `stop_others` stops this task's other workers.
-  void OnRespawnDeclined(const ExitStatus& status, bool stop_others);
+  // A Decision with `ask` was not carried out as a respawn (the coordinator answered STOP or
+  // WAIT, or was unreachable): the end counts as a failure after all; `stop_others` stops this
+  // task's other workers. `job_failed`: the coordinator failed the job (STOP), and the task
+  // reports kExitAborted as its workers do.
+  void OnRespawnDeclined(const ExitStatus& status, bool stop_others, bool job_failed = false);
 
   int task_exit_code() const { return result_; }
   bool stopping() const { return stopping_; }
@@ -50,6 +58,7 @@ class FailurePolicy {
  private:
   void RecordFailure(int code);
 
+  const bool recovery_;
   int respawns_left_;
   bool forwarded_ = false;
   bool stopping_ = false;  // a failure is stopping the other workers

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -63,7 +64,12 @@ bool TestHold::At(Point point, int rank, int64_t step) const {
     if (h.point != point || h.rank != rank || h.step != step) continue;
     const int fd = open(h.marker.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
     if (fd < 0) continue;  // held before (or cannot tell): go on
+    // The marker names the held process, for the test that kills it.
+    const std::string pid = std::to_string(getpid());
+    const bool written = write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
     close(fd);
+    if (!written)
+      std::fprintf(stderr, "[rank %d] test hold: cannot write %s\n", rank, h.marker.c_str());
     std::fprintf(stderr, "[rank %d] test hold: stopped at %s, step %ld (pid %d)\n", rank,
                  PointName(point), static_cast<long>(step), static_cast<int>(getpid()));
     std::fflush(stderr);

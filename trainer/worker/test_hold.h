@@ -9,7 +9,8 @@
 //             the checkpoint of step <step>), "eval" (after the first batch of the evaluation
 //             that follows step <step>), "rejoin" (a survivor at committed step <step>, before
 //             it asks to rejoin)
-//     marker  created (O_EXCL) by the worker that holds, so that its replacement, which reaches
+//     marker  created (O_EXCL) by the worker that holds, holding its pid, so that its replacement,
+//     which reaches
 //             the same point again, goes on
 //
 // A test waits for /proc/<pid>/stat to show the worker stopped ("T"), then kills it (or sends

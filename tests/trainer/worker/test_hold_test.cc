@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,9 @@ TEST(TestHold, ParsesItsEnvironmentVariable) {
   for (const Case& c : cases) {
     auto hold = TestHold::FromEnv({{"DDP_TEST_HOLD", c.value}});
     EXPECT_EQ(hold.ok(), c.ok) << c.value << ": " << hold.status();
-    if (!c.ok) EXPECT_NE(hold.status().message().find("DDP_TEST_HOLD"), std::string::npos);
+    if (!c.ok) {
+      EXPECT_NE(hold.status().message().find("DDP_TEST_HOLD"), std::string::npos);
+    }
   }
   EXPECT_TRUE(TestHold::FromEnv({})->empty());
   EXPECT_FALSE(TestHold().At(TestHold::Point::kStep, 0, 0)) << "the default never holds";
@@ -58,7 +61,10 @@ TEST(TestHold, StopsTheProcessOnceAtItsPoint) {
   kill(child, SIGCONT);
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "it held, then went on";
-  EXPECT_EQ(access(marker.c_str(), F_OK), 0);
+  std::ifstream written(marker);
+  pid_t named = 0;
+  EXPECT_TRUE(written >> named) << "the marker holds the held pid";
+  EXPECT_EQ(named, child);
   EXPECT_FALSE(hold->At(TestHold::Point::kStep, 1, 5)) << "the marker exists: a replacement goes on";
   std::remove(marker.c_str());
   rmdir(dir);
