@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/exit_codes.h"
 
 extern char** environ;
 
@@ -79,7 +80,7 @@ int ExitStatus::signal() const { return signaled() ? WTERMSIG(wait_status_) : 0;
 int ExitStatus::code() const {
   if (WIFEXITED(wait_status_)) return WEXITSTATUS(wait_status_);
   if (WIFSIGNALED(wait_status_)) return 128 + WTERMSIG(wait_status_);
-  return 1;
+  return kExitFailed;  // neither exited nor killed: not an end status
 }
 
 std::string ExitStatus::Describe() const {
