@@ -113,7 +113,8 @@ TEST(Launcher, RespawnsAKilledWorkerWhenTheCoordinatorSaysSo) {
   unlink(once.c_str());
 }
 
-// The coordinator answers STOP (restarts exhausted): the others are stopped, the task fails.
+// The coordinator answers STOP (restarts exhausted): the others are stopped, and the task ends
+// with the aborted code, as its workers do.
 TEST(Launcher, StopsThePeersWhenTheCoordinatorRefusesARespawn) {
   LauncherOptions o;
   o.timeouts = Fast();
@@ -125,7 +126,7 @@ TEST(Launcher, StopsThePeersWhenTheCoordinatorRefusesARespawn) {
     return LostDecision{"rank 1 (test)", LostAction::kStop};
   };
   const absl::Time start = absl::Now();
-  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitFailed);
+  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitAborted);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_EQ(reports, 1);
   ExpectNoChildLeft();

@@ -19,6 +19,7 @@
 #include "tests/testing/multiprocess.h"
 #include "tests/trainer/dist/fake_coordinator.h"
 #include "tests/trainer/worker/worker_test_util.h"
+#include "trainer/dist/status_from_exception.h"
 
 namespace ddp {
 namespace {
@@ -141,8 +142,7 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
   StepRunner after(model, comm, at, {});
   auto more = rest->Next();
   ASSERT_TRUE(more.ok() && more->has_value());
-  absl::Status interrupted =
-      RunGuarded("step", [&] { return after.Run(**more, c.lr).status(); });
+  absl::Status interrupted = RunGuarded("step", [&] { return after.Run(**more, c.lr).status(); });
   EXPECT_TRUE(absl::IsUnavailable(interrupted)) << interrupted;
   EXPECT_EQ(at.step, kBefore + 1) << "an interrupted step is not committed";
 

@@ -65,7 +65,8 @@ TEST(TestHold, StopsTheProcessOnceAtItsPoint) {
   pid_t named = 0;
   EXPECT_TRUE(written >> named) << "the marker holds the held pid";
   EXPECT_EQ(named, child);
-  EXPECT_FALSE(hold->At(TestHold::Point::kStep, 1, 5)) << "the marker exists: a replacement goes on";
+  EXPECT_FALSE(hold->At(TestHold::Point::kStep, 1, 5))
+      << "the marker exists: a replacement goes on";
   std::remove(marker.c_str());
   rmdir(dir);
 }
