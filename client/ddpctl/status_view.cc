@@ -71,7 +71,8 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
     absl::StrAppend(&out, "RECOVERING",
                     last.cause.rank >= 0 ? absl::StrCat(": rank ", last.cause.rank) : std::string(),
                     " (restart ", s.restarts, " of ", s.max_restarts, ")",
-                    "\n  cause: ", FailureKindName(last.cause.kind), "\n  reason: ", last.cause.text,
+                    "\n  cause: ", FailureKindName(last.cause.kind),
+                    "\n  reason: ", last.cause.text,
                     s.stop_reason.empty() ? "" : "\n  then stopping: ", s.stop_reason, "\n");
   }
   absl::StrAppend(&out,

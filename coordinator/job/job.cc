@@ -57,11 +57,11 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
       error = joined.status();
     } else if (joined->new_slot) {
       const bool replacing = membership_.world_complete();
-      EventLocked(absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host,
-                               " pid ", who.pid, " node ", who.node_rank, " local rank ",
-                               who.local_rank, " (", membership_.registered(), " of ",
-                               config_.world_size, ")"),
-                  &out);
+      EventLocked(
+          absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host, " pid ",
+                       who.pid, " node ", who.node_rank, " local rank ", who.local_rank, " (",
+                       membership_.registered(), " of ", config_.world_size, ")"),
+          &out);
       if (joined->world_full) {
         if (replacing) {
           CompleteRecoveryLocked(&out);

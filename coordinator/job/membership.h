@@ -128,10 +128,10 @@ class Membership {
 
  private:
   struct Slot {
-    WorkerIdentity who;     // the occupant (the last one while vacant)
-    bool vacant = false;    // its worker was lost; a replacement may take it
-    bool vacated = false;   // vacated since the current generation (revived at completion)
-    int64_t joined = -1;    // the generation the occupant has joined
+    WorkerIdentity who;           // the occupant (the last one while vacant)
+    bool vacant = false;          // its worker was lost; a replacement may take it
+    bool vacated = false;         // vacated since the current generation (revived at completion)
+    int64_t joined = -1;          // the generation the occupant has joined
     int64_t committed_step = -1;  // from Rejoin; -1 for a new process
     std::string fate;             // how the slot's last worker (or failed start) ended
     std::vector<RegisterCallback> waiting;

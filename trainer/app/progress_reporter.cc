@@ -70,8 +70,8 @@ void ProgressReporter::SendOnce() {
     announced_generation_.store(reply->membership_generation);
     const int64_t own = own_generation_.load();
     absl::MutexLock lock(&callback_mu_);
-    if (reply->membership_generation > own &&
-        reply->membership_generation > notified_generation_ && on_newer_generation_) {
+    if (reply->membership_generation > own && reply->membership_generation > notified_generation_ &&
+        on_newer_generation_) {
       notified_generation_ = reply->membership_generation;
       on_newer_generation_();
     }

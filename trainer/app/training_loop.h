@@ -25,8 +25,8 @@
 #include "trainer/worker/coordinator_session.h"
 #include "trainer/worker/data_stage.h"
 #include "trainer/worker/in_job_recovery.h"
-#include "trainer/worker/test_hold.h"
 #include "trainer/worker/model_stage.h"
+#include "trainer/worker/test_hold.h"
 #include "trainer/worker/training_position.h"
 
 namespace ddp {
@@ -47,12 +47,12 @@ struct TrainingContext {
   ModelStage& model;
   CoordinatorSession& session;
   CommunicationStage& comm;
-  TrainingPosition& position;             // where training starts; advanced as it goes
+  TrainingPosition& position;            // where training starts; advanced as it goes
   const std::atomic<bool>& signal_stop;  // set by SIGTERM/SIGUSR1
-  LoopResult& result;                     // filled as training goes (kept across recoveries)
-  int64_t run_start_step = 0;             // the step this run of ddp-trainer began at
-  InJobRecovery* recovery = nullptr;      // told of every committed step (may be null)
-  const TestHold* hold = nullptr;         // end-to-end tests only (test_hold.h; may be null)
+  LoopResult& result;                    // filled as training goes (kept across recoveries)
+  int64_t run_start_step = 0;            // the step this run of ddp-trainer began at
+  InJobRecovery* recovery = nullptr;     // told of every committed step (may be null)
+  const TestHold* hold = nullptr;        // end-to-end tests only (test_hold.h; may be null)
 };
 
 // Trains from ctx.position to config.epochs. Errors name what failed (a collective, the data, an

@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,7 +75,8 @@ class StartupTimes {
   StartupTimes() : last_(absl::Now()), before_main_(SecondsSinceProcessStart()) {}
   void Mark(const char* what) {
     const absl::Time now = absl::Now();
-    absl::StrAppend(&text_, ", ", what, " ", absl::StrFormat("%.2f", absl::ToDoubleSeconds(now - last_)), " s");
+    absl::StrAppend(&text_, ", ", what, " ",
+                    absl::StrFormat("%.2f", absl::ToDoubleSeconds(now - last_)), " s");
     last_ = now;
   }
   std::string Describe() const {
@@ -198,8 +198,9 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
     }
     out.in_setup = false;
     LoopResult so_far;
-    const TrainingContext ctx{c,      data,          model,     session, comm, position, g_signal_stop,
-                              so_far, position.step, &recovery, &hold};
+    const TrainingContext ctx{c,        data,          model,  session,       comm,
+                              position, g_signal_stop, so_far, position.step, &recovery,
+                              &hold};
     for (;;) {
       absl::StatusOr<LoopResult> result =
           RunGuarded("training step failed", [&] { return RunTrainingLoop(ctx); });

@@ -69,12 +69,12 @@ class InJobRecovery {
 
  private:
   struct Pending {
-    int index = 0;                  // 1 for the first recovery this worker saw
-    FailureCause cause;             // the coordinator's
+    int index = 0;       // 1 for the first recovery this worker saw
+    FailureCause cause;  // the coordinator's
     int restarts = 0;
-    double coordinator_seconds = 0;  // loss -> generation complete, at the coordinator
+    double coordinator_seconds = 0;               // loss -> generation complete, at the coordinator
     std::chrono::steady_clock::time_point since;  // when this worker saw the failure (or began)
-    bool replacement = false;       // this worker is a replacement (it saw no failure)
+    bool replacement = false;  // this worker is a replacement (it saw no failure)
     int root = 0;
     int64_t root_step = 0;
   };

@@ -216,13 +216,14 @@ TEST(MembershipTest, TheNextGenerationReplacesAVacantSlot) {
             "rank 2 (node 1 local rank 0, replacement not registered; killed by signal 9)");
   // An occupied slot is refused to another process.
   Membership::RegisterCallback cb = [&next](absl::StatusOr<RankAssignment> a) { next[2] = a; };
-  EXPECT_TRUE(absl::IsAlreadyExists(m.Join(Who(1, 1, 2, 99), cb, absl::OkStatus(), &done).status()));
+  EXPECT_TRUE(
+      absl::IsAlreadyExists(m.Join(Who(1, 1, 2, 99), cb, absl::OkStatus(), &done).status()));
   auto joined = m.Join(Who(1, 0, 2, 20), cb, absl::OkStatus(), &done);
   ASSERT_TRUE(joined.ok()) << joined.status();
   EXPECT_TRUE(joined->new_slot);
   EXPECT_TRUE(joined->world_full);
-  const std::vector<int> revived = m.Complete(GenerationNote{1, {2, FailureKind::kSignal, "x"}, 0.5},
-                                              &done);
+  const std::vector<int> revived =
+      m.Complete(GenerationNote{1, {2, FailureKind::kSignal, "x"}, 0.5}, &done);
   done.Run();
   EXPECT_EQ(revived, std::vector<int>{2});
   EXPECT_EQ(m.current(), 1);
@@ -255,8 +256,9 @@ TEST(MembershipTest, RejoinRulesAndFailedStarts) {
   m.BeginNext();
   m.Vacate(1, "lost: no heartbeat", absl::AbortedError("lost"), &done);
   m.NoteFailedStart(0, 1, "exited with code 2");
-  EXPECT_EQ(m.MissingMembers(),
-            "rank 1 (node 0 local rank 1, replacement not registered; its start exited with code 2)");
+  EXPECT_EQ(
+      m.MissingMembers(),
+      "rank 1 (node 0 local rank 1, replacement not registered; its start exited with code 2)");
   // The member declared lost by silence is alive after all: it may take its slot back.
   absl::Status back = absl::UnknownError("no reply");
   Membership::RegisterCallback cb2 = [&back](absl::StatusOr<RankAssignment> a) {
