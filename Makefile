@@ -13,6 +13,7 @@
 #   make clang   clang build of the torch-free targets with -Wthread-safety -Werror (build-clang/)
 #   make tidy    build with clang-tidy on our targets         make format  clang-format in place
 #   make bench   every benchmark under bench/
+#   make fuzz    libFuzzer (clang) on every harness under fuzz/: 10^6 runs or FUZZ_SECONDS each
 #   make gpu-bundle  gpu-bundle/: the binaries and libraries for a GPU machine (bench/gpu/run.sh)
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
@@ -28,7 +29,7 @@ LINK_COMPILE_COMMANDS ?= 1
 SIDE = --no-print-directory LINK_COMPILE_COMMANDS=0
 
 .PHONY: deps configure build check test sanitize demo asan asan-torch-free tsan clang tidy format \
-        bench clean gpu-bundle
+        bench fuzz clean gpu-bundle
 
 deps:
 	@scripts/setup-deps.sh
@@ -83,8 +84,11 @@ format:
 bench: build
 	@for b in bench/*.sh; do echo "== $$b"; BUILD_DIR=$(BUILD_DIR) bash $$b || exit 1; done
 
+fuzz: deps
+	@fuzz/run.sh $(FUZZ_ARGS)
+
 gpu-bundle: build
 	@BUILD_DIR=$(BUILD_DIR) scripts/gpu-bundle.sh
 
 clean:
-	@rm -rf $(BUILD_DIR) build-asan build-asan-torch-free build-tsan build-clang build-tidy
+	@rm -rf $(BUILD_DIR) build-asan build-asan-torch-free build-tsan build-clang build-tidy build-fuzz

@@ -1,27 +1,169 @@
 #!/usr/bin/env bash
-# Control-plane load benchmark: N simulated workers against ddp-coordinator's service versus the
-# same rendezvous through PyTorch's TCPStore, same N, same machine, same run.
-#   bench/loadgen.sh [N...]        (default: 1024 4096)
-# Needs a build ($BUILD_DIR, default build; or DDP_BIN_DIR=its bin folder) and a Python with
-# torch ($DDP_TORCH_PYTHON, or the venv of scripts/setup-deps.sh).
+# Control plane at scale, like for like: ddp-coordinator against PyTorch's TCPStore, every
+# server in its own process, the simulated ranks spread over several client processes with one
+# connection per rank, the same phases timed the same way (bench/loadgen/scale_run.h):
+#   connect     every rank connected and answered once (gRPC: Hello; TCPStore: its handshake)
+#   rendezvous  every rank holds its rank and its shard (gRPC: Register + GetShard; TCPStore:
+#               add / set / add / wait / get)
+# and, for ddp-coordinator only, a heartbeat window (every rank heartbeating once a second; the
+# coordinator's CPU from /proc) and a status window (GetStatus p50/p99 from an operator process
+# while every rank heartbeats).
+#
+#   bench/loadgen.sh [--quick] [--no-python] [--python-max N] [--resolver] [N...]
+#                  (default sizes: 1024 4096 16384)
+#     --quick      1024 ranks, 3 s windows, C++ TCPStore only (the CI smoke test runs this)
+#     --no-python  skip the Python TCPStore baseline
+#     --python-max the largest size the Python baseline runs at (default 4096: at 16384 its
+#                  Python threads keep a load average above 100 on a shared 2-core host)
+#     --resolver   also time TCPStore's connect with this host's resolver as it is, at the first
+#                  size (see docs/bench-status.md: c10d looks up every socket address in DNS)
+#
+# TCPStore runs with "::ffff:127.0.0.1 localhost" added to /etc/hosts inside a private mount
+# namespace (unshare -m; needs root), so that its reverse lookups of the loopback address never
+# leave the host; without root it runs as is, and the table says so.
+# Needs a build ($BUILD_DIR, default build; or DDP_BIN_DIR) and, for the Python baseline, a Python
+# with torch ($DDP_TORCH_PYTHON, or the venv of scripts/setup-deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${DDP_BIN_DIR:-$root/${BUILD_DIR:-build}/bin}"   # BUILD_DIR: relative to the source root
-[[ -x "$bin/ddp-loadgen" ]] || { echo "loadgen.sh: build ddp-loadgen first" >&2; exit 1; }
-py="${DDP_TORCH_PYTHON:-$("$root/scripts/setup-deps.sh" --print-venv)/bin/python}"
-sizes=("$@")
-[[ ${#sizes[@]} -gt 0 ]] || sizes=(1024 4096)
-printf "%-8s %-14s %-14s %-8s %-14s %-14s\n" workers grpc_rdzv_s tcpstore_s speedup status_p50_ms status_p99_ms
-for n in "${sizes[@]}"; do
-  ulimit -n 65536 2>/dev/null || true
-  g="$("$bin/ddp-loadgen" --workers "$n" --status-seconds 5)"
-  grpc_s="$(sed -n 's/.*rendezvous_s=\([0-9.]*\).*/\1/p' <<<"$g")"
-  p50="$(sed -n 's/.*status_p50_ms=\([0-9.]*\).*/\1/p' <<<"$g")"
-  p99="$(sed -n 's/.*status_p99_ms=\([0-9.]*\).*/\1/p' <<<"$g")"
-  t="n/a"; ratio="n/a"
-  if [[ -n "$py" ]]; then
-    t="$("$py" "$root/bench/loadgen/tcpstore_rendezvous.py" "$n" 2>/dev/null | sed -n 's/.*tcpstore_s=\([0-9.]*\).*/\1/p')"
-    ratio="$(awk -v a="$t" -v b="$grpc_s" 'BEGIN { printf "%.1fx", a / b }')"
-  fi
-  printf "%-8s %-14s %-14s %-8s %-14s %-14s\n" "$n" "$grpc_s" "$t" "$ratio" "$p50" "$p99"
+for b in ddp-scalebench ddp-rankgen ddp-coordinator; do
+  [[ -x "$bin/$b" ]] || { echo "loadgen.sh: build $b first (cmake --build build --target $b)" >&2; exit 1; }
 done
+
+quick=0; python=1; resolver=0; python_max=4096; sizes=()
+while [[ $# -gt 0 ]]; do
+  a="$1"; shift
+  case "$a" in
+    --quick) quick=1; python=0 ;;
+    --no-python) python=0 ;;
+    --python-max) python_max="$1"; shift ;;
+    --resolver) resolver=1 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    *) sizes+=("$a") ;;
+  esac
+done
+if [[ ${#sizes[@]} -eq 0 ]]; then
+  if [[ $quick == 1 ]]; then sizes=(1024); else sizes=(1024 4096 16384); fi
+fi
+window=10; warmup=3
+[[ $quick == 1 ]] && { window=3; warmup=2; }
+
+py=""
+if [[ $python == 1 ]]; then
+  py="${DDP_TORCH_PYTHON:-$("$root/scripts/setup-deps.sh" --print-venv 2>/dev/null)/bin/python}"
+  "$py" -c "import torch.distributed" 2>/dev/null || { echo "loadgen.sh: no torch in '$py'; skipping the Python baseline" >&2; py=""; }
+fi
+have_cpp=0; [[ -x "$bin/ddp-tcpstore-bench" ]] && have_cpp=1
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/ddp-loadgen.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+hosts="$work/hosts"
+{ cat /etc/hosts; echo "::ffff:127.0.0.1 localhost"; } >"$hosts"
+nodns_ok=0
+if [[ $(id -u) == 0 ]] && unshare -m sh -c 'mount --bind "$0" /etc/hosts' "$hosts" 2>/dev/null; then
+  nodns_ok=1
+fi
+# Runs "$@" with the loopback's IPv4-mapped address in /etc/hosts, in a private mount namespace
+# (nothing outside this command sees it).
+nodns() { unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" "$@"; }
+
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
+col() { local v; v="$(field "$1" "$2")"; echo "${v:--}"; }   # "-" when the run never got there
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.1fx", a / b }'; }
+
+# run LABEL [env...] -- scalebench args: prints one row; result line in $out.
+out=""
+failures=()
+declare -A res
+run() {
+  local key="$1"; shift
+  local log="$work/$key.log" rc=0
+  "$@" >"$work/$key.out" 2>"$log" || rc=$?
+  out="$(cat "$work/$key.out")"
+  if [[ $rc != 0 || -z "$out" ]]; then
+    echo "loadgen.sh: $key failed (exit $rc): $(tail -1 "$log")" >&2
+    failures+=("$key")
+  fi
+  res[$key]="$out"
+}
+
+echo "== host: $(nproc) cpus, $(uname -r); fd limit (hard) $(ulimit -Hn); ephemeral ports $(cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' '-'); somaxconn $(cat /proc/sys/net/core/somaxconn); tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)"
+echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ $nodns_ok == 1 ]]; then
+  tcp_note="TCPStore with ::ffff:127.0.0.1 in /etc/hosts (no reverse-DNS stalls)"
+else
+  tcp_note="TCPStore AS IS (not root: no private /etc/hosts; its connect includes this host's reverse DNS)"
+fi
+echo "== $tcp_note"
+sb=("$bin/ddp-scalebench" --window "$window" --warmup "$warmup")
+for n in "${sizes[@]}"; do
+  run "grpc-$n" "${sb[@]}" --target grpc --ranks "$n"
+  if [[ $have_cpp == 1 ]]; then
+    if [[ $nodns_ok == 1 ]]; then run "cpp-$n" nodns "${sb[@]}" --target tcpstore --ranks "$n"
+    else run "cpp-$n" "${sb[@]}" --target tcpstore --ranks "$n"; fi
+  fi
+  if [[ -n "$py" && $n -le $python_max ]]; then
+    pyargs=(--target tcpstore-py --python "$py" --tcpstore-py "$root/bench/loadgen/tcpstore_rendezvous.py" --ranks "$n")
+    if [[ $nodns_ok == 1 ]]; then run "py-$n" nodns "${sb[@]}" "${pyargs[@]}"
+    else run "py-$n" "${sb[@]}" "${pyargs[@]}"; fi
+  fi
+done
+if [[ $resolver == 1 && $have_cpp == 1 ]]; then
+  run "cppdns-${sizes[0]}" "${sb[@]}" --target tcpstore --ranks "${sizes[0]}" --phase-timeout 600
+fi
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo
+echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank)"
+printf "%-7s %-34s %-6s %-10s %-12s %-13s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms listen_overfl load1
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+  r="${res[$key]:-}"
+  [[ -z "$r" ]] && continue
+  case "$key" in
+    grpc-*) name="ddp-coordinator (gRPC)" ;;
+    cpp-*) name="TCPStore, C++ client" ;;
+    py-*) name="TCPStore, Python client" ;;
+    cppdns-*) name="TCPStore, C++, resolver as is" ;;
+  esac
+  printf "%-7s %-34s %-6s %-10s %-12s %-13s %-14s %-9s\n" "$(col ranks "$r")" "$name" "$(col procs "$r")" \
+    "$(col connect_s "$r")" "$(col rendezvous_s "$r")" "$(col rendezvous_rank_p99_ms "$r")" \
+    "$(col connect_ListenOverflows "$r")" "$(col load1_before "$r")"
+done
+
+echo
+echo "ddp-coordinator under heartbeats (every rank once a second; GetStatus from an operator process)"
+printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" ranks hb_per_s hb_failed hb_late hb_p99_ms st_p50_ms st_p99_ms coord_cores %core/1k_hb/s state
+for n in "${sizes[@]}"; do
+  r="${res[grpc-$n]:-}"
+  [[ -z "$r" ]] && continue
+  printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" "$n" "$(col hb_per_s "$r")" \
+    "$(col hb_failed "$r")" "$(col hb_late "$r")" "$(col hb_p99_ms "$r")" \
+    "$(col status_p50_ms "$r")" "$(col status_p99_ms "$r")" "$(col coord_cores "$r")" \
+    "$(col coord_pct_core_per_1k_hbps "$r")" "$(col job_state "$r")"
+done
+
+echo
+echo "Ratios (TCPStore time / ddp-coordinator time for the same phase and size; above 1x = ours faster)"
+for n in "${sizes[@]}"; do
+  g="${res[grpc-$n]:-}"
+  for side in cpp py; do
+    t="${res[$side-$n]:-}"
+    [[ -z "$g" || -z "$t" ]] && continue
+    who="C++"; [[ $side == py ]] && who="Python"
+    echo "  $n ranks, TCPStore $who client: connect $(ratio "$(field connect_s "$t")" "$(field connect_s "$g")"), rendezvous $(ratio "$(field rendezvous_s "$t")" "$(field rendezvous_s "$g")")"
+  done
+done
+for key in "${failures[@]}"; do
+  e="$(field error "${res[$key]:-}")"; j="$(field job_failure "${res[$key]:-}")"
+  echo "$key FAILED: ${e:-see above}${j:+ (job: $j)}" | tr '_' ' '
+done
+
+echo
+echo "== raw results (ddp-scalebench, one line per run)"
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+  [[ -n "${res[$key]:-}" ]] && echo "$key: ${res[$key]}"
+done
+if [[ ${#failures[@]} -gt 0 ]]; then
+  echo "loadgen.sh: FAILED: ${failures[*]} (heartbeats failed, the job failed, or a run did not finish)" >&2
+  exit 1
+fi

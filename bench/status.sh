@@ -21,7 +21,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-ulimit -n 65536 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true  # one descriptor per worker connection
 df="$work/dist_file"
 "$bin/ddp-coordinator" --world-size "$n" --job-id status-bench --dist-file "$df" \
   --listen 127.0.0.1:0 --http-port 0 --heartbeat-timeout 60 --registration-timeout 120 \

@@ -12,6 +12,7 @@
 #include "client/rpc_channel.h"
 #include "common/dist_file.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "proto/convert.h"
 
 namespace ddp {
@@ -38,6 +39,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     WorkerIdentity self = who;
     if (self.pid == 0) self.pid = static_cast<int>(::getpid());
     if (self.nonce.empty()) self.nonce = ch_->endpoint().nonce;
+    self.host = WireText(self.host, 255);
     pb::RegisterRequest req;
     ToProto(self, &req);
     pb::RegisterReply reply;
@@ -163,6 +165,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
   absl::Status CommitCheckpoint(const CommittedCheckpoint& checkpoint) override {
     pb::CommitCheckpointRequest req;
     ToProto(checkpoint, &req);
+    req.set_path(ToValidUtf8(checkpoint.path));  // a file name need not be UTF-8
     SetWorker(req.mutable_worker());
     pb::CommitCheckpointReply reply;
     return ch_->Call("CommitCheckpoint", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
@@ -173,6 +176,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
   absl::Status ReportDone(const absl::Status& outcome) override {
     pb::ReportDoneRequest req;
     ToProto(outcome, &req);
+    req.set_message(WireText(req.message()));
     SetWorker(req.mutable_worker());
     pb::ReportDoneReply reply;
     return ch_->Call("ReportDone", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
@@ -197,6 +201,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
   absl::StatusOr<LostDecision> ReportLost(const LostWorker& lost) override {
     pb::ReportLostRequest req;
     ToProto(lost, &req);
+    req.set_what(WireText(lost.what));
     pb::ReportLostReply reply;
     absl::Status st = ch_->Call("ReportLost", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().ReportLost(ctx, req, &reply);

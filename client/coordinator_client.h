@@ -20,11 +20,17 @@
 
 namespace ddp {
 
+// Which of the dist_file's tokens a connection uses (coordinator/rpc/auth.h).
+enum class TokenRole { kWorker, kView, kControl };
+
 struct ConnectOptions {
-  // Where the coordinator is: a dist_file (preferred), or an address plus token.
+  // Where the coordinator is: a dist_file (preferred), or an address plus a token.
   std::string dist_file;
-  std::string address;  // host:port; used when dist_file is empty
-  std::string token;    // required with `address`
+  std::string address;     // host:port; used when dist_file is empty
+  std::string token_file;  // with `address`: the token, read from this file (token_file.h)
+  std::string token;       // with `address`, instead of token_file (tests; never a command line)
+  // With a dist_file: whose token to present. With an address the given token is used as is.
+  TokenRole role = TokenRole::kWorker;
   // What the dist_file must say. An empty job id accepts any job (operator tools).
   std::string expected_job_id;
   int64_t min_generation = 0;

@@ -34,8 +34,12 @@ absl::StatusOr<std::string> OperatorClient::DashboardUrl() const {
         absl::StrCat("the coordinator at ", e.grpc_address,
                      " serves no HTTP endpoint (started with --http-port -1)"));
   }
+  if (e.view_token.empty()) {
+    return absl::PermissionDeniedError(
+        "no view token for the dashboard URL: use the dist_file, or a view or control token");
+  }
   const std::string host = e.grpc_address.substr(0, e.grpc_address.rfind(':'));
-  return absl::StrCat("http://", host, ":", e.http_port, "/?token=", e.token);
+  return absl::StrCat("http://", host, ":", e.http_port, "/?token=", e.view_token);
 }
 
 absl::StatusOr<JobStatus> OperatorClient::GetStatus() {
@@ -54,7 +58,7 @@ absl::Status OperatorClient::Watch(absl::Duration interval,
                                    absl::Duration silence) {
   if (silence <= absl::ZeroDuration()) silence = interval * 3 + absl::Seconds(5);
   grpc::ClientContext ctx;
-  ctx.AddMetadata("authorization", "Bearer " + ch_->endpoint().token);
+  ctx.AddMetadata("authorization", "Bearer " + ch_->token());
   pb::WatchStatusRequest req;
   req.set_interval_ms(absl::ToInt64Milliseconds(interval));
   // The watchdog cancels the stream when the coordinator goes silent.
@@ -114,7 +118,7 @@ absl::Status OperatorClient::Watch(absl::Duration interval,
 absl::StatusOr<JobState> OperatorClient::Stop(bool graceful, const std::string& reason) {
   pb::StopRequest req;
   req.set_mode(graceful ? pb::StopRequest::GRACEFUL : pb::StopRequest::NOW);
-  req.set_reason(reason);
+  req.set_reason(WireText(reason));
   pb::StopReply reply;
   RETURN_IF_ERROR(ch_->Call("Stop", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
     return ch_->stub().Stop(ctx, req, &reply);

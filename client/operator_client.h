@@ -21,7 +21,8 @@ class RpcChannel;
 class OperatorClient {
  public:
   // Same discovery and verification as ConnectToCoordinator (options.expected_job_id may be
-  // empty to accept whichever job the dist_file names).
+  // empty to accept whichever job the dist_file names). With a dist_file, options.role says
+  // which token to use: kView to look (status, watch, dashboard), kControl to stop as well.
   static absl::StatusOr<std::unique_ptr<OperatorClient>> Connect(const ConnectOptions& options);
   ~OperatorClient();
   OperatorClient(const OperatorClient&) = delete;
@@ -42,8 +43,9 @@ class OperatorClient {
   // What Hello reported.
   const std::string& job_id() const;
   int world_size() const;
-  // http://<coordinator host>:<http port>/?token=<token>; NOT_FOUND when the coordinator serves
-  // no HTTP endpoint.
+  // http://<coordinator host>:<http port>/?token=<view token>: view-only, safe to share (it can
+  // neither stop the job nor touch its store). NOT_FOUND when the coordinator serves no HTTP
+  // endpoint; PERMISSION_DENIED when no view token is known (a worker token given by address).
   absl::StatusOr<std::string> DashboardUrl() const;
 
  private:

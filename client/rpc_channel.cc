@@ -4,7 +4,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/token_file.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "proto/convert.h"
 
 namespace ddp {
@@ -12,7 +14,25 @@ namespace {
 
 constexpr int kMaxMessageBytes = 16 * 1024 * 1024;  // matches coordinator/rpc/validation.h
 
+const std::string& TokenFor(const DistFileContents& c, TokenRole role) {
+  switch (role) {
+    case TokenRole::kView:
+      return c.view_token;
+    case TokenRole::kControl:
+      return c.control_token;
+    case TokenRole::kWorker:
+      break;
+  }
+  return c.token;
+}
+
 }  // namespace
+
+std::string WireText(absl::string_view text, size_t max_bytes) {
+  const std::string valid = ToValidUtf8(text);
+  if (valid.size() <= max_bytes) return valid;
+  return absl::StrCat(TruncateUtf8(valid, max_bytes - 3), "...");
+}
 
 absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOptions& options) {
   std::unique_ptr<RpcChannel> ch(new RpcChannel());
@@ -24,12 +44,17 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
                      options.dist_file_timeout <= absl::ZeroDuration()
                          ? ReadDistFile(options.dist_file, expect)
                          : WaitForDistFile(options.dist_file, expect, options.dist_file_timeout));
+    ch->token_ = TokenFor(ch->endpoint_, options.role);
   } else if (!options.address.empty()) {
-    if (options.token.empty()) {
-      return absl::InvalidArgumentError("an address needs a token (or use a dist_file)");
+    if (!options.token_file.empty()) {
+      ASSIGN_OR_RETURN(ch->token_, ReadTokenFile(options.token_file));
+    } else {
+      ch->token_ = options.token;
+    }
+    if (ch->token_.empty()) {
+      return absl::InvalidArgumentError("an address needs a token file (or use a dist_file)");
     }
     ch->endpoint_.grpc_address = options.address;
-    ch->endpoint_.token = options.token;
     ch->endpoint_.job_id = options.expected_job_id;
   } else {
     return absl::InvalidArgumentError("no coordinator given: pass a dist_file or an address");
@@ -58,6 +83,7 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
   ch->endpoint_.job_id = reply.job_id();
   ch->endpoint_.generation = reply.generation();
   if (reply.http_port() > 0) ch->endpoint_.http_port = reply.http_port();
+  if (!reply.view_token().empty()) ch->endpoint_.view_token = reply.view_token();
   ch->world_size_ = reply.world_size();
   return ch;
 }
@@ -67,7 +93,7 @@ absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
   const absl::Time deadline = absl::Now() + timeout;
   thread_local std::mt19937_64 rng(std::random_device{}());
   absl::Duration backoff = absl::Milliseconds(50);
-  const std::string auth = "Bearer " + endpoint_.token;
+  const std::string auth = "Bearer " + token_;
   int tries = 0;
   while (true) {
     grpc::ClientContext ctx;

@@ -20,11 +20,17 @@
 
 namespace ddp {
 
+// Free text as it may cross the wire: invalid UTF-8 replaced (U+FFFD), then cut at a code point
+// boundary to at most `max_bytes` (the coordinator's limit for reasons and messages is 4 KiB).
+inline constexpr size_t kMaxWireTextBytes = 4096;
+std::string WireText(absl::string_view text, size_t max_bytes = kMaxWireTextBytes);
+
 class RpcChannel {
  public:
-  // Resolves `options` (reads + verifies the dist_file, or takes address + token), opens a
-  // channel and calls Hello: confirms the dist_file's nonce (none without a dist_file) and fills
-  // endpoint() with the job id, generation and HTTP port the coordinator reports.
+  // Resolves `options` (reads + verifies the dist_file and takes the token of options.role, or
+  // takes address + token or token file), opens a channel and calls Hello: confirms the
+  // dist_file's nonce (none without a dist_file) and fills endpoint() with the job id,
+  // generation and HTTP port the coordinator reports, and the view token when it tells one.
   static absl::StatusOr<std::unique_ptr<RpcChannel>> Open(const ConnectOptions& options);
 
   // Runs `call` until it returns something other than UNAVAILABLE or `timeout` passes. Each try
@@ -36,13 +42,16 @@ class RpcChannel {
 
   slurm_ddp::v1::Coordinator::Stub& stub() const { return *stub_; }
   const DistFileContents& endpoint() const { return endpoint_; }
+  // The token every call carries.
+  const std::string& token() const { return token_; }
   absl::Duration rpc_timeout() const { return rpc_timeout_; }
   int world_size() const { return world_size_; }
 
  private:
   RpcChannel() = default;
 
-  DistFileContents endpoint_;  // address, token, nonce (nonce empty without a dist_file)
+  DistFileContents endpoint_;  // address, tokens, nonce (nonce empty without a dist_file)
+  std::string token_;
   absl::Duration rpc_timeout_;
   int world_size_ = 0;
   std::shared_ptr<grpc::Channel> channel_;

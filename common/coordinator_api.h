@@ -112,10 +112,12 @@ struct ProgressReport {
   double comm_wait_ms = 0.0;
   double optimizer_ms = 0.0;
   double overlap_share = 0.0;  // fraction of allreduce time hidden behind backward
+  bool stop_signaled = false;  // the worker received SIGTERM, SIGUSR1 or SIGINT
 };
 
-// What the coordinator tells a worker in a heartbeat reply.
-enum class Command { kContinue, kCheckpointAndStop, kAbort };
+// What the coordinator tells a worker in a heartbeat reply. kExit: end the process now with
+// HeartbeatReply::exit_code, from the heartbeat thread (the training thread may be stuck).
+enum class Command { kContinue, kCheckpointAndStop, kAbort, kExit };
 
 struct HeartbeatReply {
   Command command = Command::kContinue;
@@ -127,6 +129,8 @@ struct HeartbeatReply {
   // The newest membership generation (the one being formed while the job recovers). A worker
   // whose generation is older leaves its process group and rejoins.
   int64_t membership_generation = 0;
+  // With kExit: the code to exit with (common/exit_codes.h).
+  int exit_code = 0;
 };
 
 // A checkpoint that rank 0 has durably written.

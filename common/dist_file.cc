@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 
 namespace ddp {
 namespace {
@@ -47,9 +48,25 @@ absl::StatusOr<std::string> RandomHex(int bytes) {
   return absl::BytesToHexString(raw);
 }
 
+absl::Status ValidateJobId(absl::string_view job_id) {
+  if (job_id.empty() || job_id.size() > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job id must have 1..256 bytes (it has ", job_id.size(), ")"));
+  }
+  if (!IsValidUtf8(job_id)) return absl::InvalidArgumentError("job id is not valid UTF-8");
+  for (char ch : job_id) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError("job id contains a control character");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DistFileContents> NewDistFileContents(const std::string& job_id, int64_t generation,
                                                      const std::string& grpc_address,
                                                      int http_port) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
   DistFileContents c;
   c.job_id = job_id;
   c.generation = generation;
@@ -57,13 +74,22 @@ absl::StatusOr<DistFileContents> NewDistFileContents(const std::string& job_id, 
   c.http_port = http_port;
   ASSIGN_OR_RETURN(c.nonce, RandomHex(16));
   ASSIGN_OR_RETURN(c.token, RandomHex(32));
+  ASSIGN_OR_RETURN(c.view_token, RandomHex(32));
+  ASSIGN_OR_RETURN(c.control_token, RandomHex(32));
+  if (c.view_token == c.token || c.control_token == c.token || c.control_token == c.view_token) {
+    return absl::InternalError("/dev/urandom returned the same token twice");
+  }
   return c;
 }
 
 std::string SerializeDistFile(const DistFileContents& c) {
+  // Empty role tokens are left out: the file then reads as one token for every role.
+  const std::string roles = absl::StrCat(
+      c.view_token.empty() ? "" : absl::StrCat("\nview_token=", c.view_token),
+      c.control_token.empty() ? "" : absl::StrCat("\ncontrol_token=", c.control_token));
   return absl::StrCat(kDistFileHeader, "\njob_id=", c.job_id, "\ngeneration=", c.generation,
-                      "\nnonce=", c.nonce, "\ntoken=", c.token, "\ngrpc_address=", c.grpc_address,
-                      "\nhttp_port=", c.http_port, "\nend=1\n");
+                      "\nnonce=", c.nonce, "\ntoken=", c.token, roles,
+                      "\ngrpc_address=", c.grpc_address, "\nhttp_port=", c.http_port, "\nend=1\n");
 }
 
 absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
@@ -116,8 +142,18 @@ absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
   if (c.nonce.size() != 32 || !IsHex(c.nonce)) {
     return absl::InvalidArgumentError("dist_file has a malformed nonce");
   }
-  if (c.token.size() != 64 || !IsHex(c.token)) {
-    return absl::InvalidArgumentError("dist_file has a malformed token");
+  // The role tokens came later: a file without them has one token for every role.
+  c.view_token = kv.count("view_token") > 0 ? kv["view_token"] : c.token;
+  c.control_token = kv.count("control_token") > 0 ? kv["control_token"] : c.token;
+  for (const auto& [name, token] : {std::pair<const char*, const std::string*>{"token", &c.token},
+                                    {"view_token", &c.view_token},
+                                    {"control_token", &c.control_token}}) {
+    if (token->size() != 64 || !IsHex(*token)) {
+      return absl::InvalidArgumentError(absl::StrCat("dist_file has a malformed ", name));
+    }
+  }
+  if (absl::Status st = ValidateJobId(c.job_id); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("dist_file: ", st.message()));
   }
   size_t colon = c.grpc_address.rfind(':');
   int port = 0;

@@ -5,10 +5,17 @@
 //   job_id=<id>
 //   generation=<Slurm restart count>
 //   nonce=<32 hex digits, fresh per coordinator start>
-//   token=<64 hex digits, the bearer token of every RPC>
+//   token=<64 hex digits: the worker token, for the job's own RPCs>
+//   view_token=<64 hex digits: status, watch, dashboard, /metrics>
+//   control_token=<64 hex digits: stop and abort, and everything the view token allows>
 //   grpc_address=<host:port>
 //   http_port=<port, 0 = none>
 //   end=1
+//
+// Tokens by role (coordinator/rpc/auth.h). The two role tokens were added to v1 compatibly:
+// readers ignore keys they do not know, and a file without them (an older coordinator's, which
+// had one token for everything) reads as if both equalled `token`. The job id is 1..256 bytes of
+// valid UTF-8 without control characters.
 //
 // Publishing writes a temp file in the same folder (O_EXCL, 0600), fsyncs it, renames it over the
 // target and fsyncs the folder, so a reader sees the old file, no file, or the whole new file.
@@ -36,8 +43,10 @@ struct DistFileContents {
   std::string job_id;
   int64_t generation = 0;
   std::string nonce;
-  std::string token;
-  std::string grpc_address;  // host:port
+  std::string token;          // the worker token (register, store, shards, heartbeats, ...)
+  std::string view_token;     // status, watch, dashboard, /api/*, /metrics
+  std::string control_token;  // stop and abort (and everything view_token allows)
+  std::string grpc_address;   // host:port
   int http_port = 0;
 };
 
@@ -50,7 +59,8 @@ struct DistFileExpectation {
 // `bytes` random bytes from /dev/urandom as lowercase hex.
 absl::StatusOr<std::string> RandomHex(int bytes);
 
-// Fresh contents for a coordinator start: random nonce (16 bytes) and token (32 bytes).
+// Fresh contents for a coordinator start: a random nonce (16 bytes) and three distinct random
+// tokens (32 bytes each). INVALID_ARGUMENT for a job id the file cannot carry.
 absl::StatusOr<DistFileContents> NewDistFileContents(const std::string& job_id, int64_t generation,
                                                      const std::string& grpc_address,
                                                      int http_port);
@@ -74,6 +84,9 @@ absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
 absl::StatusOr<DistFileContents> WaitForDistFile(const std::string& path,
                                                  const DistFileExpectation& expect,
                                                  absl::Duration timeout);
+
+// OK when `job_id` can be published: 1..256 bytes of valid UTF-8, no control characters.
+absl::Status ValidateJobId(absl::string_view job_id);
 
 // "dist_file.<job_id>" (relative: in the current folder).
 std::string DefaultDistFilePath(const std::string& job_id);

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/utf8.h"
 
 namespace ddp {
 namespace {
@@ -87,6 +89,24 @@ std::string LostRanksJson(const std::vector<LostRank>& lost) {
     w.Bool("replaced", lost[i].replaced);
   }
   out.push_back(']');
+  return out;
+}
+
+std::string StallJson(const StallReport& st) {
+  std::string peers;
+  {
+    ObjectWriter p(&peers);
+    for (const PhaseCount& c : st.peers) p.Int(StepPhaseName(c.phase), c.ranks);
+  }
+  std::string out;
+  {
+    ObjectWriter w(&out);
+    w.Int("rank", st.rank);
+    w.Raw("phase", st.phase == StepPhase::kNone ? "null" : JsonQuote(StepPhaseName(st.phase)));
+    w.Dbl("seconds", st.seconds);
+    w.Dbl("budget_seconds", st.budget_seconds);
+    w.Raw("peers", peers);
+  }
   return out;
 }
 
@@ -192,13 +212,17 @@ int64_t MedianStep(const JobStatus& s) {
 RankFlags FlagRank(const RankStatus& r, int64_t median_step) {
   RankFlags f;
   if (IsFinal(r.state) || r.rank < 0) return f;
-  const int64_t gap = median_step - r.step;
+  int64_t gap = 0;  // saturates: steps come from workers and may be anything
+  if (__builtin_sub_overflow(median_step, r.step, &gap)) {
+    gap = r.step < 0 ? INT64_MAX : INT64_MIN;
+  }
   if (gap > std::max<int64_t>(2, median_step / 100)) f.behind_by = gap;
   f.silent = r.last_seen_seconds > 2 * kHeartbeatPeriodSeconds;
   return f;
 }
 
-std::string JsonQuote(absl::string_view s) {
+std::string JsonQuote(absl::string_view raw) {
+  const std::string s = ToValidUtf8(raw);  // JSON text is UTF-8: never pass a bad byte through
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
@@ -287,6 +311,7 @@ std::string ToJson(const JobStatus& s) {
           s.last_recovery_seconds < 0 ? "null" : Number(s.last_recovery_seconds));
     w.Int("membership_generation", s.membership_generation);
     w.Raw("lost_ranks", LostRanksJson(s.lost_ranks));
+    if (s.stall.present()) w.Raw("stall", StallJson(s.stall));
   }
   return out;
 }

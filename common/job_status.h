@@ -113,6 +113,24 @@ struct LostRank {
   bool replaced = false;
 };
 
+// How many ranks are in one step phase (the peers of a stalled rank, by phase).
+struct PhaseCount {
+  StepPhase phase = StepPhase::kNone;
+  int ranks = 0;
+};
+
+// A rank that sits in a working phase (data, forward, backward, optimizer, checkpoint, eval)
+// past its budget while its peers wait in a collective (coordinator/job/stall_rule.h).
+// `rank` is -1 when no rank is stalled.
+struct StallReport {
+  int rank = -1;
+  StepPhase phase = StepPhase::kNone;
+  double seconds = 0.0;           // time the rank has been in `phase`
+  double budget_seconds = 0.0;    // the budget it went past
+  std::vector<PhaseCount> peers;  // what the other working ranks are doing, by phase
+  bool present() const { return rank >= 0; }
+};
+
 struct JobStatus {
   std::string job_id;
   JobState state = JobState::kRegistering;
@@ -142,6 +160,9 @@ struct JobStatus {
   double last_recovery_seconds = -1.0;  // loss -> new membership generation; -1 when none yet
   int64_t membership_generation = 0;    // the coordinator's rank-table generation
   std::vector<LostRank> lost_ranks;     // in the order they were lost
+  // The rank stalled longest (each stalled rank's state is kStalled); absent when none. Kept
+  // once the job has ended because of it.
+  StallReport stall;
 };
 
 // Lagging ranks, the rule `ddpctl status` and the dashboard share (the page mirrors it in JS):
@@ -159,15 +180,17 @@ int64_t MedianStep(const JobStatus& status);
 RankFlags FlagRank(const RankStatus& rank, int64_t median_step);
 
 // JSON string literal (with quotes) for `s`: escapes quotes, backslashes and control characters;
-// bytes >= 0x80 pass through (UTF-8 input stays UTF-8).
+// valid UTF-8 passes through, and each byte that is not valid UTF-8 becomes U+FFFD, so the
+// result is always valid JSON whatever the bytes.
 std::string JsonQuote(absl::string_view s);
 
 // One JSON object, on one line. Besides the contract fields: `failed_rank` and `failure_reason`
 // (null and "" unless FAILED), `failure` ({rank, cause, text} with the cause's stable name, null
-// unless FAILED), `stop_reason`, and per rank `phase` (null until reported) and `phase_seconds`.
-// In-job recovery: `restarts`, `max_restarts`, `last_recovery_seconds` (null until one
-// completed), `membership_generation` and `lost_ranks` ([{rank, cause, text, at_seconds,
-// replaced}], the cause by its stable name).
+// unless FAILED), `stop_reason`, per rank `phase` (null until reported) and `phase_seconds`, and
+// `stall` ({rank, phase, seconds, budget_seconds, peers: {phase: ranks}}; the key is absent when
+// no rank is stalled). In-job recovery: `restarts`, `max_restarts`, `last_recovery_seconds` (null
+// until one completed), `membership_generation` and `lost_ranks` ([{rank, cause, text,
+// at_seconds, replaced}], the cause by its stable name).
 std::string ToJson(const JobStatus& status);
 
 }  // namespace ddp

@@ -70,6 +70,8 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   config.heartbeat_timeout = options_.heartbeat_timeout;
   config.max_restarts = options_.max_restarts;
   config.recovery_timeout = options_.registration_timeout;
+  config.stall.timeout = options_.stall_timeout;
+  config.stop_timeout = options_.stop_timeout;
   config.suspend_threshold = absl::Seconds(2);  // the server ticks every 50 ms
   config.log = [this](const std::string& line) { Log(line); };
   job_ = std::make_unique<Job>(config, MonotonicClock::Get());
@@ -81,7 +83,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   ServerOptions server_options;
   server_options.listen =
       options_.listen.empty() ? absl::StrCat(DefaultListenHost(), ":0") : options_.listen;
-  server_options.token = contents_.token;
+  server_options.tokens = {contents_.token, contents_.view_token, contents_.control_token};
   server_options.log = config.log;
   ASSIGN_OR_RETURN(server_, CoordinatorServer::Start(server_options, job_.get(), &store_,
                                                      MonotonicClock::Get()));
@@ -91,9 +93,9 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
     http_options.host = server_options.listen.substr(0, server_options.listen.rfind(':'));
     if (http_options.host == "[::]" || http_options.host.empty()) http_options.host = "0.0.0.0";
     http_options.port = options_.http_port;
-    http_options.token = contents_.token;
-    ASSIGN_OR_RETURN(http_, HttpEndpoint::Start(http_options, &server_->status_cache(),
-                                                &server_->history(), &server_->metrics()));
+    ASSIGN_OR_RETURN(http_, HttpEndpoint::Start(http_options, &server_->authenticator(),
+                                                &server_->status_cache(), &server_->history(),
+                                                &server_->metrics()));
     server_->SetHttpPort(http_->port());
   }
   contents_.http_port = http_ ? http_->port() : 0;
@@ -109,7 +111,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   if (http_) {
     const std::string host = server_->address().substr(0, server_->address().rfind(':'));
     Log(absl::StrCat("dashboard: http://", host, ":", http_->port(),
-                     "/ (token in the dist_file; `ddpctl dashboard` prints the full URL)"));
+                     "/ (view token in the dist_file; `ddpctl dashboard` prints the full URL)"));
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 #include "coordinator/kv_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -8,8 +9,64 @@
 
 namespace ddp {
 
+KvStore::KvStore(KvLimits limits) : limits_(limits) {}
+
 void KvStore::Run(std::vector<Completion>& completions) {
   for (Completion& c : completions) c();
+}
+
+absl::Status KvStore::CheckKey(const std::string& key) const {
+  if (key.empty() || key.size() > limits_.max_key_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("store key of ", key.size(),
+                                                   " bytes is outside the limit 1..",
+                                                   limits_.max_key_bytes, " (max_key_bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvStore::CheckRoomLocked(const std::string& key, size_t value_bytes) const {
+  if (value_bytes > limits_.max_value_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("store value of ", value_bytes,
+                                                   " bytes exceeds the limit of ",
+                                                   limits_.max_value_bytes, " (max_value_bytes)"));
+  }
+  auto it = data_.find(key);
+  size_t held = total_bytes_;
+  if (it == data_.end()) {
+    if (data_.size() >= limits_.max_keys) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("store is full: it holds ", data_.size(), " keys, the limit (max_keys)"));
+    }
+    held += key.size();
+  } else {
+    held -= it->second.size();
+  }
+  if (held + value_bytes > limits_.max_total_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "store is full: ", total_bytes_, " bytes held, this value of ", value_bytes,
+        " bytes would pass the limit of ", limits_.max_total_bytes, " (max_total_bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+void KvStore::PutLocked(const std::string& key, std::string value, std::vector<Completion>* out) {
+  auto [it, inserted] = data_.try_emplace(key);
+  if (inserted) {
+    total_bytes_ += key.size();
+  } else {
+    total_bytes_ -= it->second.size();
+  }
+  total_bytes_ += value.size();
+  it->second = std::move(value);
+  if (inserted) WakeLocked(key, out);
+}
+
+absl::Status KvStore::CheckWaiterRoomLocked() const {
+  if (waiters_.size() >= limits_.max_waiters) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("store has ", waiters_.size(), " waiting calls, the limit (max_waiters)"));
+  }
+  return absl::OkStatus();
 }
 
 bool KvStore::AllExistLocked(const std::vector<std::string>& keys) const {
@@ -23,6 +80,14 @@ KvStore::Completion KvStore::CompleteLocked(uint64_t id, absl::Status status) {
   auto it = waiters_.find(id);
   Waiter w = std::move(it->second);
   waiters_.erase(it);
+  // Forget the waiter in every per-key list, so expired waiters leave nothing behind.
+  for (const std::string& k : w.keys) {
+    auto by_key = waiters_by_key_.find(k);
+    if (by_key == waiters_by_key_.end()) continue;
+    std::vector<uint64_t>& ids = by_key->second;
+    ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+    if (ids.empty()) waiters_by_key_.erase(by_key);
+  }
   if (w.get_done) {
     absl::StatusOr<std::string> result =
         status.ok() ? absl::StatusOr<std::string>(data_[w.keys[0]]) : status;
@@ -34,58 +99,83 @@ KvStore::Completion KvStore::CompleteLocked(uint64_t id, absl::Status status) {
 void KvStore::WakeLocked(const std::string& key, std::vector<Completion>* out) {
   auto it = waiters_by_key_.find(key);
   if (it == waiters_by_key_.end()) return;
-  std::vector<uint64_t> ids = std::move(it->second);
-  waiters_by_key_.erase(it);
+  const std::vector<uint64_t> ids = it->second;  // CompleteLocked edits the list
   for (uint64_t id : ids) {
     auto w = waiters_.find(id);
-    if (w == waiters_.end()) continue;  // already completed or expired
+    if (w == waiters_.end()) continue;
     if (AllExistLocked(w->second.keys)) out->push_back(CompleteLocked(id, absl::OkStatus()));
   }
 }
 
-void KvStore::Set(const std::string& key, std::string value) {
+absl::Status KvStore::Set(const std::string& key, std::string value) {
   std::vector<Completion> done;
   {
+    absl::Status st = CheckKey(key);
+    if (!st.ok()) return st;
     absl::MutexLock lock(&mu_);
-    data_[key] = std::move(value);
-    WakeLocked(key, &done);
+    st = CheckRoomLocked(key, value.size());
+    if (!st.ok()) return st;
+    PutLocked(key, std::move(value), &done);
   }
   Run(done);
+  return absl::OkStatus();
 }
 
 void KvStore::Get(const std::string& key, absl::Time deadline, GetCallback done) {
-  std::string value;
-  {
+  const absl::Status valid = CheckKey(key);
+  absl::StatusOr<std::string> result = absl::UnknownError("unset");
+  if (!valid.ok()) {
+    result = valid;
+  } else {
     absl::MutexLock lock(&mu_);
     auto it = data_.find(key);
-    if (it == data_.end()) {
-      uint64_t id = next_waiter_id_++;
-      waiters_[id] = Waiter{{key}, deadline, std::move(done), nullptr};
-      waiters_by_key_[key].push_back(id);
-      return;
+    if (it != data_.end()) {
+      result = it->second;
+    } else {
+      absl::Status room = CheckWaiterRoomLocked();
+      if (room.ok()) {
+        const uint64_t id = next_waiter_id_++;
+        waiters_[id] = Waiter{{key}, deadline, std::move(done), nullptr};
+        waiters_by_key_[key].push_back(id);
+        return;
+      }
+      result = room;
     }
-    value = it->second;
   }
-  done(std::move(value));
+  done(std::move(result));
 }
 
 void KvStore::Wait(std::vector<std::string> keys, absl::Time deadline, WaitCallback done) {
-  {
+  absl::Status st = keys.empty() ? absl::InvalidArgumentError("store Wait needs at least one key")
+                                 : absl::OkStatus();
+  for (const std::string& k : keys) {
+    if (st.ok()) st = CheckKey(k);
+  }
+  if (st.ok()) {
     absl::MutexLock lock(&mu_);
     if (!AllExistLocked(keys)) {
-      uint64_t id = next_waiter_id_++;
-      for (const std::string& k : keys) {
-        if (data_.find(k) == data_.end()) waiters_by_key_[k].push_back(id);
+      st = CheckWaiterRoomLocked();
+      if (st.ok()) {
+        const uint64_t id = next_waiter_id_++;
+        for (const std::string& k : keys) {
+          if (data_.find(k) == data_.end()) waiters_by_key_[k].push_back(id);
+        }
+        waiters_[id] = Waiter{std::move(keys), deadline, nullptr, std::move(done)};
+        return;
       }
-      waiters_[id] = Waiter{std::move(keys), deadline, nullptr, std::move(done)};
-      return;
     }
   }
-  done(absl::OkStatus());
+  done(st);
 }
 
 absl::StatusOr<int64_t> KvStore::Add(const std::string& key, int64_t delta,
                                      const std::string& request_id) {
+  if (absl::Status st = CheckKey(key); !st.ok()) return st;
+  if (request_id.size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("store Add request_id of ", request_id.size(),
+                                                   " bytes exceeds the limit of ",
+                                                   kMaxRequestIdBytes));
+  }
   std::vector<Completion> done;
   int64_t sum = 0;
   {
@@ -100,8 +190,13 @@ absl::StatusOr<int64_t> KvStore::Add(const std::string& key, int64_t delta,
       return absl::InvalidArgumentError(
           absl::StrCat("store key '", key, "' does not hold an integer"));
     }
-    sum = current + delta;
-    data_[key] = absl::StrCat(sum);
+    if (__builtin_add_overflow(current, delta, &sum)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("store Add on key '", key, "' overflows a 64-bit integer"));
+    }
+    std::string text = absl::StrCat(sum);
+    if (absl::Status st = CheckRoomLocked(key, text.size()); !st.ok()) return st;
+    PutLocked(key, std::move(text), &done);
     if (!request_id.empty()) {
       add_results_[request_id] = sum;
       add_order_.push_back(request_id);
@@ -110,30 +205,26 @@ absl::StatusOr<int64_t> KvStore::Add(const std::string& key, int64_t delta,
         add_order_.pop_front();
       }
     }
-    WakeLocked(key, &done);
   }
   Run(done);
   return sum;
 }
 
-std::string KvStore::CompareSet(const std::string& key, const std::string& expected,
-                                std::string desired) {
+absl::StatusOr<std::string> KvStore::CompareSet(const std::string& key, const std::string& expected,
+                                                std::string desired) {
+  if (absl::Status st = CheckKey(key); !st.ok()) return st;
   std::vector<Completion> done;
   std::string now;
   {
     absl::MutexLock lock(&mu_);
     auto it = data_.find(key);
-    if (it == data_.end()) {
-      if (!expected.empty()) return expected;  // c10d: absent key + non-empty expected
-      data_[key] = desired;
-      now = std::move(desired);
-      WakeLocked(key, &done);
-    } else if (it->second == expected) {
-      it->second = std::move(desired);
-      now = it->second;
-    } else {
-      return it->second;
+    if (it == data_.end() ? !expected.empty() : it->second != expected) {
+      // c10d: an absent key with a non-empty `expected` answers `expected`.
+      return it == data_.end() ? expected : it->second;
     }
+    if (absl::Status st = CheckRoomLocked(key, desired.size()); !st.ok()) return st;
+    now = desired;
+    PutLocked(key, std::move(desired), &done);
   }
   Run(done);
   return now;
@@ -141,7 +232,11 @@ std::string KvStore::CompareSet(const std::string& key, const std::string& expec
 
 bool KvStore::Delete(const std::string& key) {
   absl::MutexLock lock(&mu_);
-  return data_.erase(key) > 0;
+  auto it = data_.find(key);
+  if (it == data_.end()) return false;
+  total_bytes_ -= it->first.size() + it->second.size();
+  data_.erase(it);
+  return true;
 }
 
 bool KvStore::Check(const std::vector<std::string>& keys) const {
@@ -157,6 +252,11 @@ int64_t KvStore::NumKeys() const {
 size_t KvStore::NumWaiters() const {
   absl::ReaderMutexLock lock(&mu_);
   return waiters_.size();
+}
+
+size_t KvStore::TotalBytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return total_bytes_;
 }
 
 void KvStore::ExpireWaiters(absl::Time now) {
@@ -187,7 +287,6 @@ void KvStore::CancelAll(const absl::Status& status) {
     std::vector<uint64_t> ids;
     for (const auto& entry : waiters_) ids.push_back(entry.first);
     for (uint64_t id : ids) done.push_back(CompleteLocked(id, status));
-    waiters_by_key_.clear();
   }
   Run(done);
 }

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   double registration_timeout_s = 300;
   double heartbeat_timeout_s = 10;
   double linger_s = 10;
+  double stall_timeout_s = 0;
+  double stop_timeout_s = 60;
   CLI::App app{"ddp-coordinator: the per-job control plane of slurm-ddp"};
   app.add_option("--world-size", options.world_size, "Number of workers in the job")
       ->required()
@@ -41,6 +43,18 @@ int main(int argc, char** argv) {
                  "worker fails the job. A replacement must register within "
                  "--registration-timeout")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--stall-timeout", stall_timeout_s,
+                 "Seconds a rank may sit in a working phase (data, forward, backward, optimizer) "
+                 "while a peer waits in a collective before it is STALLED: with a restart left "
+                 "(--max-restarts) it is told to exit and replaced, else the job fails naming it; "
+                 "checkpoint, eval and the first step get 10x. 0 (default): "
+                 "max(60 s, 20x the job's median step time)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stop-timeout", stop_timeout_s,
+                 "Seconds a graceful stop may take; then the ranks still running are told to "
+                 "exit and the job ends naming them: STOPPED (exit 3) with a committed "
+                 "checkpoint, else FAILED (exit 1)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--http-port", options.http_port,
                  "HTTP port for the dashboard, /api/status and /metrics (0 = ephemeral, "
                  "-1 = no HTTP); the bound port is published in the dist_file")
@@ -62,6 +76,8 @@ int main(int argc, char** argv) {
   options.registration_timeout = absl::Seconds(registration_timeout_s);
   options.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
   options.linger = absl::Seconds(linger_s);
+  options.stall_timeout = absl::Seconds(stall_timeout_s);
+  options.stop_timeout = absl::Seconds(stop_timeout_s);
   auto process = ddp::CoordinatorProcess::Start(options, ddp::ProcessEnvironment());
   if (!process.ok()) {
     std::cerr << "ddp-coordinator: " << process.status().message() << "\n";

@@ -86,6 +86,7 @@ constexpr std::pair<Command, pb::Command> kCommands[] = {
     {Command::kContinue, pb::CONTINUE},
     {Command::kCheckpointAndStop, pb::CHECKPOINT_AND_STOP},
     {Command::kAbort, pb::ABORT},
+    {Command::kExit, pb::EXIT},
 };
 
 }  // namespace
@@ -163,6 +164,18 @@ void ToProto(const JobStatus& in, pb::JobStatus* out) {
   }
   for (const std::string& e : in.events) out->add_events(e);
   RecoveryToProto(in, out);
+  if (in.stall.present()) {
+    pb::StallReport* st = out->mutable_stall();
+    st->set_rank(in.stall.rank);
+    st->set_phase(ToProto(in.stall.phase));
+    st->set_seconds(in.stall.seconds);
+    st->set_budget_seconds(in.stall.budget_seconds);
+    for (const PhaseCount& c : in.stall.peers) {
+      pb::PhaseCount* p = st->add_peers();
+      p->set_phase(ToProto(c.phase));
+      p->set_ranks(c.ranks);
+    }
+  }
 }
 
 JobStatus FromProto(const pb::JobStatus& in) {
@@ -206,6 +219,15 @@ JobStatus FromProto(const pb::JobStatus& in) {
   }
   s.events.assign(in.events().begin(), in.events().end());
   RecoveryFromProto(in, &s);
+  if (in.has_stall()) {
+    const pb::StallReport& st = in.stall();
+    s.stall.rank = st.rank();
+    s.stall.phase = FromProto(st.phase());
+    s.stall.seconds = st.seconds();
+    s.stall.budget_seconds = st.budget_seconds();
+    for (const pb::PhaseCount& p : st.peers())
+      s.stall.peers.push_back({FromProto(p.phase()), p.ranks()});
+  }
   return s;
 }
 
@@ -317,6 +339,7 @@ void ToProto(const ProgressReport& in, pb::Progress* out) {
   out->set_comm_wait_ms(in.comm_wait_ms);
   out->set_optimizer_ms(in.optimizer_ms);
   out->set_overlap_share(in.overlap_share);
+  out->set_stop_signaled(in.stop_signaled);
 }
 
 ProgressReport FromProto(const pb::Progress& in) {
@@ -336,6 +359,7 @@ ProgressReport FromProto(const pb::Progress& in) {
   p.comm_wait_ms = in.comm_wait_ms();
   p.optimizer_ms = in.optimizer_ms();
   p.overlap_share = in.overlap_share();
+  p.stop_signaled = in.stop_signaled();
   return p;
 }
 
@@ -344,6 +368,7 @@ void ToProto(const HeartbeatReply& in, pb::HeartbeatReply* out) {
   out->set_reason(in.reason);
   if (!in.cause.empty()) ToProto(in.cause, out->mutable_cause());
   out->set_membership_generation(in.membership_generation);
+  out->set_exit_code(in.exit_code);
 }
 
 HeartbeatReply FromProto(const pb::HeartbeatReply& in) {
@@ -352,6 +377,7 @@ HeartbeatReply FromProto(const pb::HeartbeatReply& in) {
   r.reason = in.reason();
   if (in.has_cause()) r.cause = FromProto(in.cause());
   r.membership_generation = in.membership_generation();
+  r.exit_code = in.exit_code();
   return r;
 }
 

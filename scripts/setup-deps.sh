@@ -31,6 +31,7 @@ DEB_PACKAGES=(
   slurm-wlm munge
   prometheus chromium
   procps psmisc curl
+  clang libclang-rt-dev
 )
 
 log() { echo "[setup] $*" >&2; }

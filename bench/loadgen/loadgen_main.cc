@@ -1,15 +1,12 @@
-// ddp-loadgen: N simulated workers (callback-API gRPC, a few threads, not N blocked threads)
-// register, fetch their shard and heartbeat at 1 Hz with simulated training progress.
-//
-// Two modes:
-//   in-process (default): starts a coordinator in this process, prints the time until all N
-//     hold rank + shard (the rendezvous) and GetStatus latency percentiles measured while every
-//     worker heartbeats (bench/loadgen.sh). Server and clients share the CPUs.
-//   external (--dist-file): joins a running ddp-coordinator (its own process, as in production)
-//     and acts as the job's workers: progress advances at --steps-per-second; a worker obeys the
-//     heartbeat's command (CHECKPOINT_AND_STOP: ReportDone CANCELLED; ABORT: exit), and with
-//     --finish every worker reports done after --epochs x --steps-per-epoch steps. Used by
-//     bench/status.sh, the ops tests and the dashboard screenshot.
+// ddp-loadgen: N simulated workers of a running ddp-coordinator (its own process, found through
+// its dist_file), driven through the callback API by a few threads rather than N blocked
+// threads: they register, fetch their shard and heartbeat (every --heartbeat seconds) with
+// simulated training progress advancing at --steps-per-second. A worker obeys the heartbeat's
+// command (CHECKPOINT_AND_STOP: ReportDone CANCELLED; ABORT: exit), and with --finish every
+// worker reports done after --epochs x --steps-per-epoch steps. Workers share --channels
+// connections (default one per 8 workers). Used by bench/status.sh, the ops tests and the
+// dashboard screenshot. Scale measurements with one connection per rank and the coordinator's
+// CPU: ddp-scalebench (bench/loadgen.sh).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -27,9 +24,6 @@
 #include "absl/time/clock.h"
 #include "common/dist_file.h"
 #include "common/mutex_mode.h"
-#include "coordinator/job/job.h"
-#include "coordinator/kv_store.h"
-#include "coordinator/rpc/server.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace pb = ::slurm_ddp::v1;
@@ -41,9 +35,8 @@ struct Flags {
   int workers = 1024;
   int channels = 0;
   int per_node = 8;
-  double status_seconds = 5;
   std::string dist_file;
-  double duration_s = 0;  // external mode: 0 = until the job ends
+  double duration_s = 0;  // 0 = until the job ends
   double steps_per_second = 5;
   int64_t epochs = 3;
   int64_t steps_per_epoch = 100;
@@ -94,38 +87,13 @@ pb::Progress Simulate(const Flags& f, int rank, double elapsed_s) {
 }
 
 int Main(const Flags& f) {
-  const bool external = !f.dist_file.empty();
-  DistFileContents contents;
-  std::unique_ptr<Job> job;
-  KvStore store;
-  std::unique_ptr<CoordinatorServer> server;
-  std::string address;
-  if (external) {
-    auto read = WaitForDistFile(f.dist_file, {"", 0}, absl::Seconds(30));
-    if (!read.ok()) {
-      std::fprintf(stderr, "loadgen: %s\n", std::string(read.status().message()).c_str());
-      return 1;
-    }
-    contents = *read;
-    address = contents.grpc_address;
-  } else {
-    contents = *NewDistFileContents("loadgen", 0, "", 0);
-    JobConfig config;
-    config.job_id = "loadgen";
-    config.nonce = contents.nonce;
-    config.world_size = f.workers;
-    config.heartbeat_timeout = absl::Seconds(30);
-    job = std::make_unique<Job>(config, MonotonicClock::Get());
-    ServerOptions options;
-    options.token = contents.token;
-    auto started = CoordinatorServer::Start(options, job.get(), &store, MonotonicClock::Get());
-    if (!started.ok()) {
-      std::fprintf(stderr, "loadgen: %s\n", std::string(started.status().message()).c_str());
-      return 1;
-    }
-    server = *std::move(started);
-    address = server->address();
+  auto read = WaitForDistFile(f.dist_file, {"", 0}, absl::Seconds(30));
+  if (!read.ok()) {
+    std::fprintf(stderr, "loadgen: %s\n", std::string(read.status().message()).c_str());
+    return 1;
   }
+  const DistFileContents contents = *read;
+  const std::string address = contents.grpc_address;
   const int channels = f.channels > 0 ? f.channels : std::max(1, f.workers / 8);
   const std::string auth = "Bearer " + contents.token;
   std::vector<std::unique_ptr<pb::Coordinator::Stub>> stubs;
@@ -136,7 +104,7 @@ int Main(const Flags& f) {
     stubs.push_back(pb::Coordinator::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
-  // Warm the connections so the measurement is the rendezvous, not TCP setup of idle channels.
+  // Connect every channel (Hello checks the nonce) before the workers register.
   for (auto& stub : stubs) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", auth);
@@ -207,10 +175,8 @@ int Main(const Flags& f) {
     return 1;
   }
   const double rendezvous_s = absl::ToDoubleSeconds(absl::Now() - start);
-  if (external) {
-    std::printf("loadgen: %d workers registered in %.3fs; heartbeating\n", workers, rendezvous_s);
-    std::fflush(stdout);
-  }
+  std::printf("loadgen: %d workers registered in %.3fs; heartbeating\n", workers, rendezvous_s);
+  std::fflush(stdout);
 
   // Heartbeats at 1 Hz from every worker (spread over the second).
   std::atomic<bool> stop{false};
@@ -258,7 +224,7 @@ int Main(const Flags& f) {
           continue;
         }
         pb::Progress progress = Simulate(f, rank, absl::ToDoubleSeconds(absl::Now() - train_start));
-        if (external && f.finish && progress.step() >= total_steps) {
+        if (f.finish && progress.step() >= total_steps) {
           report_done(w, true, 0, "");
           continue;
         }
@@ -269,11 +235,7 @@ int Main(const Flags& f) {
         auto* reply = new pb::HeartbeatReply();
         req->mutable_worker()->set_rank(rank);
         req->mutable_worker()->set_pid(w->register_req.pid());
-        if (external) {
-          *req->mutable_progress() = progress;
-        } else {
-          req->mutable_progress()->set_step(1);
-        }
+        *req->mutable_progress() = progress;
         w->stub->async()->Heartbeat(ctx, req, reply,
                                     [w, ctx, req, reply, &heartbeats](grpc::Status s) {
                                       if (s.ok()) {
@@ -292,53 +254,20 @@ int Main(const Flags& f) {
     }
   });
 
-  if (external) {
-    const absl::Time end =
-        f.duration_s > 0 ? absl::Now() + absl::Seconds(f.duration_s) : absl::InfiniteFuture();
-    while (absl::Now() < end) {
-      int done = 0;
-      for (const auto& w : ws) done += w->done.load() ? 1 : 0;
-      if (done == workers) break;
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    stop = true;
-    beater.join();
-    absl::SleepFor(absl::Milliseconds(500));  // let the last calls land
-    std::printf("loadgen: heartbeats_ok=%lld reported_done=%d aborted=%d errors=%d\n",
-                static_cast<long long>(heartbeats.load()), finished.load(), aborted.load(),
-                errors.load());
-    return errors.load() == 0 ? 0 : 1;
-  }
-
-  // In-process: time GetStatus while every worker heartbeats.
-  std::vector<double> latencies_ms;
-  const absl::Time measure_end = absl::Now() + absl::Seconds(f.status_seconds);
-  while (absl::Now() < measure_end) {
-    grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", auth);
-    pb::GetStatusRequest req;
-    pb::JobStatus reply;
-    const absl::Time t0 = absl::Now();
-    grpc::Status s = stubs[0]->GetStatus(&ctx, req, &reply);
-    if (s.ok()) latencies_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
-    absl::SleepFor(absl::Milliseconds(20));
+  const absl::Time end =
+      f.duration_s > 0 ? absl::Now() + absl::Seconds(f.duration_s) : absl::InfiniteFuture();
+  while (absl::Now() < end) {
+    int done = 0;
+    for (const auto& w : ws) done += w->done.load() ? 1 : 0;
+    if (done == workers) break;
+    absl::SleepFor(absl::Milliseconds(100));
   }
   stop = true;
   beater.join();
-  absl::SleepFor(absl::Milliseconds(300));  // let the last heartbeats land
-  std::sort(latencies_ms.begin(), latencies_ms.end());
-  auto pct = [&](double p) {
-    if (latencies_ms.empty()) return -1.0;
-    return latencies_ms[std::min(
-        latencies_ms.size() - 1,
-        static_cast<size_t>(p * static_cast<double>(latencies_ms.size())))];
-  };
-  std::printf(
-      "workers=%d channels=%d rendezvous_s=%.4f status_p50_ms=%.3f status_p99_ms=%.3f "
-      "status_samples=%zu heartbeats_ok=%lld errors=%d\n",
-      workers, channels, rendezvous_s, pct(0.50), pct(0.99), latencies_ms.size(),
-      static_cast<long long>(heartbeats.load()), errors.load());
-  server->Shutdown(absl::Seconds(1));
+  absl::SleepFor(absl::Milliseconds(500));  // let the last calls land
+  std::printf("loadgen: heartbeats_ok=%lld reported_done=%d aborted=%d errors=%d\n",
+              static_cast<long long>(heartbeats.load()), finished.load(), aborted.load(),
+              errors.load());
   return errors.load() == 0 ? 0 : 1;
 }
 
@@ -348,16 +277,13 @@ int Main(const Flags& f) {
 int main(int argc, char** argv) {
   ddp::UseReleaseMutexMode();
   ddp::Flags f;
-  CLI::App app{"ddp-loadgen: simulated workers against an in-process or a running coordinator"};
+  CLI::App app{"ddp-loadgen: simulated workers of a running coordinator"};
   app.add_option("--workers", f.workers, "Simulated workers")->check(CLI::Range(1, 65536));
   app.add_option("--channels", f.channels, "gRPC connections (default: one per 8 workers)");
   app.add_option("--per-node", f.per_node, "Workers per simulated node")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--status-seconds", f.status_seconds, "In-process: how long to time GetStatus");
-  app.add_option("--dist-file", f.dist_file,
-                 "Join the running coordinator of this dist_file (external mode)");
-  app.add_option("--duration", f.duration_s,
-                 "External: seconds to run (0 = until every worker is done)");
+  app.add_option("--dist-file", f.dist_file, "The running coordinator's dist_file")->required();
+  app.add_option("--duration", f.duration_s, "Seconds to run (0 = until every worker is done)");
   app.add_option("--steps-per-second", f.steps_per_second, "Simulated training speed")
       ->check(CLI::PositiveNumber);
   app.add_option("--epochs", f.epochs, "Simulated epochs")->check(CLI::Range(1, 1000000));
@@ -365,7 +291,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000000));
   app.add_option("--batch-size", f.batch_size, "Simulated per-worker batch")
       ->check(CLI::Range(1, 1000000));
-  app.add_flag("--finish", f.finish, "External: report done after the last step");
+  app.add_flag("--finish", f.finish, "Report done after the last step");
   app.add_option("--lag-rank", f.lag_rank, "This rank trails the others");
   app.add_option("--heartbeat", f.heartbeat_s, "Seconds between heartbeats")
       ->check(CLI::PositiveNumber);

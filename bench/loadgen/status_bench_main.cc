@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "statusbench: %s\n", std::string(file.status().message()).c_str());
     return 1;
   }
-  const std::string auth = "Bearer " + file->token;
+  const std::string auth = "Bearer " + file->view_token;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   auto stub = pb::Coordinator::NewStub(

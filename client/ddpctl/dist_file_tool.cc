@@ -2,7 +2,7 @@
 // for shell scripts, read and verified as workers read it (common/dist_file.h), so no script
 // parses the file itself. Without --field: NAME=VALUE lines (shell-quoted where needed, so
 // `eval` defines them); with --field: the bare value. The token is printed only when asked for
-// (--field token, or --with-token).
+// (--field token / view_token / control_token, or --with-token).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -25,7 +25,7 @@ struct DistFileFlags {
   double wait_s = 0;
 };
 
-// The fields in the file's order; the token last, and only on request.
+// The fields in the file's order; the tokens last, and only on request.
 std::vector<std::pair<std::string, std::string>> Fields(const DistFileContents& c,
                                                         bool with_token) {
   std::vector<std::pair<std::string, std::string>> fields = {
@@ -35,7 +35,11 @@ std::vector<std::pair<std::string, std::string>> Fields(const DistFileContents& 
       {"grpc_address", c.grpc_address},
       {"http_port", absl::StrCat(c.http_port)},
   };
-  if (with_token) fields.emplace_back("token", c.token);
+  if (with_token) {
+    fields.emplace_back("token", c.token);
+    fields.emplace_back("view_token", c.view_token);
+    fields.emplace_back("control_token", c.control_token);
+  }
   return fields;
 }
 
@@ -52,8 +56,8 @@ ToolRun Setup(CLI::App* sub) {
   auto flags = std::make_shared<DistFileFlags>();
   sub->add_option("--field", flags->field,
                   "Print only this field's value: job_id, generation, nonce, grpc_address, "
-                  "http_port, token");
-  sub->add_flag("--with-token", flags->with_token, "Also list the token (a secret)");
+                  "http_port, token, view_token, control_token");
+  sub->add_flag("--with-token", flags->with_token, "Also list the tokens (secrets)");
   sub->add_option("--wait", flags->wait_s,
                   "Seconds to wait for the file to appear (default 0: read once)")
       ->check(CLI::NonNegativeNumber);

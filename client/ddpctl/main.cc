@@ -27,17 +27,20 @@ int Fail(const std::string& message) {
   return kExitFailed;
 }
 
-absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOptions& g) {
+absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOptions& g,
+                                                                TokenRole role) {
   ConnectOptions options;
   options.dist_file = g.dist_file;
   options.address = g.address;
+  options.token_file = g.token_file;
   options.token = g.token;
+  options.role = role;
   options.expected_job_id = g.job_id;
   options.dist_file_timeout = absl::ZeroDuration();  // read once: a missing file is an error
   options.rpc_timeout = absl::Seconds(g.timeout_s);
   if (options.dist_file.empty() && options.address.empty()) {
     return absl::InvalidArgumentError(
-        "no job given: pass --dist-file (or set DDP_DIST_FILE), or --address with --token");
+        "no job given: pass --dist-file (or set DDP_DIST_FILE), or --address with --token-file");
   }
   auto client = OperatorClient::Connect(options);
   if (!client.ok() && absl::IsUnavailable(client.status()) && !options.dist_file.empty()) {
@@ -60,17 +63,22 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.footer(absl::StrCat(
       "Finding the job: --dist-file PATH (or $DDP_DIST_FILE), or --address HOST:PORT with "
-      "--token.\nExit codes (common/exit_codes.h): ",
+      "--token-file FILE (a file of mode 0600 holding a view or control token; status, watch and "
+      "dashboard need the view token, stop the control token).\nExit codes (common/exit_codes.h): ",
       ddp::kExitOk, " success; ", ddp::kExitFailed,
       " error, one line on stderr (no job, unreachable or stale coordinator, wrong token; for "
       "watch: the job FAILED); ",
       ddp::kExitUsage, " usage; ", ddp::kExitResumable,
       " the job stopped after a checkpoint, resumable (watch); ", ddp::kExitTimedOut,
       " timed out waiting for the job to acknowledge (stop). Scripts read them by name: eval "
-       "\"$(ddpctl exit-codes)\".\nEach subcommand has --help."));
+      "\"$(ddpctl exit-codes)\".\nEach subcommand has --help."));
   app.add_option("--dist-file", global.dist_file, "The job's dist_file (default: $DDP_DIST_FILE)");
   app.add_option("--address", global.address, "Coordinator host:port (instead of a dist_file)");
-  app.add_option("--token", global.token, "Bearer token (with --address)");
+  app.add_option("--token-file", global.token_file,
+                 "File holding the bearer token (with --address; mode 0600)");
+  app.add_option("--token", global.token,
+                 "Bearer token (with --address); every user of the node can read it in ps: "
+                 "prefer --token-file");
   app.add_option("--job-id", global.job_id, "Refuse a dist_file that belongs to another job");
   app.add_option("--timeout", global.timeout_s,
                  "Seconds to wait for each call to the coordinator (default 5)")

@@ -33,7 +33,7 @@ ToolRun Setup(CLI::App* sub) {
       kExitOk, " status printed, ", kExitFailed,
       " error (no job, unreachable or stale coordinator, wrong token), ", kExitUsage, " usage."));
   return [flags](const GlobalOptions& global) {
-    auto client = ConnectOperator(global);
+    auto client = ConnectOperator(global, TokenRole::kView);
     if (!client.ok()) return Fail(std::string(client.status().message()));
     auto status = (*client)->GetStatus();
     if (!status.ok()) return Fail(std::string(status.status().message()));

@@ -7,11 +7,45 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/utf8.h"
 
 namespace ddp {
 namespace {
 
-int64_t TotalSteps(const JobStatus& s) { return s.epochs * s.steps_per_epoch; }
+// Steps of the whole run; 0 when unknown (a nonsensical or overflowing epoch count).
+int64_t TotalSteps(const JobStatus& s) {
+  int64_t total = 0;
+  if (s.epochs <= 0 || s.steps_per_epoch <= 0 ||
+      __builtin_mul_overflow(s.epochs, s.steps_per_epoch, &total)) {
+    return 0;
+  }
+  return total;
+}
+
+// What a job, a worker or an operator sent, made safe for a terminal: valid UTF-8 (bad bytes
+// become U+FFFD), line breaks and tabs as spaces, other control characters (C0, DEL, C1: escape
+// sequences) as '?'.
+std::string Printable(absl::string_view raw) {
+  const std::string valid = ToValidUtf8(raw);
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(valid[i]);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out.push_back(' ');
+    } else if (c < 0x20 || c == 0x7f) {
+      out.push_back('?');
+    } else if (c == 0xc2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(valid[i + 1]) <= 0x9f) {
+      out.push_back('?');  // U+0080..U+009F
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
 
 // Failed or lost ranks first, then stalled or lagging ones.
 int Weight(const RankStatus& r, const RankFlags& f) {
@@ -22,10 +56,30 @@ int Weight(const RankStatus& r, const RankFlags& f) {
 
 std::string Flags(const RankFlags& f, const RankStatus& r) {
   std::vector<std::string> parts;
+  if (r.state == RankState::kStalled) {
+    parts.push_back(absl::StrFormat("in %s %.1fs", StepPhaseName(r.phase), r.phase_seconds));
+  }
   if (f.behind_by > 0) parts.push_back(absl::StrCat("behind by ", f.behind_by));
   if (f.silent) parts.push_back(absl::StrFormat("silent %.1fs", r.last_seen_seconds));
   if (parts.empty()) return "";
   return absl::StrCat("<< ", absl::StrJoin(parts, ", "));
+}
+
+// "rank 3 in data for 62.0s (budget 1m0s; peers: 1 in allreduce)".
+std::string StallText(const StallReport& st) {
+  std::vector<std::string> peers;
+  for (const PhaseCount& c : st.peers) {
+    peers.push_back(absl::StrCat(c.ranks, " in ", StepPhaseName(c.phase)));
+  }
+  std::string out =
+      absl::StrFormat("rank %d in %s for %.1fs", st.rank, StepPhaseName(st.phase), st.seconds);
+  std::vector<std::string> notes;
+  if (st.budget_seconds > 0) {
+    notes.push_back(absl::StrCat("budget ", FormatDuration(st.budget_seconds)));
+  }
+  if (!peers.empty()) notes.push_back(absl::StrCat("peers: ", absl::StrJoin(peers, ", ")));
+  if (!notes.empty()) absl::StrAppend(&out, " (", absl::StrJoin(notes, "; "), ")");
+  return out;
 }
 
 }  // namespace
@@ -58,27 +112,28 @@ int ExitCodeForJob(const JobStatus& s) {
 
 std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   std::string out;
+  if (s.stall.present()) absl::StrAppend(&out, "STALLED: ", StallText(s.stall), "\n");
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&out, "FAILED",
                     s.failure.rank >= 0 ? absl::StrCat(": rank ", s.failure.rank) : std::string(),
-                    "\n  cause: ", FailureKindName(s.failure.kind),
-                    "\n  reason: ", s.failure.text.empty() ? "(none given)" : s.failure.text, "\n");
+                    "\n  cause: ", FailureKindName(s.failure.kind), "\n  reason: ",
+                    s.failure.text.empty() ? "(none given)" : Printable(s.failure.text), "\n");
   } else if (s.state == JobState::kStopping || s.state == JobState::kStopped) {
     absl::StrAppend(&out, s.state == JobState::kStopped ? "STOPPED (resumable)" : "STOPPING", ": ",
-                    s.stop_reason, "\n");
+                    Printable(s.stop_reason), "\n");
   } else if (s.state == JobState::kRecovering && !s.lost_ranks.empty()) {
     const LostRank& last = s.lost_ranks.back();
-    absl::StrAppend(&out, "RECOVERING",
-                    last.cause.rank >= 0 ? absl::StrCat(": rank ", last.cause.rank) : std::string(),
-                    " (restart ", s.restarts, " of ", s.max_restarts, ")",
-                    "\n  cause: ", FailureKindName(last.cause.kind),
-                    "\n  reason: ", last.cause.text,
-                    s.stop_reason.empty() ? "" : "\n  then stopping: ", s.stop_reason, "\n");
+    absl::StrAppend(
+        &out, "RECOVERING",
+        last.cause.rank >= 0 ? absl::StrCat(": rank ", last.cause.rank) : std::string(),
+        " (restart ", s.restarts, " of ", s.max_restarts, ")",
+        "\n  cause: ", FailureKindName(last.cause.kind), "\n  reason: ", Printable(last.cause.text),
+        s.stop_reason.empty() ? "" : "\n  then stopping: ", Printable(s.stop_reason), "\n");
   }
-  absl::StrAppend(&out,
-                  absl::StrFormat("job %s  generation %d  %s%s  up %s\n", s.job_id, s.generation,
-                                  JobStateName(s.state), s.finished ? " (finished)" : "",
-                                  FormatDuration(s.uptime_seconds)));
+  absl::StrAppend(
+      &out, absl::StrFormat("job %s  generation %d  %s%s  up %s\n", Printable(s.job_id),
+                            s.generation, JobStateName(s.state), s.finished ? " (finished)" : "",
+                            FormatDuration(s.uptime_seconds)));
   if (s.state == JobState::kRegistering) {
     absl::StrAppend(
         &out,
@@ -113,7 +168,7 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   absl::StrAppend(&out, "\n");
   if (s.checkpoint_epoch >= 0) {
     absl::StrAppend(&out, absl::StrFormat("checkpoint: epoch %d step %d %s\n", s.checkpoint_epoch,
-                                          s.checkpoint_step, s.checkpoint_path));
+                                          s.checkpoint_step, Printable(s.checkpoint_path)));
   }
   if (s.restarts > 0 || !s.lost_ranks.empty()) {
     absl::StrAppend(&out, absl::StrFormat("restarts %d/%d  membership generation %d", s.restarts,
@@ -141,8 +196,8 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
     for (size_t i = 0; i < shown; ++i) {
       const RankStatus& r = *rows[i].first;
       std::string line = absl::StrFormat(
-          "%-5s %-18s %-10d %-9d %-10s %-14s %s", r.rank < 0 ? "-" : absl::StrCat(r.rank), r.host,
-          r.local_rank, r.step, absl::StrFormat("%.1fs", r.last_seen_seconds),
+          "%-5s %-18s %-10d %-9d %-10s %-14s %s", r.rank < 0 ? "-" : absl::StrCat(r.rank),
+          Printable(r.host), r.local_rank, r.step, absl::StrFormat("%.1fs", r.last_seen_seconds),
           RankStateName(r.state), Flags(rows[i].second, r));
       while (!line.empty() && line.back() == ' ') line.pop_back();
       absl::StrAppend(&out, line, "\n");
@@ -156,7 +211,7 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
     absl::StrAppend(&out, "\nrecent events:\n");
     const size_t n = std::min(s.events.size(), static_cast<size_t>(options.events));
     for (size_t i = s.events.size() - n; i < s.events.size(); ++i) {
-      absl::StrAppend(&out, "  ", s.events[i], "\n");
+      absl::StrAppend(&out, "  ", Printable(s.events[i]), "\n");
     }
   }
   return out;
@@ -185,10 +240,11 @@ std::string FormatLine(const JobStatus& s) {
   if (s.restarts > 0) {
     absl::StrAppend(&line, absl::StrFormat(" restarts %d/%d", s.restarts, s.max_restarts));
   }
+  if (s.stall.present()) absl::StrAppend(&line, " stalled: ", StallText(s.stall));
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&line, " failed",
                     s.failure.rank >= 0 ? absl::StrCat(" rank ", s.failure.rank) : std::string(),
-                    " (", FailureKindName(s.failure.kind), "): ", s.failure.text);
+                    " (", FailureKindName(s.failure.kind), "): ", Printable(s.failure.text));
   }
   return line;
 }

@@ -45,7 +45,7 @@ ToolRun Setup(CLI::App* sub) {
       " error (no job, unreachable, job already finished, or it failed while stopping), ",
       kExitUsage, " usage, ", kExitTimedOut, " timed out waiting (the request stands)."));
   return [flags](const GlobalOptions& global) {
-    auto client = ConnectOperator(global);
+    auto client = ConnectOperator(global, TokenRole::kControl);
     if (!client.ok()) return Fail(std::string(client.status().message()));
     const bool graceful = !flags->now;
     const std::string reason = flags->reason.empty() ? std::string("ddpctl stop")

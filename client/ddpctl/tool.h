@@ -19,11 +19,12 @@ namespace ddp {
 
 // Options every subcommand shares (how to find the job).
 struct GlobalOptions {
-  std::string dist_file;  // --dist-file, else $DDP_DIST_FILE
-  std::string address;    // --address host:port (with --token)
-  std::string token;
-  std::string job_id;    // --job-id: refuse a dist_file of another job
-  double timeout_s = 5;  // --timeout: for finding the file and each call
+  std::string dist_file;   // --dist-file, else $DDP_DIST_FILE
+  std::string address;     // --address host:port (with --token-file)
+  std::string token_file;  // --token-file: the token, never on the command line
+  std::string token;       // --token (discouraged: visible to every user of the node)
+  std::string job_id;      // --job-id: refuse a dist_file of another job
+  double timeout_s = 5;    // --timeout: for finding the file and each call
 };
 
 // Returns the process exit code (common/exit_codes.h): kExitOk, kExitFailed (one line on stderr),
@@ -43,8 +44,10 @@ struct ToolRegistrar {
   explicit ToolRegistrar(const Tool& tool) { Tools().push_back(tool); }
 };
 
-// Connects to the job named by `options`; errors are one line.
-absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOptions& options);
+// Connects to the job named by `options`, with the dist_file's token of `role` (kView to look,
+// kControl to stop); errors are one line.
+absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOptions& options,
+                                                                TokenRole role);
 
 // Prints "ddpctl: <message>" on stderr and returns kExitFailed.
 int Fail(const std::string& message);

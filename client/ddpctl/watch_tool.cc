@@ -32,7 +32,7 @@ ToolRun Setup(CLI::App* sub) {
                            " the job FAILED or the coordinator could not be reached / went away, ",
                            kExitUsage, " usage."));
   return [flags](const GlobalOptions& global) {
-    auto client = ConnectOperator(global);
+    auto client = ConnectOperator(global, TokenRole::kView);
     if (!client.ok()) return Fail(std::string(client.status().message()));
     const bool tty = ::isatty(STDOUT_FILENO) == 1;
     ViewOptions view;

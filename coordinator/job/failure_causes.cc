@@ -35,6 +35,10 @@ FailureCause CauseOfWorkerOutcome(int rank, const std::string& who, const absl::
   return {rank, KindOfWorkerOutcome(outcome), absl::StrCat(who, " failed: ", outcome.message())};
 }
 
+FailureCause CauseOfStall(int rank, const std::string& text) {
+  return {rank, FailureKind::kStall, text};
+}
+
 FailureCause CauseOfRegistrationTimeout(absl::Duration timeout, const std::string& missing) {
   return {
       -1, FailureKind::kRegistrationTimeout,

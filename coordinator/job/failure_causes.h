@@ -35,6 +35,10 @@ FailureKind KindOfWorkerOutcome(const absl::Status& outcome);
 // A worker reported `outcome` (not OK, not CANCELLED): "<who> failed: <message>".
 FailureCause CauseOfWorkerOutcome(int rank, const std::string& who, const absl::Status& outcome);
 
+// A rank stalled (stall_rule.h), or held up a graceful stop past its timeout: kStall.
+// `text` names the rank, its phase and its peers (DescribeStall).
+FailureCause CauseOfStall(int rank, const std::string& text);
+
 // The registration deadline passed; `missing` names who never came.
 FailureCause CauseOfRegistrationTimeout(absl::Duration timeout, const std::string& missing);
 

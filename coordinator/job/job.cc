@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/exit_codes.h"
 #include "coordinator/job/failure_causes.h"
 #include "coordinator/job/status_view.h"
 
@@ -20,7 +22,10 @@ Job::Job(JobConfig config, const Clock* clock)
       liveness_(config_.heartbeat_timeout, config_.suspend_threshold, start_),
       shards_(config_.world_size),
       events_(start_, config_.max_events, config_.log),
-      recovery_(config_.max_restarts, config_.recovery_timeout, start_) {}
+      recovery_(config_.max_restarts, config_.recovery_timeout, start_),
+      stall_rule_(config_.stall),
+      pace_(config_.world_size),
+      judged_since_(start_) {}
 
 void Job::EventLocked(const std::string& line, Completions* out) {
   events_.Add(clock_->Now(), line, out);
@@ -29,7 +34,12 @@ void Job::EventLocked(const std::string& line, Completions* out) {
 }
 
 void Job::StateChangedLocked(const std::string& why, Completions* out) {
-  command_.store(lifecycle_.command(), std::memory_order_release);
+  if (lifecycle_.state() == JobState::kStopping && stopping_since_ == absl::InfiniteFuture()) {
+    stopping_since_ = clock_->Now();
+  }
+  // Once ranks were told to exit (EndStopLocked), that stays the command.
+  command_.store(exit_reason_.empty() ? lifecycle_.command() : Command::kExit,
+                 std::memory_order_release);
   EventLocked(absl::StrCat("job ", JobStateName(lifecycle_.state()), why.empty() ? "" : ": ", why),
               out);
 }
@@ -111,13 +121,33 @@ absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressR
   HeartbeatReply reply;
   reply.command = command_.load(std::memory_order_acquire);
   reply.membership_generation = announced_generation_.load(std::memory_order_acquire);
-  liveness_.Beat(rank, progress, clock_->Now(), reply.command == Command::kAbort);
+  if (progress.stop_signaled && reply.command == Command::kContinue) {
+    StopSignaled(rank);
+    reply.command = command_.load(std::memory_order_acquire);
+  }
+  bool told_to_exit = false;  // this rank alone (a stall, with a restart left)
+  if (reply.command != Command::kExit && exit_orders_pending_.load(std::memory_order_acquire) > 0) {
+    absl::ReaderMutexLock lock(&mu_);
+    const auto it = exit_orders_.find(rank);
+    if (it != exit_orders_.end() && it->second.pid == pid) {
+      told_to_exit = true;
+      reply.command = Command::kExit;
+      reply.exit_code = kExitFailed;  // its launcher reports it lost and starts it again
+      reply.reason = it->second.reason;
+    }
+  }
+  liveness_.Beat(rank, progress, clock_->Now(),
+                 reply.command == Command::kAbort || reply.command == Command::kExit);
   version_.fetch_add(1, std::memory_order_acq_rel);
-  if (reply.command != Command::kContinue) {
+  if (reply.command != Command::kContinue && !told_to_exit) {
     absl::ReaderMutexLock lock(&mu_);
     if (reply.command == Command::kAbort) {
       reply.cause = lifecycle_.failure();
       reply.reason = reply.cause.text;
+    } else if (reply.command == Command::kExit) {
+      reply.cause = lifecycle_.failure();
+      reply.exit_code = exit_code_;
+      reply.reason = exit_reason_;
     } else {
       reply.reason = absl::StrCat("checkpoint and stop: ", lifecycle_.stop_reason());
     }
@@ -205,6 +235,9 @@ absl::Status Job::Stop(bool graceful, const std::string& reason) {
 
 void Job::SuspendedLocked(absl::Duration gap, Completions* out) {
   if (lifecycle_.state() == JobState::kRegistering) registration_suspended_ += gap;
+  // Phase times and the stop's age include the gap: neither may count it against a rank.
+  judged_since_ = clock_->Now();
+  if (stopping_since_ != absl::InfiniteFuture()) stopping_since_ += gap;
   EventLocked(absl::StrCat("coordinator was not running for ", SecondsText(gap),
                            " (job suspended or stopped, or host paused); that time does not count "
                            "against heartbeats"),
@@ -233,6 +266,16 @@ void Job::Tick() {
       if (FinishedLocked()) break;
     }
     TickRecoveryLocked(now, &out);
+    // While a new membership generation forms, phases are stale: no rank is judged.
+    if (!FinishedLocked() && lifecycle_.state() != JobState::kRecovering) {
+      JudgeStallsLocked(now, &out);
+    }
+    if (lifecycle_.state() == JobState::kStopping && now - stopping_since_ > config_.stop_timeout) {
+      EndStopLocked(StallRule::Holdouts(RankViewsLocked(now, nullptr)),
+                    absl::StrCat("graceful stop not completed within ",
+                                 absl::FormatDuration(config_.stop_timeout)),
+                    &out);
+    }
   }
 }
 
@@ -250,6 +293,7 @@ JobStatus Job::Status() const {
   s.uptime_seconds = absl::ToDoubleSeconds(now - start_);
   s.failure = lifecycle_.failure();
   s.stop_reason = lifecycle_.stop_reason();
+  if (!stop_note_.empty()) absl::StrAppend(&s.stop_reason, "; ", stop_note_);
   if (const CommittedCheckpoint* c = checkpoints_.latest()) {
     s.checkpoint_epoch = c->epoch;
     s.checkpoint_step = c->step;
@@ -274,6 +318,16 @@ JobStatus Job::Status() const {
                       absl::ToDoubleSeconds(now - running_since_), &s);
   } else {
     for (const WorkerIdentity& w : membership_.Registered()) s.ranks.push_back(RegisteredRow(w));
+  }
+  for (const Stall& st : stalls_) {
+    if (st.rank < 0 || static_cast<size_t>(st.rank) >= s.ranks.size()) continue;
+    RankStatus& row = s.ranks[static_cast<size_t>(st.rank)];
+    if (!IsFinal(row.state)) row.state = RankState::kStalled;
+  }
+  if (!stalls_.empty()) {
+    const Stall& st = stalls_.front();
+    s.stall = {st.rank, st.phase, absl::ToDoubleSeconds(st.in_phase),
+               absl::ToDoubleSeconds(st.budget), st.peers};
   }
   s.events = events_.Recent();
   return s;

@@ -6,11 +6,13 @@
 //   lifecycle.h        the state machine, the typed failure cause, stop reason, exit code
 //   recovery.h         the restart budget, the recovery in progress, the lost ranks
 //   failure_causes.h   how each observation becomes a FailureCause
+//   stall_rule.h       which ranks are stuck while their peers wait (step_pace.h: the pace)
 //   event_log.h        the bounded event list (and the log sink)
 //   status_view.h      the JobStatus composed from the parts
 // Pure domain logic: no gRPC, no threads of its own; callers validate what they pass in
 // (coordinator/rpc/validation.h). Time comes from the injected Clock; the server calls Tick()
-// periodically to detect lost ranks and the registration deadline. (Named Job because
+// periodically to detect lost ranks, stalled ranks, the registration deadline and a stop that
+// did not complete in time. (Named Job because
 // common/job_status.h already calls the state enum JobState.)
 //
 // Registration waits without a thread: Register and Rejoin take a callback that runs once the
@@ -32,6 +34,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -48,6 +51,8 @@
 #include "coordinator/job/membership.h"
 #include "coordinator/job/recovery.h"
 #include "coordinator/job/shard_ledger.h"
+#include "coordinator/job/stall_rule.h"
+#include "coordinator/job/step_pace.h"
 
 namespace ddp {
 
@@ -70,6 +75,13 @@ struct JobConfig {
   // long a recovery may take before the job fails naming who is missing.
   int max_restarts = 0;
   absl::Duration recovery_timeout = absl::Seconds(120);
+  // The stall rule's budgets (stall_rule.h; --stall-timeout). A stalled rank fails the job
+  // (kind kStall) while no restart is left; during a graceful stop it ends the stop at once.
+  StallOptions stall;
+  // A graceful stop not completed this long after it was asked for ends the job (--stop-timeout):
+  // STOPPED when a checkpoint was committed, else FAILED naming the rank(s) holding it up; every
+  // rank still running gets Command::kExit with the job's exit code.
+  absl::Duration stop_timeout = absl::Seconds(60);
   size_t max_events = 200;
   // Receives one line per registration and state change (may be empty).
   std::function<void(const std::string&)> log;
@@ -89,7 +101,8 @@ class Job {
   void Register(const WorkerIdentity& who, RegisterCallback done);
 
   absl::StatusOr<ShardAssignment> GetShard(int rank, int pid, const ShardRequest& request);
-  // With kAbort, the reply carries the job's FailureCause.
+  // With kAbort, the reply carries the job's FailureCause; with kExit, the exit code. A report
+  // with stop_signaled starts a graceful stop while the job runs.
   absl::StatusOr<HeartbeatReply> Heartbeat(int rank, int pid, const ProgressReport& progress);
   absl::Status CommitCheckpoint(int rank, int pid, const CommittedCheckpoint& checkpoint);
   // `outcome` OK: the rank finished. CANCELLED: the rank checkpointed and stopped (after a
@@ -112,9 +125,11 @@ class Job {
   // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
   absl::Status Stop(bool graceful, const std::string& reason);
 
-  // Detects lost ranks, the registration and recovery deadlines, and a rejoin that waited in
-  // vain for a loss. Call periodically.
+  // Detects lost ranks, stalled ranks (at most every kStallCheckPeriod), the registration and
+  // recovery deadlines, a rejoin that waited in vain for a loss, and an overdue stop. Call
+  // periodically.
   void Tick();
+  static constexpr absl::Duration kStallCheckPeriod = absl::Milliseconds(500);
 
   JobStatus Status() const;
   bool Finished() const;
@@ -154,6 +169,22 @@ class Job {
   void EventLocked(const std::string& line, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RankFinishedLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SuspendedLocked(absl::Duration gap, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A heartbeat said its worker received a stop signal: a graceful stop while running.
+  void StopSignaled(int rank) ABSL_LOCKS_EXCLUDED(mu_);
+  // Observes the pace and applies the stall rule (stall_rule.h); acts on a stall.
+  void JudgeStallsLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Each rank as the stall rule sees it; with `pace`, feeds it the ranks' steps.
+  std::vector<RankView> RankViewsLocked(absl::Time now, StepPace* pace)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With a restart left: `rank` (stalled) gets kExit in its heartbeat replies, with `why`.
+  void OrderExitLocked(int rank, const std::string& why, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new membership generation is complete: no rank of it is told to exit.
+  void ClearExitOrdersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a graceful stop that cannot complete, naming `holdouts` (what = why it ends now):
+  // STOPPED with a committed checkpoint, else FAILED; then every running rank gets kExit.
+  void EndStopLocked(const std::vector<Stall>& holdouts, const std::string& what, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool FinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const JobConfig config_;
@@ -178,6 +209,27 @@ class Job {
   absl::Time early_rejoin_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::string early_rejoin_who_ ABSL_GUARDED_BY(mu_);
   std::string early_rejoin_what_ ABSL_GUARDED_BY(mu_);
+
+  const StallRule stall_rule_;
+  StepPace pace_ ABSL_GUARDED_BY(mu_);
+  std::vector<Stall> stalls_ ABSL_GUARDED_BY(mu_);  // as last judged (kept once finished)
+  absl::Time next_stall_check_ ABSL_GUARDED_BY(mu_);
+  // Time in a phase before this counts for nothing (the coordinator was not running before it).
+  absl::Time judged_since_ ABSL_GUARDED_BY(mu_);
+  absl::Time stopping_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  std::string stop_note_ ABSL_GUARDED_BY(mu_);  // how a graceful stop that could not complete ended
+  // Set when ranks are told to exit (kExit replies carry both); the command stays kExit.
+  std::string exit_reason_ ABSL_GUARDED_BY(mu_);
+  int exit_code_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Stalled ranks told to exit so that their launchers replace them (with a restart left), by
+  // rank: the worker's pid (a replacement is not told) and why. The count is read without mu_.
+  struct ExitOrder {
+    int pid = 0;
+    std::string reason;
+  };
+  absl::flat_hash_map<int, ExitOrder> exit_orders_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> exit_orders_pending_{0};
 
   // The command every heartbeat reply carries (mirrors lifecycle_; written under mu_).
   std::atomic<Command> command_{Command::kContinue};

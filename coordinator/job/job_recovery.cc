@@ -121,6 +121,11 @@ void Job::CompleteRecoveryLocked(Completions* out) {
   recovery_.End(now, revived);
   shards_.Reset();
   early_rejoin_at_ = absl::InfiniteFuture();
+  ClearExitOrdersLocked();
+  // The stall rule counts time in a phase from here: the new generation's rendezvous and state
+  // sync are not a stall.
+  judged_since_ = now;
+  stalls_.clear();
   lifecycle_.EndRecovery();
   AnnounceGenerationLocked();
   StateChangedLocked(

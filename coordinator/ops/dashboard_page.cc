@@ -108,12 +108,15 @@ function render(s){
     al.innerHTML="<b>Recovering"+(l.rank!==null?" \u2014 rank "+l.rank:"")+" ("+esc(l.cause)+"), restart "+s.restarts+" of "+s.max_restarts+":</b> "+esc(l.text);}
   else al.style.display="none";
   if(s.restarts>0)$("gen").textContent+=` \u00b7 restarts ${s.restarts}/${s.max_restarts}`+(s.last_recovery_seconds!==null?` \u00b7 last recovery ${s.last_recovery_seconds.toFixed(1)}s`:"");
+  if(s.stall&&s.state!=="FAILED"){al.style.display="block";al.style.borderColor="var(--bad)";
+    al.innerHTML="<b>Stalled \u2014 rank "+s.stall.rank+"</b> in "+esc(s.stall.phase)+" for "+fmt(s.stall.seconds,1)+"s (peers: "+esc(Object.entries(s.stall.peers).map(([p,n])=>n+" in "+p).join(", "))+")"+(s.state==="STOPPING"?" \u00b7 stopping: "+esc(s.stop_reason):"");}
   const med=median(s.ranks.filter(r=>!TERMINAL.has(r.state)).map(r=>r.step));
   const rows=s.ranks.map(r=>({r,f:flags(r,med)}));
-  rows.sort((a,b)=>(b.f.length+(b.r.state==="failed"||b.r.state==="lost"?10:0))-(a.f.length+(a.r.state==="failed"||a.r.state==="lost"?10:0))||a.r.rank-b.r.rank);
+  const W=x=>x.f.length+(x.r.state==="failed"||x.r.state==="lost"?10:x.r.state==="stalled"?5:0);
+  rows.sort((a,b)=>W(b)-W(a)||a.r.rank-b.r.rank);
   const html=[];
   for(const {r,f} of rows.slice(0,MAX_ROWS)){
-    const cls=(r.state==="failed"||r.state==="lost")?"bad":f.length?"lag":"";
+    const cls=(r.state==="failed"||r.state==="lost"||r.state==="stalled")?"bad":f.length?"lag":"";
     html.push(`<tr class="${cls}" data-rank="${r.rank}"><td>${r.rank}</td><td>${esc(r.host)}</td><td>${r.local_rank}</td><td>${esc(r.state)}</td><td>${r.epoch}</td><td>${r.step}</td><td>${fmt(r.loss,4)}</td><td>${fmt(r.samples_per_second,1)}</td><td>${r.last_seen_seconds.toFixed(1)}s</td><td>${esc(f.join(", "))}</td></tr>`);}
   $("rank-rows").innerHTML=html.join("");
   const lag=rows.filter(x=>x.f.length).length;

@@ -14,42 +14,40 @@
 namespace ddp {
 namespace {
 
-// True when `req` carries the token (header or query parameter).
-bool Authorized(const httplib::Request& req, const std::string& token) {
+// True when `req` carries a view or control token (header or query parameter).
+bool Authorized(const httplib::Request& req, const Authenticator& auth) {
   const std::string header = req.get_header_value("Authorization");
-  if (!header.empty() && ConstantTimeEquals(header, "Bearer " + token)) return true;
-  if (req.has_param("token") && ConstantTimeEquals(req.get_param_value("token"), token)) {
-    return true;
+  Role role = header.empty() ? Role::kNone : auth.RoleOf(header);
+  if (role == Role::kNone && req.has_param("token")) {
+    role = auth.RoleOfToken(req.get_param_value("token"));
   }
-  return false;
+  return (Roles(role) & kViewRoles) != 0;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOptions& options,
+                                                                  const Authenticator* auth,
                                                                   StatusCache* cache,
                                                                   History* history,
                                                                   RpcMetrics* metrics) {
-  if (options.token.empty()) return absl::InvalidArgumentError("the HTTP endpoint needs a token");
   std::unique_ptr<HttpEndpoint> e(new HttpEndpoint());
-  e->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& svr = *e->server_;
-  const int threads = std::max(1, options.threads);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  HttpLimits limits = options.limits;
+  limits.threads = static_cast<size_t>(std::max(1, options.threads));
+  e->server_ = std::make_unique<GuardedHttpServer>(
+      limits, [metrics](int status) { metrics->RecordHttp("refused", status); });
+  GuardedHttpServer& svr = *e->server_;
   // Without TCP_NODELAY a small reply waits for the client's delayed ACK (Nagle): ~40 ms for
   // a small job's /api/status instead of about one.
   svr.set_tcp_nodelay(true);
-  svr.set_keep_alive_max_count(10000);
-  svr.set_keep_alive_timeout(2);
   svr.set_read_timeout(5);
   svr.set_write_timeout(5);
   svr.set_payload_max_length(64 * 1024);
 
-  const std::string token = options.token;
   // Wraps a handler with the token check and request counting.
-  auto guarded = [token, metrics](const char* path, auto handler) {
-    return [token, metrics, path, handler](const httplib::Request& req, httplib::Response& res) {
-      if (!Authorized(req, token)) {
+  auto guarded = [auth, metrics](const char* path, auto handler) {
+    return [auth, metrics, path, handler](const httplib::Request& req, httplib::Response& res) {
+      if (!Authorized(req, *auth)) {
         res.status = 401;
         res.set_header("WWW-Authenticate", "Bearer realm=\"slurm-ddp\"");
         res.set_content("401 unauthorized: pass Authorization: Bearer <token> or ?token=<token>\n",
@@ -104,6 +102,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOpti
     }
     e->port_ = options.port;
   }
+  e->server_->WidenBacklog(128);
   e->thread_ = std::thread([raw = e->server_.get()] { raw->listen_after_bind(); });
   return e;
 }

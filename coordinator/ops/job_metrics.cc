@@ -64,6 +64,19 @@ void RenderJobMetrics(const JobStatus& s, std::string* out) {
                   s.last_recovery_seconds);
   AppendPromGauge(out, "ddp_membership_generation", "The coordinator's rank-table generation",
                   static_cast<double>(s.membership_generation));
+  AppendPromGauge(out, "ddp_stalled_rank",
+                  "The rank stalled longest (stuck in a working phase while peers wait; -1 none)",
+                  s.stall.present() ? s.stall.rank : -1);
+  AppendPromGauge(out, "ddp_stall_seconds",
+                  "Seconds the stalled rank has been in its phase (0 none)",
+                  s.stall.present() ? s.stall.seconds : 0.0);
+  AppendPromHeader(out, "ddp_rank_phase_seconds", "gauge",
+                   "Seconds each rank has been in its step phase, labelled with the phase");
+  for (const RankStatus& r : s.ranks) {
+    if (r.rank < 0 || r.phase == StepPhase::kNone) continue;
+    absl::StrAppend(out, "ddp_rank_phase_seconds{rank=\"", r.rank, "\",phase=\"",
+                    StepPhaseName(r.phase), "\"} ", PromValue(r.phase_seconds), "\n");
+  }
   AppendPromHeader(out, "ddp_rank_step", "gauge", "Global step reported by each rank");
   for (const RankStatus& r : s.ranks) {
     if (r.rank < 0) continue;

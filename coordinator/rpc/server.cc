@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
@@ -42,7 +43,7 @@ std::string DefaultListenHost() {
 
 CoordinatorServer::CoordinatorServer(Job* job, KvStore* store, const Clock* clock,
                                      const ServerOptions& options)
-    : job_(job), store_(store), clock_(clock), tick_(options.tick), auth_(options.token) {
+    : job_(job), store_(store), clock_(clock), tick_(options.tick) {
   std::vector<std::string> methods;
   const auto* service = slurm_ddp::v1::HelloRequest::descriptor()->file()->service(0);
   for (int i = 0; i < service->method_count(); ++i) methods.push_back(service->method(i)->name());
@@ -54,17 +55,29 @@ CoordinatorServer::CoordinatorServer(Job* job, KvStore* store, const Clock* cloc
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const ServerOptions& options, Job* job, KvStore* store, const Clock* clock) {
-  if (options.token.empty()) return absl::InvalidArgumentError("the server needs a token");
+  absl::StatusOr<Authenticator> auth = Authenticator::Create(options.tokens);
+  if (!auth.ok()) return auth.status();
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(job, store, clock, options));
-  s->service_ = std::make_unique<CoordinatorService>(job, store, &s->auth_, s->cache_.get(), clock,
-                                                     options.log);
+  s->auth_ = std::make_unique<Authenticator>(*std::move(auth));
+  s->refusals_ = std::make_unique<RefusalLog>(clock, options.refusal_log_interval, options.log);
+  const size_t max_calls = options.max_calls > 0
+                               ? options.max_calls
+                               : 16 * static_cast<size_t>(job->config().world_size) + 1024;
+  s->gate_ = std::make_unique<CallGate>(s->auth_.get(), s->refusals_.get(), max_calls);
+  s->service_ =
+      std::make_unique<CoordinatorService>(job, store, s->gate_.get(), s->cache_.get(), clock);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBytes));
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, options.max_header_bytes);
+  grpc::ResourceQuota quota("ddp-coordinator");
+  quota.Resize(options.memory_quota_bytes);
+  builder.SetResourceQuota(quota);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
@@ -86,6 +99,7 @@ void CoordinatorServer::TickLoop() {
     cache_->Refresh();
     history_->Add(cache_->Get()->status);
     service_->PollWatchers();
+    refusals_->Flush();
   }
 }
 

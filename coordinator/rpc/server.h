@@ -1,9 +1,15 @@
 // The coordinator's gRPC server: owns the grpc::Server (health checking and reflection on), the
-// service, the status snapshots (StatusCache), the chart history, the RPC metrics, and a ticker
-// thread that drives Job::Tick (liveness, registration deadline), KvStore::ExpireWaiters,
-// snapshot refresh, history sampling and status watchers. Job and KvStore are owned by the
-// caller. The HTTP endpoint (coordinator/ops/http_endpoint.h) is started beside this server on its
-// status_cache(), history() and metrics().
+// service, the token check by role and the call gate (auth.h, call_gate.h), the refusal log, the
+// status snapshots (StatusCache), the chart history, the RPC metrics, and a ticker thread that
+// drives Job::Tick (liveness, registration deadline), KvStore::ExpireWaiters, snapshot refresh,
+// history sampling, status watchers and the refusal log's summaries. Job and KvStore are owned
+// by the caller. The HTTP endpoint (coordinator/ops/http_endpoint.h) is started beside this
+// server on its status_cache(), history(), metrics() and authenticator().
+//
+// Untrusted bytes cost little: a call is refused on its headers, before its body is read
+// (unary_call.h); requests are bounded (kMaxRequestBytes, and per method); so are the calls in
+// flight, the HTTP/2 streams per connection, the header size, and the memory gRPC's transport
+// may hold (a grpc::ResourceQuota).
 //
 // Thread safety: Start/Shutdown/destructor from one owning thread; port() and address() anywhere.
 #ifndef SLURM_DDP_COORDINATOR_RPC_SERVER_H_
@@ -24,6 +30,8 @@
 #include "coordinator/ops/rpc_metrics.h"
 #include "coordinator/ops/status_cache.h"
 #include "coordinator/rpc/auth.h"
+#include "coordinator/rpc/call_gate.h"
+#include "coordinator/rpc/refusal_log.h"
 
 namespace grpc {
 class Server;
@@ -35,7 +43,7 @@ class CoordinatorService;
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free port
-  std::string token;                   // bearer token every RPC must carry
+  RoleTokens tokens;                   // the worker, view and control tokens (all required)
   absl::Duration tick = absl::Milliseconds(50);
   // Status snapshots are rebuilt at most this often (readers see progress at most this old).
   absl::Duration status_max_age = absl::Milliseconds(200);
@@ -43,6 +51,14 @@ struct ServerOptions {
   absl::Duration history_interval = absl::Seconds(1);
   size_t history_capacity = 720;
   std::function<void(const std::string&)> log;  // refused calls etc. (may be empty)
+  // Refused calls are summarized in the log at most this often.
+  absl::Duration refusal_log_interval = absl::Seconds(1);
+  // Calls in flight, parked ones included; 0: 16 per rank of the job plus 1024.
+  size_t max_calls = 0;
+  int max_streams_per_connection = 100;
+  int max_header_bytes = 16 * 1024;
+  // Memory gRPC's transport may hold (read buffers, queued frames), a soft bound.
+  size_t memory_quota_bytes = size_t{128} << 20;
 };
 
 class CoordinatorServer {
@@ -62,6 +78,9 @@ class CoordinatorServer {
   StatusCache& status_cache() { return *cache_; }
   History& history() { return *history_; }
   RpcMetrics& metrics() { return *metrics_; }
+  const Authenticator& authenticator() const { return *auth_; }
+  RefusalLog& refusals() { return *refusals_; }
+  const CallGate& gate() const { return *gate_; }
   // Tells clients (Hello) where the HTTP endpoint listens.
   void SetHttpPort(int port);
 
@@ -76,7 +95,9 @@ class CoordinatorServer {
   KvStore* const store_;
   const Clock* const clock_;
   const absl::Duration tick_;
-  TokenChecker auth_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<RefusalLog> refusals_;
+  std::unique_ptr<CallGate> gate_;
   std::unique_ptr<RpcMetrics> metrics_;
   std::unique_ptr<StatusCache> cache_;
   std::unique_ptr<History> history_;

@@ -1,13 +1,15 @@
 #include "coordinator/rpc/service.h"
 
-#include <algorithm>
+#include <grpcpp/impl/codegen/server_callback_handlers.h>
+#include <grpcpp/impl/rpc_service_method.h>
+
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/rpc/status_watcher.h"
 #include "coordinator/rpc/validation.h"
 #include "proto/convert.h"
+#include "proto/coordinator.grpc.pb.h"
 
 namespace ddp {
 
@@ -15,12 +17,12 @@ namespace pb = ::slurm_ddp::v1;
 
 namespace {
 
-// Finishes the default reactor of `ctx` with `status`.
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpc(status));
-  return reactor;
-}
+using Done = std::function<void(const absl::Status&)>;
+
+constexpr size_t kSmall = 1024;         // requests of a few scalar fields
+constexpr size_t kIdentity = 4 * 1024;  // a host name, a nonce and scalars
+constexpr size_t kKeyed = 8 * 1024;     // one key (or a path) and scalars
+constexpr size_t kMessage = 64 * 1024;  // a free-text message (clamped to kMaxReasonBytes)
 
 absl::Duration StoreTimeout(int64_t timeout_ms) {
   return timeout_ms == 0 ? absl::Seconds(300) : absl::Milliseconds(timeout_ms);
@@ -28,17 +30,255 @@ absl::Duration StoreTimeout(int64_t timeout_ms) {
 
 }  // namespace
 
-CoordinatorService::CoordinatorService(Job* job, KvStore* store, const TokenChecker* auth,
-                                       StatusCache* cache, const Clock* clock,
-                                       std::function<void(const std::string&)> log)
-    : job_(job), store_(store), auth_(auth), cache_(cache), clock_(clock), log_(std::move(log)) {}
+CoordinatorService::CoordinatorService(Job* job, KvStore* store, CallGate* gate, StatusCache* cache,
+                                       const Clock* clock)
+    : job_(job), store_(store), gate_(gate), cache_(cache), clock_(clock) {
+  AddOperatorMethods();
+  AddWorkerMethods();
+  AddStoreMethods();
+  AddWatchStatus();
+}
 
-grpc::ServerUnaryReactor* CoordinatorService::Refuse(grpc::CallbackServerContext* ctx,
-                                                     const char* method) {
-  absl::Status st = auth_->Check(*ctx);
-  if (st.ok()) return nullptr;
-  if (log_) log_(absl::StrCat("refused ", method, " from ", ctx->peer(), ": ", st.message()));
-  return Reply(ctx, st);
+void CoordinatorService::Register(const std::string& name, grpc::internal::MethodHandler* handler) {
+  paths_.push_back(absl::StrCat("/", pb::Coordinator::service_full_name(), "/", name));
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      paths_.back().c_str(), grpc::internal::RpcMethod::BIDI_STREAMING, nullptr));
+  MarkMethodRawCallback(static_cast<int>(names_.size()), handler);
+  names_.push_back(name);
+}
+
+void CoordinatorService::AddUnary(const std::string& name, RoleMask roles, size_t max_request_bytes,
+                                  UnaryCall::Body body) {
+  // The per-method bound is checked on the request's size before it is parsed.
+  UnaryCall::Body bounded = [name, max_request_bytes, body = std::move(body)](
+                                const CallInfo& call, grpc::ByteBuffer* request,
+                                UnaryCall::Reply reply) {
+    if (request->Length() > max_request_bytes) {
+      reply(absl::ResourceExhaustedError(absl::StrCat(name, " request of ", request->Length(),
+                                                      " bytes exceeds its limit of ",
+                                                      max_request_bytes)),
+            grpc::ByteBuffer());
+      return;
+    }
+    body(call, request, std::move(reply));
+  };
+  methods_.push_back(UnaryCall::Method{name, roles, std::move(bounded)});
+  const UnaryCall::Method* method = &methods_.back();
+  Register(name, new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+                     [this, method](grpc::CallbackServerContext* ctx) {
+                       return new UnaryCall(ctx, method, gate_);
+                     }));
+}
+
+void CoordinatorService::AddWatchStatus() {
+  Register("WatchStatus",
+           new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+               [this](grpc::CallbackServerContext* ctx) {
+                 return new StatusWatcher(
+                     ctx, gate_, [this](StatusWatcher* w) { AddWatcher(w); },
+                     [this](StatusWatcher* w) { RemoveWatcher(w); });
+               }));
+}
+
+void CoordinatorService::AddOperatorMethods() {
+  AddUnary("Hello", kAnyRole, kSmall,
+           [this](const CallInfo& call, grpc::ByteBuffer* bytes, UnaryCall::Reply reply) {
+             pb::HelloRequest req;
+             absl::Status st = ParseRequest("Hello", bytes, &req);
+             const JobConfig& config = job_->config();
+             // An empty nonce comes from a client given an address and token (no dist_file).
+             if (st.ok() && !config.nonce.empty() && !req.nonce().empty() &&
+                 req.nonce() != config.nonce) {
+               st = absl::FailedPreconditionError(
+                   "nonce mismatch: the dist_file is stale (another coordinator start)");
+             }
+             if (!st.ok()) return reply(st, grpc::ByteBuffer());
+             pb::HelloReply resp;
+             resp.set_job_id(config.job_id);
+             resp.set_generation(config.generation);
+             resp.set_world_size(config.world_size);
+             resp.set_http_port(http_port_.load(std::memory_order_relaxed));
+             if (call.role == Role::kView || call.role == Role::kControl) {
+               resp.set_view_token(gate_->auth().view_token());
+             }
+             reply(absl::OkStatus(), SerializeReply(resp));
+           });
+  AddUnary("GetStatus", kViewRoles, kSmall,
+           [this](const CallInfo&, grpc::ByteBuffer*, UnaryCall::Reply reply) {
+             std::shared_ptr<const StatusSnapshot> snapshot = cache_->Get();
+             grpc::Slice slice(snapshot->proto_bytes);
+             reply(absl::OkStatus(), grpc::ByteBuffer(&slice, 1));
+           });
+  AddUnary("Stop", kControlRoles, kMessage,
+           Typed<pb::StopRequest, pb::StopReply>(
+               "Stop", [this](const pb::StopRequest& req, pb::StopReply* resp, Done done) {
+                 absl::Status st =
+                     job_->Stop(req.mode() == pb::StopRequest::GRACEFUL, ClampReason(req.reason()));
+                 resp->set_state(ToProto(cache_->Get()->status.state));
+                 done(st);
+               }));
+}
+
+void CoordinatorService::AddWorkerMethods() {
+  AddUnary(
+      "Register", kWorkerRoles, kIdentity,
+      Typed<pb::RegisterRequest, pb::RegisterReply>(
+          "Register", [this](const pb::RegisterRequest& req, pb::RegisterReply* resp, Done done) {
+            const WorkerIdentity who = FromProto(req);
+            absl::Status st = ValidateIdentity(who, job_->config().world_size);
+            if (!st.ok()) return done(st);
+            job_->Register(who, [resp, done](absl::StatusOr<RankAssignment> result) {
+              if (result.ok()) ToProto(*result, resp);
+              done(result.status());
+            });
+          }));
+  AddUnary(
+      "GetShard", kWorkerRoles, kSmall,
+      Typed<pb::GetShardRequest, pb::GetShardReply>(
+          "GetShard", [this](const pb::GetShardRequest& req, pb::GetShardReply* resp, Done done) {
+            const ShardRequest request = FromProto(req);
+            absl::Status st = ValidateShardRequest(request);
+            if (!st.ok()) return done(st);
+            absl::StatusOr<ShardAssignment> a =
+                job_->GetShard(req.worker().rank(), req.worker().pid(), request);
+            if (a.ok()) ToProto(*a, resp);
+            done(a.status());
+          }));
+  AddUnary("Heartbeat", kWorkerRoles, kIdentity,
+           Typed<pb::HeartbeatRequest, pb::HeartbeatReply>(
+               "Heartbeat",
+               [this](const pb::HeartbeatRequest& req, pb::HeartbeatReply* resp, Done done) {
+                 const ProgressReport progress = FromProto(req.progress());
+                 absl::Status st = ValidateProgress(progress);
+                 if (!st.ok()) return done(st);
+                 absl::StatusOr<HeartbeatReply> r =
+                     job_->Heartbeat(req.worker().rank(), req.worker().pid(), progress);
+                 if (r.ok()) ToProto(*r, resp);
+                 done(r.status());
+               }));
+  AddUnary("CommitCheckpoint", kWorkerRoles, kKeyed,
+           Typed<pb::CommitCheckpointRequest, pb::CommitCheckpointReply>(
+               "CommitCheckpoint", [this](const pb::CommitCheckpointRequest& req,
+                                          pb::CommitCheckpointReply*, Done done) {
+                 const CommittedCheckpoint checkpoint = FromProto(req);
+                 absl::Status st = ValidateCheckpoint(checkpoint);
+                 if (st.ok()) {
+                   st = job_->CommitCheckpoint(req.worker().rank(), req.worker().pid(), checkpoint);
+                 }
+                 done(st);
+               }));
+  AddUnary(
+      "ReportDone", kWorkerRoles, kMessage,
+      Typed<pb::ReportDoneRequest, pb::ReportDoneReply>(
+          "ReportDone", [this](const pb::ReportDoneRequest& req, pb::ReportDoneReply*, Done done) {
+            const absl::Status outcome = ClampOutcome(FromProto(req));
+            done(job_->ReportDone(req.worker().rank(), req.worker().pid(), outcome));
+          }));
+  AddUnary("ReportLost", kWorkerRoles, kMessage,
+           Typed<pb::ReportLostRequest, pb::ReportLostReply>(
+               "ReportLost",
+               [this](const pb::ReportLostRequest& req, pb::ReportLostReply* resp, Done done) {
+                 LostWorker lost = FromProto(req);
+                 lost.what = ClampReason(lost.what);
+                 absl::StatusOr<LostDecision> decision = job_->ReportLost(lost);
+                 if (decision.ok()) ToProto(*decision, resp);
+                 done(decision.status());
+               }));
+  AddUnary("Rejoin", kWorkerRoles, kMessage,
+           Typed<pb::RejoinRequest, pb::RegisterReply>(
+               "Rejoin", [this](const pb::RejoinRequest& req, pb::RegisterReply* resp, Done done) {
+                 RejoinRequest request = FromProto(req);
+                 request.reason = ClampReason(request.reason);
+                 if (request.committed_step < 0 || request.membership_generation < 0) {
+                   return done(absl::InvalidArgumentError("Rejoin: negative step or generation"));
+                 }
+                 job_->Rejoin(req.worker().rank(), req.worker().pid(), request,
+                              [resp, done](absl::StatusOr<RankAssignment> result) {
+                                if (result.ok()) ToProto(*result, resp);
+                                done(result.status());
+                              });
+               }));
+}
+
+void CoordinatorService::AddStoreMethods() {
+  AddUnary("StoreSet", kWorkerRoles, kMaxRequestBytes,
+           Typed<pb::StoreSetRequest, pb::StoreSetReply>(
+               "StoreSet", [this](const pb::StoreSetRequest& req, pb::StoreSetReply*, Done done) {
+                 absl::Status st = ValidateKey(req.key());
+                 if (st.ok()) st = ValidateValue(req.value());
+                 if (st.ok()) st = store_->Set(req.key(), req.value());
+                 done(st);
+               }));
+  AddUnary(
+      "StoreGet", kWorkerRoles, kKeyed,
+      Typed<pb::StoreGetRequest, pb::StoreGetReply>(
+          "StoreGet", [this](const pb::StoreGetRequest& req, pb::StoreGetReply* resp, Done done) {
+            absl::Status st = ValidateKey(req.key());
+            if (st.ok()) st = ValidateTimeoutMs(req.timeout_ms());
+            if (!st.ok()) return done(st);
+            store_->Get(req.key(), clock_->Now() + StoreTimeout(req.timeout_ms()),
+                        [resp, done](absl::StatusOr<std::string> value) {
+                          if (value.ok()) resp->set_value(*std::move(value));
+                          done(value.status());
+                        });
+          }));
+  AddUnary(
+      "StoreAdd", kWorkerRoles, kKeyed,
+      Typed<pb::StoreAddRequest, pb::StoreAddReply>(
+          "StoreAdd", [this](const pb::StoreAddRequest& req, pb::StoreAddReply* resp, Done done) {
+            absl::Status st = ValidateKey(req.key());
+            if (!st.ok()) return done(st);
+            absl::StatusOr<int64_t> sum = store_->Add(req.key(), req.delta(), req.request_id());
+            if (sum.ok()) resp->set_value(*sum);
+            done(sum.status());
+          }));
+  AddUnary("StoreCompareSet", kWorkerRoles, kMaxRequestBytes,
+           Typed<pb::StoreCompareSetRequest, pb::StoreCompareSetReply>(
+               "StoreCompareSet", [this](const pb::StoreCompareSetRequest& req,
+                                         pb::StoreCompareSetReply* resp, Done done) {
+                 absl::Status st = ValidateKey(req.key());
+                 if (st.ok()) st = ValidateValue(req.desired());
+                 if (!st.ok()) return done(st);
+                 absl::StatusOr<std::string> now =
+                     store_->CompareSet(req.key(), req.expected(), req.desired());
+                 if (now.ok()) resp->set_value(*std::move(now));
+                 done(now.status());
+               }));
+  AddUnary("StoreDelete", kWorkerRoles, kKeyed,
+           Typed<pb::StoreDeleteRequest, pb::StoreDeleteReply>(
+               "StoreDelete",
+               [this](const pb::StoreDeleteRequest& req, pb::StoreDeleteReply* resp, Done done) {
+                 absl::Status st = ValidateKey(req.key());
+                 if (st.ok()) resp->set_deleted(store_->Delete(req.key()));
+                 done(st);
+               }));
+  AddUnary("StoreCheck", kWorkerRoles, kMaxRequestBytes,
+           Typed<pb::StoreCheckRequest, pb::StoreCheckReply>(
+               "StoreCheck",
+               [this](const pb::StoreCheckRequest& req, pb::StoreCheckReply* resp, Done done) {
+                 std::vector<std::string> keys(req.keys().begin(), req.keys().end());
+                 absl::Status st = ValidateKeys(keys);
+                 if (st.ok()) resp->set_all_exist(store_->Check(keys));
+                 done(st);
+               }));
+  AddUnary("StoreNumKeys", kWorkerRoles, kSmall,
+           Typed<pb::StoreNumKeysRequest, pb::StoreNumKeysReply>(
+               "StoreNumKeys",
+               [this](const pb::StoreNumKeysRequest&, pb::StoreNumKeysReply* resp, Done done) {
+                 resp->set_num_keys(store_->NumKeys());
+                 done(absl::OkStatus());
+               }));
+  AddUnary(
+      "StoreWait", kWorkerRoles, kMaxRequestBytes,
+      Typed<pb::StoreWaitRequest, pb::StoreWaitReply>(
+          "StoreWait", [this](const pb::StoreWaitRequest& req, pb::StoreWaitReply*, Done done) {
+            std::vector<std::string> keys(req.keys().begin(), req.keys().end());
+            absl::Status st = ValidateKeys(keys);
+            if (st.ok()) st = ValidateTimeoutMs(req.timeout_ms());
+            if (!st.ok()) return done(st);
+            store_->Wait(std::move(keys), clock_->Now() + StoreTimeout(req.timeout_ms()),
+                         std::move(done));
+          }));
 }
 
 void CoordinatorService::PollWatchers() {
@@ -48,240 +288,19 @@ void CoordinatorService::PollWatchers() {
   for (StatusWatcher* w : watchers_) w->Poll(*snapshot, now);
 }
 
+void CoordinatorService::AddWatcher(StatusWatcher* watcher) {
+  absl::MutexLock lock(&watchers_mu_);
+  watchers_.insert(watcher);
+}
+
 void CoordinatorService::RemoveWatcher(StatusWatcher* watcher) {
   absl::MutexLock lock(&watchers_mu_);
   watchers_.erase(watcher);
 }
 
-grpc::ServerUnaryReactor* CoordinatorService::Hello(grpc::CallbackServerContext* ctx,
-                                                    const pb::HelloRequest* req,
-                                                    pb::HelloReply* resp) {
-  if (auto* r = Refuse(ctx, "Hello")) return r;
-  const JobConfig& config = job_->config();
-  // An empty nonce comes from a client given an address and token (no dist_file to verify).
-  if (!config.nonce.empty() && !req->nonce().empty() && req->nonce() != config.nonce) {
-    return Reply(ctx, absl::FailedPreconditionError(
-                          "nonce mismatch: the dist_file is stale (another coordinator start)"));
-  }
-  resp->set_job_id(config.job_id);
-  resp->set_generation(config.generation);
-  resp->set_world_size(config.world_size);
-  resp->set_http_port(http_port_.load(std::memory_order_relaxed));
-  return Reply(ctx, absl::OkStatus());
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::Register(grpc::CallbackServerContext* ctx,
-                                                       const pb::RegisterRequest* req,
-                                                       pb::RegisterReply* resp) {
-  if (auto* r = Refuse(ctx, "Register")) return r;
-  const WorkerIdentity who = FromProto(*req);
-  absl::Status st = ValidateIdentity(who, job_->config().world_size);
-  if (!st.ok()) return Reply(ctx, st);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  job_->Register(who, [reactor, resp](absl::StatusOr<RankAssignment> result) {
-    if (result.ok()) ToProto(*result, resp);
-    reactor->Finish(ToGrpc(result.status()));
-  });
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::StoreSet(grpc::CallbackServerContext* ctx,
-                                                       const pb::StoreSetRequest* req,
-                                                       pb::StoreSetReply*) {
-  if (auto* r = Refuse(ctx, "StoreSet")) return r;
-  absl::Status st = ValidateKey(req->key());
-  if (st.ok()) st = ValidateValue(req->value());
-  if (st.ok()) store_->Set(req->key(), req->value());
-  return Reply(ctx, st);
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::StoreGet(grpc::CallbackServerContext* ctx,
-                                                       const pb::StoreGetRequest* req,
-                                                       pb::StoreGetReply* resp) {
-  if (auto* r = Refuse(ctx, "StoreGet")) return r;
-  absl::Status st = ValidateKey(req->key());
-  if (st.ok()) st = ValidateTimeoutMs(req->timeout_ms());
-  if (!st.ok()) return Reply(ctx, st);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  store_->Get(req->key(), clock_->Now() + StoreTimeout(req->timeout_ms()),
-              [reactor, resp](absl::StatusOr<std::string> value) {
-                if (value.ok()) resp->set_value(*std::move(value));
-                reactor->Finish(ToGrpc(value.status()));
-              });
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::StoreAdd(grpc::CallbackServerContext* ctx,
-                                                       const pb::StoreAddRequest* req,
-                                                       pb::StoreAddReply* resp) {
-  if (auto* r = Refuse(ctx, "StoreAdd")) return r;
-  absl::Status st = ValidateKey(req->key());
-  if (!st.ok()) return Reply(ctx, st);
-  if (req->request_id().size() > 64) {
-    return Reply(ctx, absl::InvalidArgumentError("StoreAdd request_id longer than 64 bytes"));
-  }
-  absl::StatusOr<int64_t> sum = store_->Add(req->key(), req->delta(), req->request_id());
-  if (sum.ok()) resp->set_value(*sum);
-  return Reply(ctx, sum.status());
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::StoreCompareSet(grpc::CallbackServerContext* ctx,
-                                                              const pb::StoreCompareSetRequest* req,
-                                                              pb::StoreCompareSetReply* resp) {
-  if (auto* r = Refuse(ctx, "StoreCompareSet")) return r;
-  absl::Status st = ValidateKey(req->key());
-  if (st.ok()) st = ValidateValue(req->desired());
-  if (st.ok()) resp->set_value(store_->CompareSet(req->key(), req->expected(), req->desired()));
-  return Reply(ctx, st);
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::StoreDelete(grpc::CallbackServerContext* ctx,
-                                                          const pb::StoreDeleteRequest* req,
-                                                          pb::StoreDeleteReply* resp) {
-  if (auto* r = Refuse(ctx, "StoreDelete")) return r;
-  absl::Status st = ValidateKey(req->key());
-  if (st.ok()) resp->set_deleted(store_->Delete(req->key()));
-  return Reply(ctx, st);
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::StoreCheck(grpc::CallbackServerContext* ctx,
-                                                         const pb::StoreCheckRequest* req,
-                                                         pb::StoreCheckReply* resp) {
-  if (auto* r = Refuse(ctx, "StoreCheck")) return r;
-  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
-  absl::Status st = ValidateKeys(keys);
-  if (st.ok()) resp->set_all_exist(store_->Check(keys));
-  return Reply(ctx, st);
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::StoreNumKeys(grpc::CallbackServerContext* ctx,
-                                                           const pb::StoreNumKeysRequest*,
-                                                           pb::StoreNumKeysReply* resp) {
-  if (auto* r = Refuse(ctx, "StoreNumKeys")) return r;
-  resp->set_num_keys(store_->NumKeys());
-  return Reply(ctx, absl::OkStatus());
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::StoreWait(grpc::CallbackServerContext* ctx,
-                                                        const pb::StoreWaitRequest* req,
-                                                        pb::StoreWaitReply*) {
-  if (auto* r = Refuse(ctx, "StoreWait")) return r;
-  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
-  absl::Status st = ValidateKeys(keys);
-  if (st.ok()) st = ValidateTimeoutMs(req->timeout_ms());
-  if (!st.ok()) return Reply(ctx, st);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  store_->Wait(std::move(keys), clock_->Now() + StoreTimeout(req->timeout_ms()),
-               [reactor](absl::Status done) { reactor->Finish(ToGrpc(done)); });
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::GetShard(grpc::CallbackServerContext* ctx,
-                                                       const pb::GetShardRequest* req,
-                                                       pb::GetShardReply* resp) {
-  if (auto* r = Refuse(ctx, "GetShard")) return r;
-  const ShardRequest request = FromProto(*req);
-  absl::Status st = ValidateShardRequest(request);
-  if (!st.ok()) return Reply(ctx, st);
-  absl::StatusOr<ShardAssignment> a =
-      job_->GetShard(req->worker().rank(), req->worker().pid(), request);
-  if (a.ok()) ToProto(*a, resp);
-  return Reply(ctx, a.status());
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::Heartbeat(grpc::CallbackServerContext* ctx,
-                                                        const pb::HeartbeatRequest* req,
-                                                        pb::HeartbeatReply* resp) {
-  if (auto* r = Refuse(ctx, "Heartbeat")) return r;
-  const ProgressReport progress = FromProto(req->progress());
-  absl::Status st = ValidateProgress(progress);
-  if (!st.ok()) return Reply(ctx, st);
-  absl::StatusOr<HeartbeatReply> reply =
-      job_->Heartbeat(req->worker().rank(), req->worker().pid(), progress);
-  if (reply.ok()) ToProto(*reply, resp);
-  return Reply(ctx, reply.status());
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::CommitCheckpoint(
-    grpc::CallbackServerContext* ctx, const pb::CommitCheckpointRequest* req,
-    pb::CommitCheckpointReply*) {
-  if (auto* r = Refuse(ctx, "CommitCheckpoint")) return r;
-  const CommittedCheckpoint checkpoint = FromProto(*req);
-  absl::Status st = ValidateCheckpoint(checkpoint);
-  if (!st.ok()) return Reply(ctx, st);
-  return Reply(ctx, job_->CommitCheckpoint(req->worker().rank(), req->worker().pid(), checkpoint));
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::ReportDone(grpc::CallbackServerContext* ctx,
-                                                         const pb::ReportDoneRequest* req,
-                                                         pb::ReportDoneReply*) {
-  if (auto* r = Refuse(ctx, "ReportDone")) return r;
-  const absl::Status outcome = ClampOutcome(FromProto(*req));
-  return Reply(ctx, job_->ReportDone(req->worker().rank(), req->worker().pid(), outcome));
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::ReportLost(grpc::CallbackServerContext* ctx,
-                                                         const pb::ReportLostRequest* req,
-                                                         pb::ReportLostReply* resp) {
-  if (auto* r = Refuse(ctx, "ReportLost")) return r;
-  LostWorker lost = FromProto(*req);
-  lost.what = ClampReason(lost.what);
-  absl::StatusOr<LostDecision> decision = job_->ReportLost(lost);
-  if (decision.ok()) ToProto(*decision, resp);
-  return Reply(ctx, decision.status());
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::Rejoin(grpc::CallbackServerContext* ctx,
-                                                     const pb::RejoinRequest* req,
-                                                     pb::RegisterReply* resp) {
-  if (auto* r = Refuse(ctx, "Rejoin")) return r;
-  RejoinRequest request = FromProto(*req);
-  request.reason = ClampReason(request.reason);
-  if (request.committed_step < 0 || request.membership_generation < 0) {
-    return Reply(ctx, absl::InvalidArgumentError("Rejoin: negative step or generation"));
-  }
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  job_->Rejoin(req->worker().rank(), req->worker().pid(), request,
-               [reactor, resp](absl::StatusOr<RankAssignment> result) {
-                 if (result.ok()) ToProto(*result, resp);
-                 reactor->Finish(ToGrpc(result.status()));
-               });
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::GetStatus(grpc::CallbackServerContext* ctx,
-                                                        const grpc::ByteBuffer*,
-                                                        grpc::ByteBuffer* resp) {
-  if (auto* r = Refuse(ctx, "GetStatus")) return r;
-  std::shared_ptr<const StatusSnapshot> snapshot = cache_->Get();
-  grpc::Slice slice(snapshot->proto_bytes);
-  *resp = grpc::ByteBuffer(&slice, 1);
-  return Reply(ctx, absl::OkStatus());
-}
-
-grpc::ServerWriteReactor<pb::JobStatus>* CoordinatorService::WatchStatus(
-    grpc::CallbackServerContext* ctx, const pb::WatchStatusRequest* req) {
-  absl::Status st = auth_->Check(*ctx);
-  if (!st.ok()) {
-    if (log_) log_(absl::StrCat("refused WatchStatus from ", ctx->peer(), ": ", st.message()));
-    return new RefusedWatch(ToGrpc(st));
-  }
-  int64_t ms = req->interval_ms() == 0 ? 1000 : std::max<int64_t>(req->interval_ms(), 100);
-  auto* watcher = new StatusWatcher(absl::Milliseconds(std::min<int64_t>(ms, 3600000)),
-                                    [this](StatusWatcher* w) { RemoveWatcher(w); });
+size_t CoordinatorService::watchers() const {
   absl::MutexLock lock(&watchers_mu_);
-  watchers_.insert(watcher);
-  return watcher;
-}
-
-grpc::ServerUnaryReactor* CoordinatorService::Stop(grpc::CallbackServerContext* ctx,
-                                                   const pb::StopRequest* req,
-                                                   pb::StopReply* resp) {
-  if (auto* r = Refuse(ctx, "Stop")) return r;
-  absl::Status st =
-      job_->Stop(req->mode() == pb::StopRequest::GRACEFUL, ClampReason(req->reason()));
-  resp->set_state(ToProto(cache_->Get()->status.state));
-  return Reply(ctx, st);
+  return watchers_.size();
 }
 
 }  // namespace ddp

@@ -1,18 +1,59 @@
 #include "coordinator/rpc/status_watcher.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
+
+#include "coordinator/rpc/unary_call.h"
+#include "proto/convert.h"
+#include "proto/coordinator.pb.h"
 
 namespace ddp {
 
-StatusWatcher::StatusWatcher(absl::Duration interval, std::function<void(StatusWatcher*)> on_done)
-    : interval_(interval), on_done_(std::move(on_done)) {}
+StatusWatcher::StatusWatcher(grpc::CallbackServerContext* ctx, CallGate* gate, Callback on_started,
+                             Callback on_done)
+    : gate_(gate), on_started_(std::move(on_started)), on_done_(std::move(on_done)) {
+  Role role = Role::kNone;
+  absl::Status admitted = gate_->Enter(*ctx, "WatchStatus", kViewRoles, &role);
+  if (!admitted.ok()) {
+    absl::MutexLock lock(&mu_);
+    FinishOnceLocked(ToGrpc(admitted));  // the request is never read
+    return;
+  }
+  admitted_ = true;
+  StartRead(&request_);
+}
+
+void StatusWatcher::FinishOnceLocked(const grpc::Status& status) {
+  if (finishing_) return;
+  finishing_ = true;
+  Finish(status);
+}
+
+void StatusWatcher::OnReadDone(bool ok) {
+  slurm_ddp::v1::WatchStatusRequest req;
+  absl::Status parsed = ok ? ParseRequest("WatchStatus", &request_, &req)
+                           : absl::InvalidArgumentError("WatchStatus: no request message");
+  {
+    absl::MutexLock lock(&mu_);
+    if (!parsed.ok() || finishing_) {
+      FinishOnceLocked(ToGrpc(parsed));
+      return;
+    }
+    const int64_t ms = req.interval_ms() == 0 ? 1000 : std::max<int64_t>(req.interval_ms(), 100);
+    interval_ = absl::Milliseconds(std::min<int64_t>(ms, 3600000));
+  }
+  started_ = true;
+  on_started_(this);
+}
 
 void StatusWatcher::Poll(const StatusSnapshot& snapshot, absl::Time now) {
   absl::MutexLock lock(&mu_);
   if (finishing_ || writing_) return;
   // Due every interval, and at once when the job finishes.
   if (now < next_ && !snapshot.status.finished) return;
-  msg_ = snapshot.proto;
+  grpc::Slice slice(snapshot.proto_bytes);
+  msg_ = grpc::ByteBuffer(&slice, 1);
   writing_ = true;
   next_ = now + interval_;
   if (snapshot.status.finished) {
@@ -26,22 +67,17 @@ void StatusWatcher::Poll(const StatusSnapshot& snapshot, absl::Time now) {
 void StatusWatcher::OnWriteDone(bool ok) {
   absl::MutexLock lock(&mu_);
   writing_ = false;
-  if (!ok && !finishing_) {
-    finishing_ = true;
-    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "watch ended"));
-  }
+  if (!ok) FinishOnceLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch ended"));
 }
 
 void StatusWatcher::OnCancel() {
   absl::MutexLock lock(&mu_);
-  if (!finishing_ && !writing_) {
-    finishing_ = true;
-    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
-  }
+  if (!writing_) FinishOnceLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
 }
 
 void StatusWatcher::OnDone() {
-  on_done_(this);
+  if (started_) on_done_(this);
+  if (admitted_) gate_->Leave();
   delete this;
 }
 

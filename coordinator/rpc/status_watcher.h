@@ -1,8 +1,11 @@
-// One WatchStatus stream: writes the job's status snapshot every `interval`, and once more (then
-// ends) when the job finishes. The service's ticker polls every live watcher.
+// One WatchStatus stream: writes the job's status snapshot every `interval` (the request's
+// interval_ms, 0 = 1 s, clamped to 100 ms .. 1 h), and once more (then ends) when the job
+// finishes. Like every call it passes the CallGate on its headers (view or control token) before
+// its request is read (unary_call.h); the service's ticker then polls every started watcher.
 //
-// Lifetime: owned by gRPC's call; it removes itself from the service's list and deletes itself
-// in OnDone. Thread safety: Poll (ticker thread) and gRPC's callbacks synchronize on `mu_`.
+// Lifetime: owned by gRPC's call; deletes itself in OnDone. Thread safety: Poll (ticker thread)
+// and gRPC's callbacks synchronize on `mu_`. Lock order: the service's watcher lock, then `mu_`;
+// the callbacks to the service run without `mu_`.
 #ifndef SLURM_DDP_COORDINATOR_RPC_STATUS_WATCHER_H_
 #define SLURM_DDP_COORDINATOR_RPC_STATUS_WATCHER_H_
 
@@ -14,38 +17,43 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/ops/status_cache.h"
-#include "proto/coordinator.pb.h"
+#include "coordinator/rpc/call_gate.h"
 
 namespace ddp {
 
-class StatusWatcher final : public grpc::ServerWriteReactor<slurm_ddp::v1::JobStatus> {
+class StatusWatcher final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  // `on_done` runs once, from OnDone, before the watcher deletes itself.
-  StatusWatcher(absl::Duration interval, std::function<void(StatusWatcher*)> on_done);
+  using Callback = std::function<void(StatusWatcher*)>;
+  // `on_started` runs once the request was read (the service starts polling the watcher);
+  // `on_done` runs from OnDone, before the watcher deletes itself, only if `on_started` ran.
+  StatusWatcher(grpc::CallbackServerContext* ctx, CallGate* gate, Callback on_started,
+                Callback on_done);
 
   // Starts a write when one is due. The caller keeps the watcher alive meanwhile (the service
   // calls it with its watcher lock held, and on_done takes that lock).
   void Poll(const StatusSnapshot& snapshot, absl::Time now);
 
+  void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
   void OnDone() override;
 
  private:
-  const absl::Duration interval_;
-  const std::function<void(StatusWatcher*)> on_done_;
+  // Finishes once (later calls do nothing).
+  void FinishOnceLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  CallGate* const gate_;
+  const Callback on_started_;
+  const Callback on_done_;
+  bool admitted_ = false;
+  bool started_ = false;  // written before on_started runs; read in OnDone
+  grpc::ByteBuffer request_;
   absl::Mutex mu_;
+  absl::Duration interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time next_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  slurm_ddp::v1::JobStatus msg_ ABSL_GUARDED_BY(mu_);
-};
-
-// A WatchStatus reactor that only finishes with `status` (a refused call).
-class RefusedWatch final : public grpc::ServerWriteReactor<slurm_ddp::v1::JobStatus> {
- public:
-  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
+  grpc::ByteBuffer msg_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp

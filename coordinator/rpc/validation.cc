@@ -3,11 +3,17 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 
 namespace ddp {
 namespace {
 
 absl::Status Invalid(const std::string& what) { return absl::InvalidArgumentError(what); }
+
+absl::Status Utf8(const std::string& s, const char* what) {
+  if (IsValidUtf8(s)) return absl::OkStatus();
+  return Invalid(absl::StrCat(what, " is not valid UTF-8"));
+}
 
 }  // namespace
 
@@ -28,23 +34,30 @@ absl::Status ValidateIdentity(const WorkerIdentity& who, int world_size) {
   }
   if (who.pid < 0) return Invalid("pid must be >= 0");
   if (who.nonce.size() > 256) return Invalid("nonce too long");
-  return absl::OkStatus();
+  if (absl::Status st = Utf8(who.host, "host name"); !st.ok()) return st;
+  return Utf8(who.nonce, "nonce");
 }
 
 absl::Status ValidateKey(const std::string& key) {
   if (key.empty() || key.size() > kMaxKeyBytes) {
     return Invalid(absl::StrCat("store key must have 1..", kMaxKeyBytes, " bytes"));
   }
-  return absl::OkStatus();
+  return Utf8(key, "store key");
 }
 
 absl::Status ValidateKeys(const std::vector<std::string>& keys) {
   if (keys.empty() || keys.size() > kMaxKeysPerCall) {
     return Invalid(absl::StrCat("a store call takes 1..", kMaxKeysPerCall, " keys"));
   }
+  size_t bytes = 0;
   for (const std::string& k : keys) {
     absl::Status st = ValidateKey(k);
     if (!st.ok()) return st;
+    bytes += k.size();
+  }
+  if (bytes > kMaxKeyBytesPerCall) {
+    return Invalid(absl::StrCat("a store call takes at most ", kMaxKeyBytesPerCall,
+                                " bytes of keys (this one has ", bytes, ")"));
   }
   return absl::OkStatus();
 }
@@ -92,15 +105,17 @@ absl::Status ValidateCheckpoint(const CommittedCheckpoint& c) {
     return Invalid("checkpoint epoch, step and consumed must be >= 0");
   }
   if (c.path.size() > kMaxPathBytes) return Invalid("checkpoint path too long");
-  return absl::OkStatus();
+  return Utf8(c.path, "checkpoint path");
 }
 
 std::string ClampReason(const std::string& reason) {
-  return reason.size() <= kMaxReasonBytes ? reason : reason.substr(0, kMaxReasonBytes) + "...";
+  std::string valid = IsValidUtf8(reason) ? reason : ToValidUtf8(reason);
+  if (valid.size() <= kMaxReasonBytes) return valid;
+  return absl::StrCat(TruncateUtf8(valid, kMaxReasonBytes - 3), "...");
 }
 
 absl::Status ClampOutcome(const absl::Status& outcome) {
-  if (outcome.ok() || outcome.message().size() <= kMaxReasonBytes) return outcome;
+  if (outcome.ok()) return outcome;
   return absl::Status(outcome.code(), ClampReason(std::string(outcome.message())));
 }
 

@@ -29,7 +29,7 @@ TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
   Job job(config, MonotonicClock::Get());
   KvStore store;
   ServerOptions options;
-  options.token = contents->token;
+  options.tokens = {contents->token, contents->view_token, contents->control_token};
   auto server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
   ASSERT_TRUE(server.ok()) << server.status();
   ConnectOptions o;
@@ -46,8 +46,9 @@ TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
   EXPECT_EQ(rank->world_size, 1);
   EXPECT_EQ(*(*api)->StoreAdd("x", 41), 41);
   EXPECT_EQ(*(*api)->StoreAdd("x", 1), 42);
+  o.token = contents->view_token;
   auto op = OperatorClient::Connect(o);
-  ASSERT_TRUE(op.ok());
+  ASSERT_TRUE(op.ok()) << op.status();
   auto status = (*op)->GetStatus();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->state, JobState::kRunning);
@@ -68,11 +69,17 @@ TEST(CoordinatorClientTest, ReportLostRejoinAndReplacementOverTheWire) {
   Job job(config, MonotonicClock::Get());
   KvStore store;
   ServerOptions options;
-  options.token = contents->token;
+  options.tokens = {contents->token, contents->view_token, contents->control_token};
   auto server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
   ASSERT_TRUE(server.ok()) << server.status();
   ConnectOptions o;
   o.address = (*server)->address();
+  o.token = contents->view_token;
+  // Rejoin is a worker's call: the view token is refused on the call's headers.
+  auto viewer = ConnectToCoordinator(o);
+  ASSERT_TRUE(viewer.ok()) << viewer.status();
+  auto refused = (*viewer)->Rejoin(RejoinRequest{}, absl::Seconds(5));
+  EXPECT_TRUE(absl::IsPermissionDenied(refused.status())) << refused.status();
   o.token = contents->token;
   auto survivor = ConnectToCoordinator(o);
   auto victim = ConnectToCoordinator(o);
@@ -124,6 +131,7 @@ TEST(CoordinatorClientTest, ReportLostRejoinAndReplacementOverTheWire) {
   decision = (*launcher)->ReportLost(LostWorker{0, 1, 102, "killed by signal 9", 9, 0});
   ASSERT_TRUE(decision.ok()) << decision.status();
   EXPECT_EQ(decision->action, LostAction::kStop);
+  o.token = contents->view_token;
   auto op = OperatorClient::Connect(o);
   ASSERT_TRUE(op.ok());
   auto status = (*op)->GetStatus();

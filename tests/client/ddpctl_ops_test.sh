@@ -52,7 +52,10 @@ watch_pid=$!
 pids+=("$watch_pid")
 sleep 1
 start=$(date +%s)
-out="$(ctl stop --reason maintenance 2>&1)" && rc=0 || rc=$?
+# The reason of issue 16: 4087 ASCII bytes and four two-byte characters, which a cut at byte
+# 4096 of "ddpctl: <reason>" used to split, breaking every later status and heartbeat reply.
+reason="$(printf 'a%.0s' $(seq 4087))éééé"
+out="$(ctl stop --reason "$reason" 2>&1)" && rc=0 || rc=$?
 [[ $rc -eq $DDP_EXIT_OK ]] || fail "stop: exit $rc: $out"
 elapsed_ok "$start" 10 "graceful stop"
 grep -q "CHECKPOINT_AND_STOP" <<<"$out" || fail "stop: does not say what it asked: $out"
@@ -69,7 +72,7 @@ grep -q "reported_done=8" "$work/graceful.workers.log" ||
   fail "workers did not all report done: $(cat "$work/graceful.workers.log")"
 grep -q "stopped after checkpoint" "$work/graceful.coord.log" ||
   fail "coordinator did not log the CANCELLED reports"
-pass "stop: graceful, watch exits $DDP_EXIT_RESUMABLE"
+pass "stop: graceful (a 4 KiB reason ending in multi-byte characters), watch exits $DDP_EXIT_RESUMABLE"
 
 # --- stop --now: ABORT -----------------------------------------------------------------------
 LINGER=10 start_coordinator now 8
@@ -110,11 +113,32 @@ out="$("$bin/ddpctl" --dist-file "$work/forged" status 2>&1)" && rc=0 || rc=$?
 [[ $(wc -l <<<"$out") -eq 1 ]] || fail "wrong token: not one line: $out"
 out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token wrong status 2>&1)" && rc=0 || rc=$?
 [[ $rc -eq $DDP_EXIT_FAILED ]] && grep -q "token" <<<"$out" || fail "wrong --token: $rc $out"
-out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token "$(dist_value token)" dashboard)"
-[[ "$out" == "http://127.0.0.1:$(dist_value http_port)/?token=$(dist_value token)" ]] ||
+# Tokens from files, never on the command line. The dashboard URL carries the view token even
+# when ddpctl was given the control token.
+(umask 077 && dist_value control_token >"$work/control.tok" && dist_value view_token >"$work/view.tok" &&
+  dist_value token >"$work/worker.tok")
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/control.tok" dashboard)"
+[[ "$out" == "http://127.0.0.1:$(dist_value http_port)/?token=$(dist_value view_token)" ]] ||
   fail "dashboard via --address: $out"
 [[ "$(ctl dashboard)" == "$out" ]] || fail "dashboard via dist_file"
-pass "errors: no job, missing file, wrong token; dashboard URL"
+grep -q "$(dist_value control_token)\|$(dist_value token)" <<<"$out" && fail "dashboard URL leaks a token"
+# A view token can look but not stop; a worker token can do neither.
+"$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/view.tok" status >/dev/null ||
+  fail "status with the view token"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/view.tok" stop 2>&1)" &&
+  rc=0 || rc=$?
+[[ $rc -eq $DDP_EXIT_FAILED ]] && grep -q "needs the control token; this is the view token" <<<"$out" ||
+  fail "stop with the view token: $rc $out"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/worker.tok" status 2>&1)" &&
+  rc=0 || rc=$?
+[[ $rc -eq $DDP_EXIT_FAILED ]] && grep -q "needs a view or control token" <<<"$out" ||
+  fail "status with the worker token: $rc $out"
+chmod 644 "$work/view.tok"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/view.tok" status 2>&1)" &&
+  rc=0 || rc=$?
+[[ $rc -eq $DDP_EXIT_FAILED ]] && grep -q "chmod 600" <<<"$out" || fail "token file readable by others: $rc $out"
+ctl status --json | grep -q '"state":"REGISTERING"' || fail "the refused stop changed the job"
+pass "errors: no job, missing file, wrong token; token files by role; view-only dashboard URL"
 
 ctl watch >"$work/watch2.out" 2>&1 &
 watch_pid=$!

@@ -64,6 +64,47 @@ TEST_F(DistFileTest, PublishThenReadRoundTrips) {
   EXPECT_EQ(got->http_port, 8080);
   EXPECT_EQ(got->token.size(), 64u);
   EXPECT_NE(Contents().token, c.token);  // fresh randomness per start
+  // Three distinct tokens, one per role.
+  EXPECT_EQ(got->view_token, c.view_token);
+  EXPECT_EQ(got->control_token, c.control_token);
+  EXPECT_EQ(got->view_token.size(), 64u);
+  EXPECT_EQ(got->control_token.size(), 64u);
+  EXPECT_NE(c.view_token, c.token);
+  EXPECT_NE(c.control_token, c.token);
+  EXPECT_NE(c.control_token, c.view_token);
+}
+
+// A file written before the role tokens existed (one token for everything) still reads: every
+// role gets that token, as the coordinator that wrote it accepted it for everything.
+TEST_F(DistFileTest, FileWithoutRoleTokensGivesEveryRoleTheOneToken) {
+  const std::string token(64, 'a');
+  WriteRaw(
+      absl::StrCat("slurm-ddp-dist-file v1\njob_id=42\ngeneration=0\nnonce=", std::string(32, 'b'),
+                   "\ntoken=", token, "\ngrpc_address=127.0.0.1:5\nhttp_port=0\nend=1\n"));
+  auto got = ReadDistFile(path_, {"42", 0});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->token, token);
+  EXPECT_EQ(got->view_token, token);
+  EXPECT_EQ(got->control_token, token);
+  // Contents without role tokens serialize without those lines, and read back the same way.
+  DistFileContents c = *got;
+  c.view_token.clear();
+  c.control_token.clear();
+  EXPECT_EQ(SerializeDistFile(c).find("view_token"), std::string::npos);
+  EXPECT_EQ(ParseDistFile(SerializeDistFile(c))->control_token, token);
+}
+
+TEST_F(DistFileTest, JobIdsTheFileCannotCarryAreRefused) {
+  for (const std::string& job :
+       {std::string(""), std::string("a\nb"), std::string("a\rb"), std::string("tab\there"),
+        std::string("bad\xff"), std::string("cut\xc3"), std::string(257, 'j')}) {
+    auto c = NewDistFileContents(job, 0, "127.0.0.1:5", 0);
+    EXPECT_TRUE(absl::IsInvalidArgument(c.status())) << job << ": " << c.status();
+  }
+  for (const std::string& job :
+       {std::string("12345"), std::string("caf\xc3\xa9-7"), std::string(256, 'j')}) {
+    EXPECT_TRUE(NewDistFileContents(job, 0, "127.0.0.1:5", 0).ok()) << job;
+  }
 }
 
 TEST_F(DistFileTest, PublishReplacesAnOlderFileAndLeavesNoTempFiles) {
@@ -89,6 +130,10 @@ TEST_F(DistFileTest, RefusesAdversarialFiles) {
   std::string no_token = good;
   no_token.erase(no_token.find("token="), 71);
   std::string bad_version = "slurm-ddp-dist-file v9" + good.substr(good.find('\n'));
+  std::string bad_view = good;
+  bad_view.replace(bad_view.find("view_token=") + 11, 4, "XYZW");
+  std::string bad_job = good;
+  bad_job.replace(bad_job.find("job_id=42"), 9, "job_id=4\x01");
   const std::vector<Case> cases = {
       {"empty", "", 0600, absl::StatusCode::kInvalidArgument, "is empty"},
       {"truncated", truncated, 0600, absl::StatusCode::kInvalidArgument, "truncated"},
@@ -100,6 +145,10 @@ TEST_F(DistFileTest, RefusesAdversarialFiles) {
       {"version", bad_version, 0600, absl::StatusCode::kInvalidArgument,
        "unsupported version 'v9'"},
       {"missing key", no_token, 0600, absl::StatusCode::kInvalidArgument, "lacks key 'token'"},
+      {"bad view token", bad_view, 0600, absl::StatusCode::kInvalidArgument,
+       "malformed view_token"},
+      {"control char in job id", bad_job, 0600, absl::StatusCode::kInvalidArgument,
+       "control character"},
       {"huge", good + std::string(70 * 1024, 'x'), 0600, absl::StatusCode::kInvalidArgument,
        "too large"},
       {"mode 0644", good, 0644, absl::StatusCode::kPermissionDenied, "mode 0644"},

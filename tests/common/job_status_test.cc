@@ -1,9 +1,11 @@
 #include "common/job_status.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -189,6 +191,38 @@ TEST(JobStatusTest, StoppedJobKeepsTheContractWordAndSaysWhy) {
   EXPECT_THAT(json, HasSubstr("\"failure\":null"));
   EXPECT_THAT(json, HasSubstr("\"state\":\"stopped\""));
   EXPECT_THAT(json, HasSubstr("\"phase\":\"checkpoint\",\"phase_seconds\":1.5"));
+}
+
+// Fuzz finding (fuzz/regressions/status_json/invalid-utf8): bytes that are not UTF-8 passed
+// through JsonQuote, so one bad byte in a host name made /api/status invalid JSON.
+TEST(JobStatusTest, JsonQuoteReplacesInvalidUtf8) {
+  EXPECT_EQ(JsonQuote("a\xff"
+                      "b"),
+            "\"a\xef\xbf\xbd"
+            "b\"");
+  EXPECT_EQ(JsonQuote("\xc3"), "\"\xef\xbf\xbd\"");  // a truncated sequence
+  JobStatus s;
+  s.job_id = "j\xc0\xaf";             // overlong '/'
+  s.failure.text = "\xed\xa0\x80";  // a surrogate
+  s.events = {"\x80"};
+  RankStatus r;
+  r.host = "n\xf4\x90\x80\x80";  // above U+10FFFF
+  s.ranks.push_back(r);
+  EXPECT_TRUE(IsValidUtf8(ToJson(s))) << ToJson(s);
+}
+
+// Fuzz finding (fuzz/regressions/status_text/behind-by-overflow): the gap between a huge median
+// step and a rank's negative step overflowed (undefined behaviour; in practice the rank was
+// shown as not lagging at all).
+TEST(JobStatusTest, FlagRankSaturatesInsteadOfOverflowing) {
+  RankStatus r;
+  r.state = RankState::kTraining;
+  r.step = INT64_MIN + 5;
+  EXPECT_EQ(FlagRank(r, INT64_MAX - 3).behind_by, INT64_MAX);
+  r.step = INT64_MAX;
+  EXPECT_EQ(FlagRank(r, INT64_MIN).behind_by, 0);
+  r.step = 10;
+  EXPECT_EQ(FlagRank(r, 20).behind_by, 10);
 }
 
 }  // namespace

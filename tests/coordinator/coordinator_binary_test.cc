@@ -84,14 +84,15 @@ TEST_F(CoordinatorBinaryTest, PublishesPrivateDistFileAndServesStatus) {
   EXPECT_THAT(json, HasSubstr("\"registered\":0"));
   EXPECT_THAT(json, HasSubstr("\"job_id\":\"bin-test\""));
 
-  // A copy with a forged token is refused; the coordinator keeps serving.
+  // A copy with a forged view token (the one `status` uses) is refused; the coordinator keeps
+  // serving.
   std::ifstream in(dist_file_);
   std::stringstream text;
   text << in.rdbuf();
   std::string forged = text.str();
-  size_t pos = forged.find("token=");
+  size_t pos = forged.find("\nview_token=");
   ASSERT_NE(pos, std::string::npos);
-  forged.replace(pos + 6, 64, std::string(64, 'f'));
+  forged.replace(pos + 12, 64, std::string(64, 'f'));
   std::string forged_path = dir_ + "/forged";
   { std::ofstream(forged_path) << forged; }
   ::chmod(forged_path.c_str(), 0600);

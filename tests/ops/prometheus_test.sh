@@ -8,7 +8,7 @@ start_coordinator prom 4
 start_workers prom 4 --steps-per-second 10 --epochs 100
 wait_running
 http_port="$(dist_value http_port)"
-token="$(dist_value token)"
+token="$(dist_value view_token)"
 prom_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 mkdir -p "$work/prom-data"
 cat >"$work/prometheus.yml" <<YML

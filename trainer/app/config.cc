@@ -79,6 +79,18 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                  "A replacement must register within --registration-timeout")
       ->check(CLI::Range(0, 1000000))
       ->group(job);
+  app.add_option("--stall-timeout", c.stall_timeout_s,
+                 "Seconds a rank may sit in one working phase while a peer waits in a collective "
+                 "before it is stalled: with a restart left (--max-restarts) it is replaced, else "
+                 "the job fails naming it (exit 4); 0: max(60 s, 20x the median step time); "
+                 "checkpoint, eval and the first step get 10x")
+      ->check(CLI::NonNegativeNumber)
+      ->group(job);
+  app.add_option("--stop-timeout", c.stop_timeout_s,
+                 "Seconds a graceful stop (ddpctl stop, SIGTERM, SIGUSR1) may take before the "
+                 "ranks still running are ended: exit 3 with a checkpoint, else 1")
+      ->check(CLI::PositiveNumber)
+      ->group(job);
   app.add_option("--pg-timeout", c.pg_timeout_s, "Seconds before a stuck collective fails")
       ->check(CLI::PositiveNumber)
       ->group(job);
@@ -138,12 +150,21 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   auto* ckpt = "Checkpoints and stopping";
   app.add_option("--checkpoint-dir", c.checkpoint_dir, "Where checkpoints and final.pt go")
       ->group(ckpt);
-  app.add_option("--resume", c.resume, "auto (newest valid checkpoint) | none | PATH")->group(ckpt);
+  app.add_option("--resume", c.resume,
+                 "auto (continue the folder's run from its newest valid checkpoint) | none (start "
+                 "a new run) | PATH")
+      ->group(ckpt);
+  app.add_flag("--force-resume", c.force_resume,
+               "Resume even if the checkpoint was written with another --seed or a data set of "
+               "another size (refused otherwise)")
+      ->group(ckpt);
   app.add_option("--checkpoint-every", c.checkpoint_every,
                  "Steps between checkpoints (0: at epoch ends only)")
       ->check(CLI::NonNegativeNumber)
       ->group(ckpt);
-  app.add_option("--keep-checkpoints", c.keep_checkpoints, "Checkpoints kept besides final.pt")
+  app.add_option("--keep-checkpoints", c.keep_checkpoints,
+                 "Checkpoints of this run kept besides final.pt (other runs' files are never "
+                 "deleted)")
       ->check(CLI::Range(1, 1000))
       ->group(ckpt);
   app.add_option("--stop-after-steps", c.stop_after_steps,

@@ -23,7 +23,9 @@ struct TrainerConfig {
   std::string device = "auto";   // auto (cuda with NCCL, else cpu) | cpu | cuda
   double registration_timeout_s = 120;
   double heartbeat_timeout_s = 10;
-  double pg_timeout_s = 300;  // every collective fails after this long instead of hanging
+  double stall_timeout_s = 0;  // 0: derived from the median step time (coordinator)
+  double stop_timeout_s = 60;  // a graceful stop ends within this (coordinator)
+  double pg_timeout_s = 300;   // every collective fails after this long instead of hanging
   // In-job recovery: workers the job may replace in place, job-wide (0: a lost worker fails the
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
   int max_restarts = 3;
@@ -54,7 +56,8 @@ struct TrainerConfig {
 
   // Checkpoints and stopping.
   std::string checkpoint_dir;    // empty: no checkpoints (final weights are not kept)
-  std::string resume = "auto";   // auto (newest valid checkpoint, if any) | none | PATH
+  std::string resume = "auto";   // auto (the folder's run, if any) | none (a new run) | PATH
+  bool force_resume = false;     // resume despite a different --seed or data set size
   int64_t checkpoint_every = 0;  // steps between checkpoints (0: epoch ends only)
   int keep_checkpoints = 3;
   int64_t stop_after_steps = 0;  // checkpoint and exit resumable after this many steps of this run

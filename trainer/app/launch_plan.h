@@ -60,6 +60,10 @@ struct SupervisionTimeouts {
   absl::Duration coordinator_failed_wait = absl::Seconds(3);
   // The coordinator was asked to stop (SIGTERM): SIGKILL after this long.
   absl::Duration coordinator_stop_grace = absl::Seconds(5);
+  // A stop signal was forwarded to the workers: those still running this long after it are
+  // stopped (SIGTERM, then SIGKILL after worker_stop_grace). The coordinator ends a stuck stop at
+  // its --stop-timeout; this backstop (--stop-timeout + 30 s) holds when the coordinator cannot.
+  absl::Duration signal_stop_deadline = absl::Seconds(90);
 };
 
 // Decides the plan from the flags, the environment and the GPUs visible to this task.

@@ -34,7 +34,8 @@ class LauncherRun {
     if (plan_.start_coordinator && !StartCoordinator()) return kExitFailed;
     StartWorkers();
     while (supervisor_.CountRunning(workers_) > 0) {
-      for (const SupervisorEvent& e : supervisor_.DoWork(absl::InfiniteFuture())) OnEvent(e);
+      for (const SupervisorEvent& e : supervisor_.DoWork(stop_deadline_)) OnEvent(e);
+      if (absl::Now() >= stop_deadline_) EndOverdueStop();
     }
     if (coordinator_ >= 0) OutlastCoordinator();
     const int result = policy_.task_exit_code();
@@ -91,6 +92,20 @@ class LauncherRun {
     for (int id : workers_) supervisor_.Stop(id, options_.timeouts.worker_stop_grace);
   }
 
+  // The workers did not end within signal_stop_deadline of a forwarded stop signal: stop them,
+  // naming them (the coordinator, which names ranks, did not end the stop).
+  void EndOverdueStop() {
+    stop_deadline_ = absl::InfiniteFuture();
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (!supervisor_.running(workers_[i])) continue;
+      Log(task_, absl::StrCat("worker (local rank ", local_ranks_[i], ", pid ",
+                              supervisor_.pid(workers_[i]), ") still runs ",
+                              absl::FormatDuration(options_.timeouts.signal_stop_deadline),
+                              " after the stop signal; stopping it"));
+      supervisor_.Stop(workers_[i], options_.timeouts.worker_stop_grace);
+    }
+  }
+
   int LocalRankOf(int id) const {
     for (size_t i = 0; i < workers_.size(); ++i) {
       if (workers_[i] == id) return local_ranks_[i];
@@ -104,6 +119,9 @@ class LauncherRun {
         Log(task_, absl::StrCat("received ", strsignal(e.signal), "; forwarding to workers"));
         policy_.OnSignalForwarded();
         supervisor_.Forward(e.signal);
+        if (stop_deadline_ == absl::InfiniteFuture()) {
+          stop_deadline_ = absl::Now() + options_.timeouts.signal_stop_deadline;
+        }
         return;
       case SupervisorEvent::Kind::kAbandoned:
         Log(task_, absl::StrCat(supervisor_.name(e.id), " (pid ", supervisor_.pid(e.id),
@@ -207,8 +225,9 @@ class LauncherRun {
   Supervisor supervisor_;
   FailurePolicy policy_;
   int coordinator_ = -1;
-  std::vector<int> workers_;      // supervisor ids ...
-  std::vector<int> local_ranks_;  // ... and their local ranks
+  absl::Time stop_deadline_ = absl::InfiniteFuture();  // set by a forwarded stop signal
+  std::vector<int> workers_;                           // supervisor ids ...
+  std::vector<int> local_ranks_;                       // ... and their local ranks
 };
 
 }  // namespace

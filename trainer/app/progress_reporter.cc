@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -58,6 +59,40 @@ std::optional<FailureCause> ProgressReporter::abort_cause() const {
 
 void ProgressReporter::Flush() { SendOnce(); }
 
+namespace {
+constexpr int kPhaseShift = 56;
+constexpr uint64_t kTimeMask = (uint64_t{1} << kPhaseShift) - 1;
+}  // namespace
+
+int64_t ProgressReporter::NanosSinceStart() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              start_)
+      .count();
+}
+
+void ProgressReporter::MarkPhase(StepPhase phase) {
+  const uint64_t at = static_cast<uint64_t>(NanosSinceStart()) & kTimeMask;
+  phase_mark_.store((static_cast<uint64_t>(phase) << kPhaseShift) | at, std::memory_order_relaxed);
+}
+
+void ProgressReporter::MarkCollectiveWait(bool waiting) {
+  if (waiting) {
+    const uint64_t mark = phase_mark_.load(std::memory_order_relaxed);
+    interrupted_.store(static_cast<StepPhase>(mark >> kPhaseShift), std::memory_order_relaxed);
+    MarkPhase(StepPhase::kAllreduce);
+  } else {
+    MarkPhase(interrupted_.load(std::memory_order_relaxed));
+  }
+}
+
+void ProgressReporter::AddPhase(ProgressReport* report) const {
+  const uint64_t mark = phase_mark_.load(std::memory_order_relaxed);
+  if (mark == 0) return;
+  const int64_t since = static_cast<int64_t>(mark & kTimeMask);
+  report->step_phase = static_cast<StepPhase>(mark >> kPhaseShift);
+  report->phase_seconds = std::max(0.0, static_cast<double>(NanosSinceStart() - since) * 1e-9);
+}
+
 void ProgressReporter::SendOnce() {
   absl::MutexLock send_lock(&send_mu_);
   ProgressReport report;
@@ -65,7 +100,17 @@ void ProgressReporter::SendOnce() {
     absl::MutexLock lock(&mu_);
     report = latest_;
   }
+  AddPhase(&report);
+  if (const std::atomic<bool>* flag = stop_signal_.load(); flag != nullptr && flag->load()) {
+    report.stop_signaled = true;
+  }
   absl::StatusOr<HeartbeatReply> reply = api_->Heartbeat(report);
+  if (reply.ok() && reply->command == Command::kExit) {
+    std::fprintf(stderr, "%sexiting (code %d): %s\n", options_.log_prefix.c_str(), reply->exit_code,
+                 reply->reason.c_str());
+    std::fflush(stderr);  // not stdout: a stuck training thread may hold its lock
+    _exit(reply->exit_code);
+  }
   if (reply.ok()) {
     announced_generation_.store(reply->membership_generation);
     const int64_t own = own_generation_.load();

@@ -13,12 +13,21 @@
 // an abort is not acted on within `abort_grace` (the training thread may be blocked inside a
 // collective whose peer is gone), the reporter prints the reason and ends the process with
 // kExitAborted: a dead rank never leaves the others waiting for NCCL's or Gloo's own timeout.
+// EXIT (the job ended while this rank could not act, e.g. a graceful stop that timed out) ends
+// the process at once with the reply's exit code.
+//
+// Phases: the training thread calls MarkPhase() at each transition of a step (one relaxed atomic
+// store of phase and time, no host sync); each heartbeat carries the phase and the time in it, so
+// the coordinator sees a rank stuck in one phase although its heartbeats keep coming. A stop
+// signal the worker received (WatchStopSignal) is carried too: the coordinator turns it into a
+// graceful stop of the job, which then ends within its --stop-timeout even if a rank is stuck.
 //
 // Thread safety: all public methods are safe from any thread.
 #ifndef SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
 #define SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -46,9 +55,18 @@ class ProgressReporter {
   ProgressReporter(const ProgressReporter&) = delete;
   ProgressReporter& operator=(const ProgressReporter&) = delete;
 
+  // The report's step_phase and phase_seconds are replaced by MarkPhase's when one was marked.
   void Update(const ProgressReport& report);
   // The report Update() last stored (e.g. to change only its phase).
   ProgressReport latest() const;
+  // The training thread enters `phase` now. Cheap: one atomic store.
+  void MarkPhase(StepPhase phase);
+  // A collective wait begins (true) or ends (false), on any thread: the phase is kAllreduce
+  // meanwhile, then again the phase it interrupted (timed from the end of the wait).
+  void MarkCollectiveWait(bool waiting);
+  // Heartbeats report `*flag` (set by a signal handler) as stop_signaled. `flag` must outlive
+  // this reporter.
+  void WatchStopSignal(const std::atomic<bool>* flag) { stop_signal_.store(flag); }
   // Sends the latest report now (e.g. the final phase) and waits for the reply.
   void Flush();
 
@@ -73,6 +91,9 @@ class ProgressReporter {
  private:
   void Loop();
   void SendOnce();
+  // Fills step_phase and phase_seconds from the last MarkPhase (if any).
+  void AddPhase(ProgressReport* report) const;
+  int64_t NanosSinceStart() const;
 
   CoordinatorApi* const api_;
   const ProgressReporterOptions options_;
@@ -83,6 +104,12 @@ class ProgressReporter {
   absl::Mutex callback_mu_;
   std::function<void()> on_newer_generation_ ABSL_GUARDED_BY(callback_mu_);
   int64_t notified_generation_ ABSL_GUARDED_BY(callback_mu_) = 0;
+  std::atomic<const std::atomic<bool>*> stop_signal_{nullptr};
+  // The phase in the top 8 bits, the steady-clock nanoseconds since start_ when it began below;
+  // 0: never marked.
+  std::atomic<uint64_t> phase_mark_{0};
+  std::atomic<StepPhase> interrupted_{StepPhase::kNone};  // the phase a collective wait interrupted
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   absl::Mutex send_mu_;  // serializes heartbeats from Loop() and Flush()
   mutable absl::Mutex mu_;
   ProgressReport latest_ ABSL_GUARDED_BY(mu_);

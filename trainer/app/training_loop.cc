@@ -14,9 +14,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/job_status.h"
 #include "common/sampler_plan.h"
 #include "common/status_macros.h"
-#include "trainer/app/checkpoint.h"
+#include "trainer/app/checkpoint_store.h"
+#include "trainer/app/step_meters.h"
 #include "trainer/data/batch_source.h"
 #include "trainer/dist/dist_errors.h"
 #include "trainer/worker/step_runner.h"
@@ -31,21 +33,29 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // Steps between the collective that lets every rank agree to stop at the same step.
 constexpr int64_t kStopCheckInterval = 10;
 
-// Running average, like the recipe's AverageMeter.
+// Running average of a host-side time, like the recipe's AverageMeter.
 struct Meter {
   double last = 0, sum = 0;
   int64_t count = 0;
-  void Add(double v, int64_t n = 1) {
+  void Add(double v) {
     last = v;
-    sum += v * static_cast<double>(n);
-    count += n;
+    sum += v;
+    ++count;
   }
   double avg() const { return count == 0 ? 0 : sum / static_cast<double>(count); }
 };
 
+// How often the loss sent to the coordinator is refreshed (one host sync each time): about once
+// per heartbeat.
+constexpr auto kLossRefresh =
+    std::chrono::milliseconds(static_cast<int>(kHeartbeatPeriodSeconds * 1000));
+
 struct EpochMeters {
-  Meter batch_time, data_time, losses, top1, top5;
+  Meter batch_time, data_time;
+  StepMeters steps;          // loss and accuracy over every step, summed on the device
+  double reported_loss = 0;  // the mean loss over the steps before the last refresh
   Clock::time_point tick = Clock::now();
+  std::optional<Clock::time_point> refreshed;  // unset: refresh at the first step
 };
 
 // Where an epoch's positions of the global sample order start and end for this world.
@@ -56,7 +66,7 @@ struct EpochSpan {
   int64_t world = 0;
 };
 
-// Correct top-1 and top-5 predictions in a batch.
+// Correct top-1 and top-5 predictions in a batch (evaluation).
 std::pair<int64_t, int64_t> TopkCorrect(const at::Tensor& logits, const at::Tensor& labels) {
   const int64_t k = std::min<int64_t>(5, logits.size(1));
   const at::Tensor pred = std::get<1>(at::topk(logits, k, 1));
@@ -89,7 +99,9 @@ class Loop {
     }
     // A replacement rank 0 that joined after the last epoch's checkpoint still leaves one for
     // final.pt.
-    if (result_.checkpoint.empty() && !c_.checkpoint_dir.empty()) RETURN_IF_ERROR(Checkpoint());
+    if (result_.checkpoint.empty() && !c_.checkpoint_dir.empty()) {
+      RETURN_IF_ERROR(Checkpoint(CheckpointKind::kFinal));
+    }
     PrintSummary(started);
     return result_;
   }
@@ -101,6 +113,8 @@ class Loop {
   }
   int World() { return ctx_.comm.process_group().getSize(); }
   bool IsRank0() { return Rank() == 0; }
+  // The phase the coordinator's stall rule sees (progress_reporter.h); one atomic store.
+  void MarkPhase(StepPhase phase) { ctx_.session.reporter().MarkPhase(phase); }
 
   void Print(const std::string& line) const {
     std::fprintf(stdout, "%s%s\n", ctx_.session.log_prefix().c_str(), line.c_str());
@@ -143,9 +157,11 @@ class Loop {
                                            pos_.epoch, c_.workers, ctx_.model.device()));
     const int64_t batches = loader->num_batches();
     ctx_.model.model().train(true);
-    StepRunner runner(ctx_.model, ctx_.comm, pos_, {c_.bf16, c_.max_restarts > 0});
+    StepRunner runner(ctx_.model, ctx_.comm, pos_,
+                      {c_.bf16, c_.max_restarts > 0, &ctx_.session.reporter()});
     EpochMeters meters;
     for (int64_t i = 0;; ++i) {
+      MarkPhase(StepPhase::kData);
       ASSIGN_OR_RETURN(std::optional<data::Batch> batch, loader->Next());
       if (!batch) break;
       const double data_s = absl::ToDoubleSeconds(loader->last_wait());
@@ -163,7 +179,7 @@ class Loop {
       }
       if (c_.checkpoint_every > 0 && pos_.step % c_.checkpoint_every == 0 &&
           !c_.checkpoint_dir.empty() && i + 1 < batches) {
-        RETURN_IF_ERROR(Checkpoint());
+        RETURN_IF_ERROR(Checkpoint(CheckpointKind::kPeriodic));
       }
     }
     return false;
@@ -185,31 +201,35 @@ class Loop {
     pos_.consumed_world_size = span.consumed_world;
   }
 
-  // Meters, the heartbeat's progress, and rank 0's progress line.
+  // Meters, the heartbeat's progress, and rank 0's progress line. The loss and accuracy columns
+  // average every step of the epoch; the device sums are read only when a line is printed or
+  // the coordinator's loss is refreshed.
   void RecordStep(const StepResult& step, int64_t i, int64_t batches, double lr, double data_s,
                   EpochMeters& m) {
     const auto now = Clock::now();
-    const int64_t n = step.labels.size(0);
     m.batch_time.Add(Seconds(now - m.tick));
     m.data_time.Add(data_s);
     m.tick = now;
+    m.steps.Add(step.loss, step.logits, step.labels);
     const bool print = IsRank0() && (i % c_.print_freq == 0 || i + 1 == batches);
-    if (print || i % c_.print_freq == 0) {
-      m.losses.Add(step.loss.item<double>(), n);
-      c10::NoGradGuard no_grad;
-      auto [c1, c5] = TopkCorrect(step.logits.detach(), step.labels);
-      m.top1.Add(100.0 * static_cast<double>(c1) / static_cast<double>(n), n);
-      m.top5.Add(100.0 * static_cast<double>(c5) / static_cast<double>(n), n);
+    const bool refresh = !m.refreshed || now - *m.refreshed >= kLossRefresh || i + 1 == batches;
+    if (print || refresh) {
+      const MeterReading r = m.steps.Read(/*restart_since_previous=*/refresh);
+      if (refresh) {
+        m.reported_loss = r.loss_since_previous;
+        m.refreshed = now;
+      }
+      if (print) {
+        const int width = static_cast<int>(std::to_string(batches).size());
+        Print(absl::StrFormat(
+            "Epoch: [%d][%*d/%d]\tTime %6.3f (%6.3f)\tData %6.3f (%6.3f)\tLoss %.4e (%.4e)\t"
+            "Acc@1 %6.2f (%6.2f)\tAcc@5 %6.2f (%6.2f)\tlr %.4g",
+            pos_.epoch, width, i, batches, m.batch_time.last, m.batch_time.avg(), m.data_time.last,
+            m.data_time.avg(), r.loss_last, r.loss_avg, r.top1_last, r.top1_avg, r.top5_last,
+            r.top5_avg, lr));
+      }
     }
     Report(m);
-    if (!print) return;
-    const int width = static_cast<int>(std::to_string(batches).size());
-    Print(absl::StrFormat(
-        "Epoch: [%d][%*d/%d]\tTime %6.3f (%6.3f)\tData %6.3f (%6.3f)\tLoss %.4e (%.4e)\t"
-        "Acc@1 %6.2f (%6.2f)\tAcc@5 %6.2f (%6.2f)\tlr %.4g",
-        pos_.epoch, width, i, batches, m.batch_time.last, m.batch_time.avg(), m.data_time.last,
-        m.data_time.avg(), m.losses.last, m.losses.avg(), m.top1.last, m.top1.avg(), m.top5.last,
-        m.top5.avg(), lr));
   }
 
   void Report(const EpochMeters& m) {
@@ -219,7 +239,7 @@ class Loop {
     r.epochs = c_.epochs;
     r.step = pos_.step;
     r.steps_per_epoch = steps_per_epoch_;
-    r.loss = m.losses.last;
+    r.loss = m.reported_loss;
     r.samples_per_second = m.batch_time.last > 0 ? c_.batch_size / m.batch_time.last : 0;
     r.data_wait_share = m.batch_time.avg() > 0 ? m.data_time.avg() / m.batch_time.avg() : 0;
     const StepTimings t = ctx_.comm.ddp().timings();
@@ -264,7 +284,7 @@ class Loop {
   }
 
   absl::Status StopHere() {
-    if (!c_.checkpoint_dir.empty()) RETURN_IF_ERROR(Checkpoint());
+    if (!c_.checkpoint_dir.empty()) RETURN_IF_ERROR(Checkpoint(CheckpointKind::kStop));
     if (IsRank0()) {
       Print(absl::StrCat("stopped at step ", pos_.step, " (epoch ", pos_.epoch, ", ", pos_.consumed,
                          " samples of the epoch consumed); resumable"));
@@ -284,7 +304,10 @@ class Loop {
       }
     }
     pos_ = {pos_.epoch + 1, pos_.step, 0, 0};
-    if (!c_.checkpoint_dir.empty()) RETURN_IF_ERROR(Checkpoint());
+    if (!c_.checkpoint_dir.empty()) {
+      RETURN_IF_ERROR(
+          Checkpoint(pos_.epoch == c_.epochs ? CheckpointKind::kFinal : CheckpointKind::kPeriodic));
+    }
     return absl::OkStatus();
   }
 
@@ -300,9 +323,11 @@ class Loop {
                               : std::string()));
   }
 
-  // Rank 0 writes the position atomically and tells the coordinator; others do nothing.
-  absl::Status Checkpoint() {
-    if (!IsRank0()) return absl::OkStatus();
+  // Rank 0 writes the position atomically and tells the coordinator; others do nothing. A
+  // periodic checkpoint that meets a full disk is a warning (CheckpointStore says which).
+  absl::Status Checkpoint(CheckpointKind kind) {
+    if (!IsRank0() || ctx_.checkpoints == nullptr) return absl::OkStatus();
+    MarkPhase(StepPhase::kCheckpoint);
     CheckpointState s;
     s.model = ctx_.model.model().state_dict();
     s.momentum = ctx_.model.optimizer().MomentumBuffers();
@@ -317,10 +342,14 @@ class Loop {
     s.consumed = pos_.consumed;
     s.consumed_world_size = pos_.consumed > 0 ? pos_.consumed_world_size : World();
     s.seed = c_.seed;
-    const std::string path = CheckpointPath(c_.checkpoint_dir, pos_.step);
+    s.dataset_size = ctx_.data.train().size();
     Hold(TestHold::Point::kCheckpoint);
-    RETURN_IF_ERROR(WriteCheckpoint(path, s));
-    PruneCheckpoints(c_.checkpoint_dir, c_.keep_checkpoints);
+    ASSIGN_OR_RETURN(const SavedCheckpoint saved, ctx_.checkpoints->Save(std::move(s), kind));
+    if (saved.path.empty()) {
+      Print(absl::StrCat("warning: ", saved.warning));
+      return absl::OkStatus();
+    }
+    const std::string& path = saved.path;
     result_.checkpoint = path;
     CommittedCheckpoint committed{pos_.epoch, pos_.step, pos_.consumed, path};
     if (absl::Status st = ctx_.session.api().CommitCheckpoint(committed); !st.ok()) {
@@ -331,6 +360,7 @@ class Loop {
 
   // Top-1/top-5 accuracy (percent) over the whole test split: rank r takes r, r+W, ...
   absl::StatusOr<std::pair<double, double>> Evaluate() {
+    MarkPhase(StepPhase::kEval);
     const at::Device device = ctx_.model.device();
     std::vector<int64_t> indices;
     for (int64_t i = Rank(); i < ctx_.data.test().size(); i += World()) indices.push_back(i);

@@ -24,9 +24,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "trainer/app/checkpoint.h"
+#include "trainer/app/checkpoint_store.h"
 #include "trainer/app/host_memory.h"
 #include "trainer/app/training_loop.h"
+#include "trainer/dist/dist_errors.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/dist/status_from_exception.h"
 #include "trainer/worker/communication_stage.h"
@@ -41,6 +42,28 @@ namespace {
 std::atomic<bool> g_signal_stop{false};
 
 void OnStopSignal(int) { g_signal_stop.store(true); }
+
+// The reporter that collective waits are marked on (the phase "allreduce"), while one lives.
+std::atomic<ProgressReporter*> g_reporter{nullptr};
+
+void OnCollectiveWait(bool waiting) {
+  if (ProgressReporter* r = g_reporter.load(std::memory_order_acquire)) {
+    r->MarkCollectiveWait(waiting);
+  }
+}
+
+// While it lives, `reporter` hears of collective waits and stop signals.
+class ReporterHooks {
+ public:
+  explicit ReporterHooks(ProgressReporter& reporter) {
+    reporter.WatchStopSignal(&g_signal_stop);
+    g_reporter.store(&reporter, std::memory_order_release);
+    SetCollectiveWaitHook(&OnCollectiveWait);
+  }
+  ~ReporterHooks() { g_reporter.store(nullptr, std::memory_order_release); }
+  ReporterHooks(const ReporterHooks&) = delete;
+  ReporterHooks& operator=(const ReporterHooks&) = delete;
+};
 
 void InstallStopSignals() {
   struct sigaction sa = {};
@@ -116,32 +139,44 @@ absl::StatusOr<at::Device> ChooseDevice(const TrainerConfig& c, const WorkerPlac
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
-// Rank 0 picks the checkpoint (newest valid one under --resume auto) and loads it into its model
+// Rank 0 picks the checkpoint (the folder's run, see CheckpointStore) and loads it into its model
 // stage. Its position then has the highest committed step, so the state sync that follows the
 // process group's construction hands its weights, momentum and position to every rank.
-absl::StatusOr<TrainingPosition> LoadStartPoint(const TrainerConfig& c, int rank, ModelStage& model,
-                                                const std::string& prefix) {
+// A replacement in a job that recovers (`from_peers`) takes its state from the survivors, never
+// a file; as rank 0 it only adopts the folder's current run, for the checkpoints it writes next.
+absl::StatusOr<TrainingPosition> LoadStartPoint(const TrainerConfig& c, int rank,
+                                                const DataStage& data, ModelStage& model,
+                                                CheckpointStore& checkpoints,
+                                                const std::string& prefix, bool from_peers) {
   TrainingPosition start;
-  if (rank != 0 || c.resume == "none") return start;
-  std::string path;
-  if (c.resume == "auto") {
-    if (!c.checkpoint_dir.empty()) {
-      std::vector<std::string> warnings;
-      auto found = FindResumableCheckpoint(c.checkpoint_dir, &warnings);
-      for (const auto& w : warnings)
-        std::fprintf(stderr, "%swarning: %s\n", prefix.c_str(), w.c_str());
-      if (found.ok()) path = *found;
-    }
-  } else {
-    path = c.resume;
+  if (rank != 0) return start;
+  ASSIGN_OR_RETURN(ResumePlan plan,
+                   checkpoints.PlanResume({from_peers ? "auto" : c.resume, c.seed,
+                                           data.train().size(), c.epochs, c.force_resume}));
+  if (from_peers) {
+    std::printf("%scontinuing run %s; the state comes from the other ranks\n", prefix.c_str(),
+                checkpoints.run_id().c_str());
+    return start;
   }
-  if (path.empty()) return start;
-  ASSIGN_OR_RETURN(const CheckpointState loaded, ReadCheckpoint(path));
+  for (const auto& f : checkpoints.removed_temp_files()) {
+    std::printf("%sremoved %s, a temp file of a writer that is gone\n", prefix.c_str(), f.c_str());
+  }
+  for (const auto& w : plan.warnings)
+    std::fprintf(stderr, "%swarning: %s\n", prefix.c_str(), w.c_str());
+  if (!plan.state) {
+    if (!c.checkpoint_dir.empty()) {
+      std::printf("%sstarting run %s in %s\n", prefix.c_str(), checkpoints.run_id().c_str(),
+                  c.checkpoint_dir.c_str());
+    }
+    return start;
+  }
+  const CheckpointState& loaded = *plan.state;
   RETURN_IF_ERROR(model.Load(loaded.model, loaded.momentum));
   start = {loaded.epoch, loaded.step, loaded.consumed, loaded.consumed_world_size};
-  std::printf("%sresuming from %s: epoch %ld, step %ld, %ld samples of the epoch done\n",
-              prefix.c_str(), path.c_str(), static_cast<long>(start.epoch),
-              static_cast<long>(start.step), static_cast<long>(start.consumed));
+  std::printf("%sresuming from %s (run %s): epoch %ld, step %ld, %ld samples of the epoch done\n",
+              prefix.c_str(), plan.path.c_str(), checkpoints.run_id().c_str(),
+              static_cast<long>(start.epoch), static_cast<long>(start.step),
+              static_cast<long>(start.consumed));
   return start;
 }
 
@@ -168,17 +203,17 @@ struct TrainOutcome {
 // its own boundary, so that a failed collective (a peer lost) can be recovered from in place
 // (trainer/worker/in_job_recovery.h) and the loop run again from the synced position.
 TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataStage& data,
-                   ModelStage& model, CoordinatorSession& session, const std::string& host_memory,
-                   const std::string& pipeline_note, const TestHold& hold) {
+                   ModelStage& model, CoordinatorSession& session, CheckpointStore& checkpoints,
+                   const std::string& host_memory, const std::string& pipeline_note,
+                   const TestHold& hold) {
   TrainOutcome out{true, absl::UnknownError("not started")};
   out.result = RunGuarded("training step failed", [&]() -> absl::StatusOr<LoopResult> {
+    // Copies: the session's rank changes with each membership generation.
     const std::string prefix = session.log_prefix();
     const RankAssignment rank = session.rank();
-    // A replacement in a job that recovers takes its state from the survivors, never a file.
-    TrainingPosition position;
-    if (!rank.state_from_peers) {
-      ASSIGN_OR_RETURN(position, LoadStartPoint(c, rank.rank, model, prefix));
-    }
+    ASSIGN_OR_RETURN(
+        TrainingPosition position,
+        LoadStartPoint(c, rank.rank, data, model, checkpoints, prefix, rank.state_from_peers));
     const auto options = CommunicationOptions(c, p, model.device());
     CommunicationStage comm(session.Store(options.process_group.timeout), options, model, position);
     InJobRecovery recovery(comm, session, position,
@@ -194,13 +229,20 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
                   static_cast<long>(data.test().size()));
       std::printf("%s%s\n", prefix.c_str(), host_memory.c_str());
       if (!pipeline_note.empty()) std::printf("%s%s\n", prefix.c_str(), pipeline_note.c_str());
+      // A finished run relaunched in place (or a requeue that lands after the last epoch).
+      if (position.epoch >= c.epochs) {
+        std::printf("%srun %s is already complete (%ld epochs, step %ld); nothing to train\n",
+                    prefix.c_str(), checkpoints.run_id().c_str(), static_cast<long>(position.epoch),
+                    static_cast<long>(position.step));
+      }
       std::fflush(stdout);
     }
     out.in_setup = false;
     LoopResult so_far;
-    const TrainingContext ctx{c,        data,          model,  session,       comm,
-                              position, g_signal_stop, so_far, position.step, &recovery,
-                              &hold};
+    const TrainingContext ctx{
+        c,      data,          model,         session,
+        comm,   position,      g_signal_stop, rank.rank == 0 ? &checkpoints : nullptr,
+        so_far, position.step, &recovery,     &hold};
     for (;;) {
       absl::StatusOr<LoopResult> result =
           RunGuarded("training step failed", [&] { return RunTrainingLoop(ctx); });
@@ -233,9 +275,20 @@ std::optional<std::string> AwaitRootCause(const TrainerConfig& c, CoordinatorSes
   return reporter.abort_reason();
 }
 
-// Reports how training ended and turns it into the exit code (config.h).
-int Finish(const TrainerConfig& c, CoordinatorSession& session, const TrainOutcome& outcome) {
+// A checkpoint that met a full disk or quota: the message says which older checkpoint a relaunch
+// resumes from, so the job ends resumable (requeue me).
+int ExitResumable(CoordinatorSession& session, const absl::Status& st) {
+  session.ReportOutcome(absl::CancelledError(st.message()));
+  return Fail(session.log_prefix(), kExitResumable, std::string(st.message()));
+}
+
+// Reports how training ended and turns it into the exit code (common/exit_codes.h).
+int Finish(const TrainerConfig& c, CoordinatorSession& session, CheckpointStore& checkpoints,
+           const TrainOutcome& outcome) {
   const std::string& prefix = session.log_prefix();
+  if (!outcome.result.ok() && ResumableAfter(outcome.result.status())) {
+    return ExitResumable(session, outcome.result.status());
+  }
   if (!outcome.result.ok()) {
     const absl::Status& st = outcome.result.status();
     session.ReportOutcome(st);
@@ -262,15 +315,19 @@ int Finish(const TrainerConfig& c, CoordinatorSession& session, const TrainOutco
         absl::CancelledError(absl::StrCat("stopped after checkpoint ", result.checkpoint)));
     return kExitResumable;
   }
-  if (session.rank().rank == 0 && !c.checkpoint_dir.empty()) {
-    auto last = ReadCheckpoint(result.checkpoint);
-    absl::Status st =
-        last.ok() ? WriteCheckpoint(c.checkpoint_dir + "/final.pt", *last) : last.status();
-    if (!st.ok()) {
-      session.ReportOutcome(st);
-      return Fail(prefix, kExitFailed, std::string(st.message()));
+  if (session.rank().rank == 0) {
+    auto final_checkpoint = checkpoints.Finish();
+    if (!final_checkpoint.ok()) {
+      if (ResumableAfter(final_checkpoint.status())) {
+        return ExitResumable(session, final_checkpoint.status());
+      }
+      session.ReportOutcome(final_checkpoint.status());
+      return Fail(prefix, kExitFailed, std::string(final_checkpoint.status().message()));
     }
-    std::printf("%sfinal weights: %s/final.pt\n", prefix.c_str(), c.checkpoint_dir.c_str());
+    if (!final_checkpoint->path.empty()) {
+      std::printf("%sfinal weights: %s%s\n", prefix.c_str(), final_checkpoint->path.c_str(),
+                  final_checkpoint->already_present ? " (already there)" : "");
+    }
   }
   session.ReportOutcome(absl::OkStatus());
   return kExitOk;
@@ -285,10 +342,9 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p, const TestHold& 
   const std::string host_memory = TuneHostAllocator();  // before the first tensor
 
   // Cheap, local checks first: a bad flag or file must fail before the job waits on us.
-  if (!c.checkpoint_dir.empty()) {
-    if (absl::Status st = CheckCheckpointDirWritable(c.checkpoint_dir); !st.ok()) {
-      return Fail(prefix, kExitUsage, std::string(st.message()));
-    }
+  auto checkpoints = CheckpointStore::Open({c.checkpoint_dir, c.keep_checkpoints});
+  if (!checkpoints.ok()) {
+    return Fail(prefix, kExitUsage, std::string(checkpoints.status().message()));
   }
   torch::manual_seed(static_cast<uint64_t>(c.seed));
   if (c.deterministic) {
@@ -326,10 +382,11 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p, const TestHold& 
     std::fprintf(stderr, "%sreplacement start-up: %s\n", (*session)->log_prefix().c_str(),
                  startup.Describe().c_str());
   }
+  const ReporterHooks hooks((*session)->reporter());
 
   const TrainOutcome outcome =
-      Train(c, p, *data, *model, **session, host_memory, *pipeline_note, hold);
-  return Finish(c, **session, outcome);
+      Train(c, p, *data, *model, **session, **checkpoints, host_memory, *pipeline_note, hold);
+  return Finish(c, **session, **checkpoints, outcome);
 }
 
 }  // namespace ddp

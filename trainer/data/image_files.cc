@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 
 namespace ddp::data {
@@ -136,12 +137,23 @@ absl::StatusOr<std::vector<int64_t>> ParseIdxHeader(const std::string& path,
                                             absl::Hex(magic, absl::kZeroPad8)));
   }
   std::vector<int64_t> shape;
-  int64_t expected = 1;
+  // Up to three 32-bit dimensions: their product can exceed 64 bits.
+  uint64_t expected = 1;
+  bool saturated = false;
   for (int d = 0; d < dims; ++d) {
-    shape.push_back(ReadBigEndian32(data, 4 + 4 * static_cast<size_t>(d)));
-    expected *= shape.back();
+    const uint32_t dim = ReadBigEndian32(data, 4 + 4 * static_cast<size_t>(d));
+    shape.push_back(dim);
+    saturated = saturated || __builtin_mul_overflow(expected, uint64_t{dim}, &expected);
   }
-  const int64_t payload = static_cast<int64_t>(data.size() - header);
+  if (saturated) {
+    if (std::find(shape.begin(), shape.end(), 0) == shape.end()) {
+      return absl::DataLossError(absl::StrCat(path, ": header promises ",
+                                              absl::StrJoin(shape, " x "),
+                                              " bytes of data, more than any file holds"));
+    }
+    expected = 0;
+  }
+  const uint64_t payload = data.size() - header;
   if (payload < expected) {
     return absl::DataLossError(absl::StrCat(path, ": truncated: header promises ", expected,
                                             " bytes of data, file has ", payload));
@@ -155,28 +167,31 @@ absl::StatusOr<std::vector<int64_t>> ParseIdxHeader(const std::string& path,
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path) {
-  absl::StatusOr<std::string> data = ReadFile(path);
-  if (!data.ok()) return data;
-  const std::string& bytes = *data;
-  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes.front()) == 0x1f &&
-      static_cast<unsigned char>(bytes[1]) == 0x8b) {
-    return Gunzip(path, bytes);
+absl::Status MaybeGunzip(const std::string& name, std::string* bytes) {
+  if (bytes->size() < 2 || static_cast<unsigned char>((*bytes)[0]) != 0x1f ||
+      static_cast<unsigned char>((*bytes)[1]) != 0x8b) {
+    return absl::OkStatus();
   }
-  return data;
+  ASSIGN_OR_RETURN(*bytes, Gunzip(name, *bytes));
+  return absl::OkStatus();
 }
 
-absl::StatusOr<RawImageSet> ReadIdxPair(const std::string& images_path,
-                                        const std::string& labels_path, int num_classes) {
-  ASSIGN_OR_RETURN(std::string images, ReadFileMaybeGzip(images_path));
+absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  RETURN_IF_ERROR(MaybeGunzip(path, &bytes));
+  return bytes;
+}
+
+absl::StatusOr<RawImageSet> ParseIdxPair(const std::string& images_name, const std::string& images,
+                                         const std::string& labels_name, const std::string& labels,
+                                         int num_classes) {
   ASSIGN_OR_RETURN(std::vector<int64_t> image_shape,
-                   ParseIdxHeader(images_path, images, kIdxImagesMagic, 3));
-  ASSIGN_OR_RETURN(std::string labels, ReadFileMaybeGzip(labels_path));
+                   ParseIdxHeader(images_name, images, kIdxImagesMagic, 3));
   ASSIGN_OR_RETURN(std::vector<int64_t> label_shape,
-                   ParseIdxHeader(labels_path, labels, kIdxLabelsMagic, 1));
+                   ParseIdxHeader(labels_name, labels, kIdxLabelsMagic, 1));
   if (image_shape[0] != label_shape[0]) {
-    return absl::DataLossError(absl::StrCat(images_path, ": has ", image_shape[0], " images but ",
-                                            labels_path, " has ", label_shape[0], " labels"));
+    return absl::DataLossError(absl::StrCat(images_name, ": has ", image_shape[0], " images but ",
+                                            labels_name, " has ", label_shape[0], " labels"));
   }
   RawImageSet set;
   set.count = image_shape[0];
@@ -188,7 +203,7 @@ absl::StatusOr<RawImageSet> ReadIdxPair(const std::string& images_path,
   for (size_t i = 8; i < labels.size(); ++i) {
     const int64_t label = static_cast<unsigned char>(labels[i]);
     if (label >= num_classes) {
-      return absl::DataLossError(absl::StrCat(labels_path, ": label ", label, " at index ", i - 8,
+      return absl::DataLossError(absl::StrCat(labels_name, ": label ", label, " at index ", i - 8,
                                               " is not below ", num_classes));
     }
     set.labels.push_back(label);
@@ -196,33 +211,49 @@ absl::StatusOr<RawImageSet> ReadIdxPair(const std::string& images_path,
   return set;
 }
 
+absl::StatusOr<RawImageSet> ReadIdxPair(const std::string& images_path,
+                                        const std::string& labels_path, int num_classes) {
+  ASSIGN_OR_RETURN(std::string images, ReadFileMaybeGzip(images_path));
+  ASSIGN_OR_RETURN(std::string labels, ReadFileMaybeGzip(labels_path));
+  return ParseIdxPair(images_path, images, labels_path, labels, num_classes);
+}
+
+absl::Status AppendCifar10Batch(const std::string& name, const std::string& data,
+                                RawImageSet* set) {
+  constexpr int64_t kPixels = kCifarRecord - 1;
+  set->channels = kCifarChannels;
+  set->height = kCifarSide;
+  set->width = kCifarSide;
+  if (data.empty() || data.size() % kCifarRecord != 0) {
+    return absl::DataLossError(absl::StrCat(name, ": size ", data.size(),
+                                            " is not a positive multiple of the CIFAR-10 record "
+                                            "size ",
+                                            kCifarRecord));
+  }
+  const int64_t records = static_cast<int64_t>(data.size()) / kCifarRecord;
+  set->pixels.reserve(set->pixels.size() + static_cast<size_t>(records * kPixels));
+  for (int64_t r = 0; r < records; ++r) {
+    const char* record = data.data() + r * kCifarRecord;
+    const int64_t label = static_cast<unsigned char>(record[0]);
+    if (label >= 10) {
+      return absl::DataLossError(
+          absl::StrCat(name, ": label ", label, " in record ", r, " is not below 10"));
+    }
+    set->labels.push_back(label);
+    set->pixels.insert(set->pixels.end(), record + 1, record + kCifarRecord);
+  }
+  set->count += records;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RawImageSet> ReadCifar10Batches(const std::vector<std::string>& paths) {
   RawImageSet set;
   set.channels = kCifarChannels;
   set.height = kCifarSide;
   set.width = kCifarSide;
-  constexpr int64_t kPixels = kCifarRecord - 1;
   for (const std::string& path : paths) {
     ASSIGN_OR_RETURN(std::string data, ReadFile(path));
-    if (data.empty() || data.size() % kCifarRecord != 0) {
-      return absl::DataLossError(absl::StrCat(path, ": size ", data.size(),
-                                              " is not a positive multiple of the CIFAR-10 record "
-                                              "size ",
-                                              kCifarRecord));
-    }
-    const int64_t records = static_cast<int64_t>(data.size()) / kCifarRecord;
-    set.pixels.reserve(set.pixels.size() + static_cast<size_t>(records * kPixels));
-    for (int64_t r = 0; r < records; ++r) {
-      const char* record = data.data() + r * kCifarRecord;
-      const int64_t label = static_cast<unsigned char>(record[0]);
-      if (label >= 10) {
-        return absl::DataLossError(
-            absl::StrCat(path, ": label ", label, " in record ", r, " is not below 10"));
-      }
-      set.labels.push_back(label);
-      set.pixels.insert(set.pixels.end(), record + 1, record + kCifarRecord);
-    }
-    set.count += records;
+    RETURN_IF_ERROR(AppendCifar10Batch(path, data, &set));
   }
   return set;
 }

@@ -52,6 +52,16 @@ absl::StatusOr<RawImageSet> ReadIdxPair(const std::string& images_path,
 // order given.
 absl::StatusOr<RawImageSet> ReadCifar10Batches(const std::vector<std::string>& paths);
 
+// The parsers behind the readers, on bytes already in memory (`name` names them in errors):
+// what the fuzz harnesses (fuzz/) drive.
+// Gunzips `*bytes` in place when they start with the gzip magic.
+absl::Status MaybeGunzip(const std::string& name, std::string* bytes);
+absl::StatusOr<RawImageSet> ParseIdxPair(const std::string& images_name, const std::string& images,
+                                         const std::string& labels_name, const std::string& labels,
+                                         int num_classes);
+// Appends the records of one CIFAR-10 batch to `set`, which must be empty or hold CIFAR-10 images.
+absl::Status AppendCifar10Batch(const std::string& name, const std::string& data, RawImageSet* set);
+
 }  // namespace ddp::data
 
 #endif  // SLURM_DDP_TRAINER_DATA_IMAGE_FILES_H_

@@ -53,7 +53,8 @@ struct DestinationBuffer {
 
 }  // namespace
 
-absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name) {
+absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name,
+                                    int64_t max_pixels) {
   RgbImage image;
   ErrorManager err;
   jpeg_decompress_struct cinfo;
@@ -68,13 +69,28 @@ absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& n
   jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()),
                static_cast<unsigned long>(bytes.size()));  // NOLINT(runtime/int)
   jpeg_read_header(&cinfo, TRUE);
+  // The header's size is only a claim: check it before libjpeg or we allocate for it.
+  const int64_t pixels = int64_t{cinfo.image_width} * int64_t{cinfo.image_height};
+  if (pixels > max_pixels) {
+    const JDIMENSION width = cinfo.image_width, height = cinfo.image_height;
+    jpeg_destroy_decompress(&cinfo);
+    return absl::DataLossError(absl::StrCat(name, ": cannot decode JPEG: it claims ", width, "x",
+                                            height, " pixels, more than the limit of ",
+                                            max_pixels));
+  }
+  // At most 4 components of 2-byte coefficients per pixel (a progressive image keeps them all),
+  // plus working buffers; past that libjpeg fails cleanly instead of allocating.
+  cinfo.mem->max_memory_to_use = static_cast<long>(8 * pixels + (64 << 20));  // NOLINT(runtime/int)
   cinfo.out_color_space = JCS_RGB;
   jpeg_start_decompress(&cinfo);
   image.width = static_cast<int>(cinfo.output_width);
   image.height = static_cast<int>(cinfo.output_height);
   const size_t stride = static_cast<size_t>(image.width) * 3;
-  image.pixels.resize(stride * static_cast<size_t>(image.height));
+  // Rows are added as they are decoded: a short file that claims a large image costs only what
+  // it holds.
+  image.pixels.reserve(stride * static_cast<size_t>(image.height));
   while (cinfo.output_scanline < cinfo.output_height) {
+    image.pixels.resize(stride * (cinfo.output_scanline + size_t{1}));
     JSAMPROW row = image.pixels.data() + stride * cinfo.output_scanline;
     jpeg_read_scanlines(&cinfo, &row, 1);
     if (err.truncated) break;

@@ -24,8 +24,16 @@ struct RgbImage {
   std::vector<uint8_t> pixels;  // height * width * 3
 };
 
-// Decodes `bytes`; `name` (usually the path) appears in error messages.
-absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name);
+// The most pixels a JPEG may claim: PIL's decompression-bomb limit (2 x 89,478,485), far above
+// any photograph in ImageNet. A file claiming more is refused before anything is allocated for
+// it, and libjpeg's own buffers (a progressive image keeps all its coefficients) are capped to
+// what an image of that size needs.
+inline constexpr int64_t kMaxJpegPixels = 178956970;
+
+// Decodes `bytes`; `name` (usually the path) appears in error messages. A file that claims more
+// than `max_pixels` pixels is a DataLoss error.
+absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name,
+                                    int64_t max_pixels = kMaxJpegPixels);
 
 // What a JPEG's frame header (SOFn marker) says, read without decoding.
 struct JpegInfo {

@@ -1,5 +1,6 @@
 #include "trainer/dist/dist_errors.h"
 
+#include <atomic>
 #include <exception>
 #include <string>
 
@@ -30,8 +31,35 @@ std::chrono::milliseconds CollectiveTimeout(c10d::Backend& pg) {
   }
 }
 
+namespace {
+
+std::atomic<CollectiveWaitHook> g_wait_hook{nullptr};
+
+// Calls the hook with true now and with false when it goes out of scope.
+class WaitMark {
+ public:
+  WaitMark() : hook_(g_wait_hook.load(std::memory_order_relaxed)) {
+    if (hook_ != nullptr) hook_(true);
+  }
+  ~WaitMark() {
+    if (hook_ != nullptr) hook_(false);
+  }
+  WaitMark(const WaitMark&) = delete;
+  WaitMark& operator=(const WaitMark&) = delete;
+
+ private:
+  const CollectiveWaitHook hook_;
+};
+
+}  // namespace
+
+void SetCollectiveWaitHook(CollectiveWaitHook hook) {
+  g_wait_hook.store(hook, std::memory_order_relaxed);
+}
+
 void WaitForWork(c10d::Work& work, c10d::Backend& pg, std::chrono::steady_clock::time_point issued,
                  const char* what) {
+  const WaitMark mark;
   std::exception_ptr error;
   std::string message;
   bool distributed = false;

@@ -46,6 +46,12 @@ template <typename E>
 // The timeout of `pg`'s collectives, or zero when the backend does not say.
 std::chrono::milliseconds CollectiveTimeout(c10d::Backend& pg);
 
+// Called with true before WaitForWork waits and with false once it returns or throws, from the
+// waiting thread (e.g. to report the step phase "allreduce wait"). Null by default; set it once,
+// before any collective, to a function that is cheap and never throws.
+using CollectiveWaitHook = void (*)(bool waiting);
+void SetCollectiveWaitHook(CollectiveWaitHook hook);
+
 // Waits for `work` (a collective of `pg` issued at `issued`). On failure throws
 // CollectiveTimeoutError or c10::DistBackendError (see above) naming `what`; errors that already
 // are c10 distributed errors keep their type unless they are a timeout.

@@ -74,10 +74,7 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
   ProgressReporter& reporter = session_.reporter();
   absl::Status reason = why;
   for (;;) {
-    ProgressReport report = reporter.latest();
-    report.step_phase = StepPhase::kRecovery;
-    report.phase_seconds = 0;
-    reporter.Update(report);
+    reporter.MarkPhase(StepPhase::kRecovery);  // a waiting phase: never judged stalled
     // Abort the failed group first: its connections close, so peers still blocked on this rank
     // fail now too.
     comm_.MarkFailed();

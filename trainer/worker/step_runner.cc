@@ -11,19 +11,25 @@
 namespace ddp {
 
 absl::StatusOr<StepResult> StepRunner::Run(const data::Batch& batch, double lr) {
+  Mark(StepPhase::kForward);
   const Inputs in = ToDevice(batch);
   ASSIGN_OR_RETURN(DdpStep step, DdpStep::Begin(comm_.ddp()));
   at::Tensor logits = Forward(in.images);
   at::Tensor loss = Loss(logits, in.labels);
+  Mark(StepPhase::kBackward);  // its gradient allreduce waits are marked by WaitForWork's hook
   RETURN_IF_ERROR(step.Backward(loss));
   if (options_.confirm_reduction && model_.device().is_cuda()) {
+    // The host waits for the gradients' reduction: to the stall rule, a collective wait.
+    if (options_.phases != nullptr) options_.phases->MarkCollectiveWait(true);
     torch::cuda::synchronize(model_.device().index());
+    if (options_.phases != nullptr) options_.phases->MarkCollectiveWait(false);
   }
   if (comm_.interrupted()) {
     // DdpStep's destructor clears the gradients of a step that never reached its optimizer.
     return absl::UnavailableError(
         "the step was interrupted: a newer membership generation is forming");
   }
+  Mark(StepPhase::kOptimizer);
   RETURN_IF_ERROR(step.ApplyOptimizer([&] { model_.optimizer().Step(lr); }));
   ++position_.step;
   return StepResult{std::move(logits), std::move(loss), in.labels};

@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/status/statusor.h"
+#include "trainer/app/progress_reporter.h"
 #include "trainer/data/dataset.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/model_stage.h"
@@ -33,6 +34,8 @@ struct StepOptions {
   // committed step is always one its device finished (the state sync depends on it). Costs the
   // host's run-ahead into the next step (the optimizer is enqueued after the reduction ends).
   bool confirm_reduction = false;
+  // Told of each phase as the step enters it (forward, backward, optimizer); may be null.
+  ProgressReporter* phases = nullptr;
 };
 
 struct StepResult {
@@ -59,6 +62,9 @@ class StepRunner {
   Inputs ToDevice(const data::Batch& batch) const;
   at::Tensor Forward(const at::Tensor& images);
   static at::Tensor Loss(const at::Tensor& logits, const at::Tensor& labels);
+  void Mark(StepPhase phase) {
+    if (options_.phases != nullptr) options_.phases->MarkPhase(phase);
+  }
 
   ModelStage& model_;
   CommunicationStage& comm_;

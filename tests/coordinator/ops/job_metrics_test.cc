@@ -88,5 +88,28 @@ TEST(JobMetricsTest, StatesAndRanks) {
   }
 }
 
+TEST(JobMetricsTest, AStalledRankAndThePhases) {
+  JobStatus s;
+  s.job_id = "j";
+  s.state = JobState::kRunning;
+  s.ranks = {Rank(0, RankState::kTraining, 5), Rank(1, RankState::kStalled, 5)};
+  s.ranks[0].phase = StepPhase::kAllreduce;
+  s.ranks[0].phase_seconds = 70;
+  s.ranks[1].phase = StepPhase::kData;
+  s.ranks[1].phase_seconds = 71.5;
+  std::string out;
+  RenderJobMetrics(s, &out);
+  EXPECT_THAT(out, HasSubstr("ddp_stalled_rank -1\n")) << "no stall report yet";
+  EXPECT_THAT(out, HasSubstr("ddp_stall_seconds 0\n"));
+  EXPECT_THAT(out, HasSubstr("ddp_rank_phase_seconds{rank=\"1\",phase=\"data\"} 71.5"));
+  EXPECT_THAT(out, HasSubstr("ddp_rank_phase_seconds{rank=\"0\",phase=\"allreduce\"} 70"));
+  s.stall = {1, StepPhase::kData, 71.5, 60, {{StepPhase::kAllreduce, 1}}};
+  out.clear();
+  RenderJobMetrics(s, &out);
+  EXPECT_THAT(out, HasSubstr("ddp_stalled_rank 1\n"));
+  EXPECT_THAT(out, HasSubstr("ddp_stall_seconds 71.5\n"));
+  EXPECT_THAT(out, HasSubstr("ddp_ranks{state=\"stalled\"} 1"));
+}
+
 }  // namespace
 }  // namespace ddp

@@ -41,7 +41,7 @@ class ServerTest : public ::testing::Test {
     config.heartbeat_timeout = heartbeat_timeout;
     job_ = std::make_unique<Job>(config, MonotonicClock::Get());
     ServerOptions options;
-    options.token = contents_.token;
+    options.tokens = {contents_.token, contents_.view_token, contents_.control_token};
     options.tick = absl::Milliseconds(20);
     auto server = CoordinatorServer::Start(options, job_.get(), &store_, MonotonicClock::Get());
     ASSERT_TRUE(server.ok()) << server.status();
@@ -54,8 +54,9 @@ class ServerTest : public ::testing::Test {
     server_.reset();
     if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
   }
-  ConnectOptions Options() const {
+  ConnectOptions Options(TokenRole role = TokenRole::kWorker) const {
     ConnectOptions o;
+    o.role = role;
     o.dist_file = dist_file_;
     o.expected_job_id = "job-s";
     o.dist_file_timeout = absl::Seconds(5);
@@ -146,7 +147,7 @@ TEST_F(ServerTest, WrongTokenIsUnauthenticatedAndTheJobKeepsServing) {
   auto op = OperatorClient::Connect(forged);
   EXPECT_TRUE(absl::IsUnauthenticated(op.status())) << op.status();
   // The real token still works and nothing changed.
-  auto good = OperatorClient::Connect(Options());
+  auto good = OperatorClient::Connect(Options(TokenRole::kControl));
   ASSERT_TRUE(good.ok()) << good.status();
   auto status = (*good)->GetStatus();
   ASSERT_TRUE(status.ok()) << status.status();
@@ -232,7 +233,7 @@ TEST_F(ServerTest, TypedStateCrossesTheWire) {
   p.step_phase = StepPhase::kEval;
   p.phase_seconds = 3.5;
   ASSERT_TRUE(apis[0]->Heartbeat(p).ok());
-  auto op = OperatorClient::Connect(Options());
+  auto op = OperatorClient::Connect(Options(TokenRole::kControl));
   ASSERT_TRUE(op.ok()) << op.status();
   // Progress is served from snapshots up to ~200 ms old (a state change is never missed).
   absl::StatusOr<JobStatus> st;
@@ -269,7 +270,7 @@ TEST_F(ServerTest, StopAnswersWithTheTypedState) {
   who.host = "h";
   who.pid = 7;
   ASSERT_TRUE(api->Register(who, absl::Seconds(5)).ok());
-  auto op = OperatorClient::Connect(Options());
+  auto op = OperatorClient::Connect(Options(TokenRole::kControl));
   ASSERT_TRUE(op.ok()) << op.status();
   auto state = (*op)->Stop(/*graceful=*/true, "maintenance");
   ASSERT_TRUE(state.ok()) << state.status();
@@ -284,6 +285,42 @@ TEST_F(ServerTest, StopAnswersWithTheTypedState) {
   EXPECT_EQ(st->state, JobState::kStopped);
   EXPECT_TRUE(st->finished);
   EXPECT_EQ(st->stop_reason, "maintenance");
+}
+
+// Per-request state is bounded: 400 checkpoint commits, each with a path at the 4 KiB limit,
+// leave at most the last 200 events (each of bounded size), and a path over the limit is refused
+// with an error naming it.
+TEST_F(ServerTest, RepeatedRequestsKeepTheEventListBounded) {
+  Start(1);
+  auto api = Connect();
+  WorkerIdentity who;
+  who.host = "h";
+  ASSERT_TRUE(api->Register(who, absl::Seconds(5)).ok());
+  for (int i = 1; i <= 400; ++i) {
+    CommittedCheckpoint c;
+    c.step = i;
+    c.path = absl::StrCat(i, "/", std::string(4000, 'p'));
+    ASSERT_TRUE(api->CommitCheckpoint(c).ok()) << i;
+  }
+  CommittedCheckpoint too_long;
+  too_long.step = 401;
+  too_long.path = std::string(4097, 'p');
+  const absl::Status refused = api->CommitCheckpoint(too_long);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("checkpoint path too long"));
+  auto op = OperatorClient::Connect(Options(TokenRole::kView));
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto st = (*op)->GetStatus();
+  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_LE(st->events.size(), 200u);
+  ASSERT_FALSE(st->events.empty());
+  size_t bytes = 0;
+  for (const std::string& e : st->events) {
+    EXPECT_LE(e.size(), 4096u + 256) << e.substr(0, 80);
+    bytes += e.size();
+  }
+  EXPECT_LE(bytes, 200u * (4096 + 256));
+  EXPECT_THAT(st->events.back(), HasSubstr("400/"));
 }
 
 // The service validates before the job sees a request.
@@ -329,7 +366,7 @@ TEST_F(ServerTest, StaleNonceIsRefusedAtConnect) {
 
 TEST_F(ServerTest, WatchStreamsUntilTheJobFinishes) {
   Start(1);
-  auto op = OperatorClient::Connect(Options());
+  auto op = OperatorClient::Connect(Options(TokenRole::kControl));
   ASSERT_TRUE(op.ok());
   std::thread finisher([&] {
     auto api = Connect();

@@ -178,16 +178,36 @@ TEST(LaunchPlan, CoordinatorCommandSpellsOutEveryTimeout) {
   config.registration_timeout_s = 45;
   config.heartbeat_timeout_s = 2.5;
   config.max_restarts = 2;
+  config.stall_timeout_s = 30;
+  config.stop_timeout_s = 45.5;
   SupervisionTimeouts timeouts;
   timeouts.coordinator_linger = absl::Milliseconds(1500);
   auto slurm = PlanLaunch(config, Slurm(2, 0, 0, 0, 2, "1(x2)"), 0, 1);
   ASSERT_TRUE(slurm.ok()) << slurm.status();
   EXPECT_EQ(CoordinatorCommand(*slurm, config, timeouts, "/opt/ddp/bin/ddp-coordinator"),
-            (std::vector<std::string>{
-                "/opt/ddp/bin/ddp-coordinator", "--world-size", "4", "--dist-file", "dist_file.77",
-                "--job-id", "77", "--generation", "0", "--registration-timeout", "45",
-                "--heartbeat-timeout", "2.5", "--max-restarts", "2", "--linger", "1.5",
-                "--log-file", "dist_file.77.coordinator.log"}));
+            (std::vector<std::string>{"/opt/ddp/bin/ddp-coordinator",
+                                      "--world-size",
+                                      "4",
+                                      "--dist-file",
+                                      "dist_file.77",
+                                      "--job-id",
+                                      "77",
+                                      "--generation",
+                                      "0",
+                                      "--registration-timeout",
+                                      "45",
+                                      "--heartbeat-timeout",
+                                      "2.5",
+                                      "--max-restarts",
+                                      "2",
+                                      "--stall-timeout",
+                                      "30",
+                                      "--stop-timeout",
+                                      "45.5",
+                                      "--linger",
+                                      "1.5",
+                                      "--log-file",
+                                      "dist_file.77.coordinator.log"}));
   // Local jobs listen on loopback only; the default linger is the launcher's own 10 s.
   config.job_id = "demo";
   config.dist_file = "/tmp/df";

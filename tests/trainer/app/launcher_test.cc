@@ -166,6 +166,26 @@ TEST(Launcher, ForwardsSignalsToWorkersAndEndsResumable) {
   unlink(ready.c_str());
 }
 
+TEST(Launcher, WorkersThatDoNotEndAfterAStopSignalAreStoppedAtTheDeadline) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.timeouts.signal_stop_deadline = absl::Seconds(1);
+  // Rank 0 acts on USR1 (exit 3); rank 1 is stuck: it ignores USR1 and SIGTERM alike.
+  const std::string ready = absl::StrCat(::testing::TempDir(), "/launcher_stuck_", getpid());
+  o.worker_command = Worker(
+      absl::StrCat("0) trap 'exit 3' USR1; while [ ! -e ", ready,
+                   " ]; do sleep 0.01; done; kill -USR1 $PPID;", " while :; do sleep 0.05; done ;;",
+                   "1) trap '' USR1 TERM; touch ", ready, "; while :; do sleep 0.05; done ;;"));
+  const absl::Time start = absl::Now();
+  // Rank 1 dies by SIGKILL after deadline + grace: a failure, so not resumable.
+  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitFailed);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Seconds(1));
+  EXPECT_LT(took, absl::Seconds(10));
+  ExpectNoChildLeft();
+  unlink(ready.c_str());
+}
+
 TEST(Launcher, CoordinatorThatIgnoresSigtermIsKilledInTime) {
   LauncherOptions o;
   o.timeouts = Fast();

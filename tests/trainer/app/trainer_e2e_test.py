@@ -267,6 +267,9 @@ def case_bad_input(tmp):
     ckpts = sorted(glob.glob(os.path.join(tmp, "ck", "ckpt-*.pt")))
     expect(len(ckpts) >= 2, f"expected >= 2 checkpoints, got {ckpts}")
     open(ckpts[-1], "wb").write(b"truncated")
+    # final.pt holds the same step as the newest checkpoint (and would be resumed from): without
+    # it, the previous checkpoint is the newest that loads.
+    os.unlink(os.path.join(tmp, "ck", "final.pt"))
     p = run(FAST + ["--nprocs-per-node", "1", "--epochs", "2", "--checkpoint-dir", "ck",
                     "--job-id", "ck2"], tmp, check=OK)
     previous = os.path.relpath(ckpts[-2], tmp)
@@ -306,6 +309,42 @@ def case_python_equivalence(tmp):
         worst = max(worst, (ours[k].float() - v.float()).abs().max().item())
     print(f"max |ours - pytorch| = {worst:.3g}")
     expect(worst <= 1e-4, f"weights differ by {worst}")
+
+
+def progress_columns(out):
+    """{step: (loss, loss_avg, acc1, acc1_avg)} from rank 0's progress lines of epoch 0."""
+    rows = {}
+    pat = (r"Epoch: \[0\]\[\s*(\d+)/\d+\].*?Loss ([0-9.e+-]+) \(([0-9.e+-]+)\)\s+"
+           r"Acc@1\s+([0-9.]+) \(\s*([0-9.]+)\)")
+    for m in re.finditer(pat, out):
+        rows[int(m.group(1))] = tuple(float(g) for g in m.groups()[1:])
+    return rows
+
+
+def case_progress_averages(tmp):
+    """The (avg) columns average every step of the epoch, not only the printed ones: the same
+    run printed every step and every 5th step shows the same averages, and each equals the mean
+    of the per-step values up to it."""
+    base = FAST[:-4] + ["--nprocs-per-node", "2", "--epochs", "1", "--no-eval",
+                        "--heartbeat-timeout", "5"]
+    every = progress_columns(run(base + ["--print-freq", "1", "--job-id", "avg1"], tmp,
+                                 check=0).stdout)
+    fifth = progress_columns(run(base + ["--print-freq", "5", "--job-id", "avg5"], tmp,
+                                 check=0).stdout)
+    expect(len(every) >= 10 and len(fifth) >= 3, f"too few progress lines: {every} {fifth}")
+    for step, (_, loss_avg, _, acc_avg) in fifth.items():
+        expect(step in every, f"step {step} printed with --print-freq 5 but not 1")
+        want = every[step]
+        expect(abs(loss_avg - want[1]) <= 1e-3 * abs(want[1]) and abs(acc_avg - want[3]) < 0.011,
+               f"step {step}: averages differ with the print frequency: {fifth[step]} vs {want}")
+        losses = [every[s][0] for s in range(step + 1)]
+        accs = [every[s][2] for s in range(step + 1)]
+        mean_loss, mean_acc = sum(losses) / len(losses), sum(accs) / len(accs)
+        expect(abs(loss_avg - mean_loss) <= 2e-3 * abs(mean_loss) + 1e-4 and
+               abs(acc_avg - mean_acc) < 0.02,
+               f"step {step}: avg ({loss_avg}, {acc_avg}) is not the mean of every step so far "
+               f"({mean_loss}, {mean_acc})")
+    print(f"averages agree at steps {sorted(fifth)}")
 
 
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}

@@ -1,5 +1,6 @@
 #include "trainer/data/image_files.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -154,6 +155,74 @@ TEST(JpegCodecTest, RoundTripsAndRejectsGarbageAndTruncation) {
   EXPECT_EQ(std::string(truncated.status().message()).rfind("half.jpg: cannot decode JPEG: ", 0),
             0u)
       << truncated.status();
+}
+
+// Fuzz finding (fuzz/regressions/idx/header-size-overflow): the byte count an IDX header
+// promises (count x rows x cols) overflowed 64 bits (undefined behaviour; a wrapped product
+// could even match the payload).
+TEST(ParseIdxPairTest, HeaderSizesThatOverflowAreDataLoss) {
+  std::string images = IdxImages(1, 1, 1);
+  for (size_t i = 4; i < 16; ++i) images[i] = static_cast<char>(0xff);
+  absl::StatusOr<RawImageSet> set = ParseIdxPair("img", images, "lab", IdxLabels(1), 10);
+  ASSERT_EQ(set.status().code(), absl::StatusCode::kDataLoss) << set.status();
+  EXPECT_EQ(set.status().message(),
+            "img: header promises 4294967295 x 4294967295 x 4294967295 bytes of data, more than "
+            "any file holds");
+  // 4294967295 x 4294967295 x 0 is a product of 0, not an overflow: the count mismatch is what
+  // is wrong.
+  std::string empty = images;
+  for (size_t i = 12; i < 16; ++i) empty[i] = 0;
+  set = ParseIdxPair("img", empty.substr(0, 16), "lab", IdxLabels(1), 10);
+  ASSERT_EQ(set.status().code(), absl::StatusCode::kDataLoss) << set.status();
+  EXPECT_NE(set.status().message().find("has 4294967295 images but lab has 1 labels"),
+            std::string::npos)
+      << set.status();
+}
+
+// Sets the size a JPEG's start-of-frame marker claims.
+std::string WithClaimedSize(std::string jpeg, int width, int height) {
+  for (size_t i = 0; i + 9 < jpeg.size(); ++i) {
+    const auto b = [&](size_t k) { return static_cast<unsigned char>(jpeg[k]); };
+    if (b(i) == 0xff && (b(i + 1) == 0xc0 || b(i + 1) == 0xc2)) {
+      jpeg[i + 5] = static_cast<char>(height >> 8);
+      jpeg[i + 6] = static_cast<char>(height & 0xff);
+      jpeg[i + 7] = static_cast<char>(width >> 8);
+      jpeg[i + 8] = static_cast<char>(width & 0xff);
+      return jpeg;
+    }
+  }
+  ADD_FAILURE() << "no start-of-frame marker";
+  return jpeg;
+}
+
+// Fuzz finding (fuzz/regressions/jpeg/progressive-65496x65496-header): a 180-byte progressive
+// JPEG that claims 65496 x 65496 pixels made libjpeg allocate 12.9 GB for its coefficients (and
+// a baseline one made us allocate 12.9 GB of pixels) before finding the data missing.
+TEST(JpegCodecTest, AHugeClaimedSizeIsRefusedBeforeAllocating) {
+  const std::string small = TestJpeg(16, 16, 100);
+  absl::StatusOr<RgbImage> image = DecodeJpeg(WithClaimedSize(small, 65496, 65496), "big.jpg");
+  ASSERT_EQ(image.status().code(), absl::StatusCode::kDataLoss) << image.status();
+  EXPECT_EQ(image.status().message(),
+            "big.jpg: cannot decode JPEG: it claims 65496x65496 pixels, more than the limit of "
+            "178956970");
+  const char* source = std::getenv("DDP_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "DDP_SOURCE_DIR is unset (ctest sets it)";
+  const std::string fuzz_input =
+      ReadFile(std::string(source) + "/fuzz/regressions/jpeg/progressive-65496x65496-header")
+          .value_or("");
+  ASSERT_FALSE(fuzz_input.empty());
+  image = DecodeJpeg(fuzz_input, "fuzz.jpg");
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss) << image.status();
+  EXPECT_NE(image.status().message().find("more than the limit"), std::string::npos);
+  // Within the limit the claim is decoded as libjpeg does (missing rows filled in).
+  image = DecodeJpeg(WithClaimedSize(small, 3000, 2000), "wide.jpg");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->width, 3000);
+  EXPECT_EQ(image->pixels.size(), 3000u * 2000 * 3);
+  // The limit is a parameter: the same file at its real size but a lower limit.
+  image = DecodeJpeg(small, "small.jpg", 255);
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss) << image.status();
+  EXPECT_TRUE(DecodeJpeg(small, "small.jpg", 256).ok());
 }
 
 }  // namespace

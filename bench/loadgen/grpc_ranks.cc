@@ -1,0 +1,307 @@
+#include "bench/loadgen/grpc_ranks.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "bench/loadgen/host_limits.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace pb = ::slurm_ddp::v1;
+
+namespace ddp::bench {
+namespace {
+
+constexpr int kFakePidBase = 1000000;  // simulated ranks need distinct (host, pid) identities
+
+void SleepUntilNs(int64_t at_ns) {
+  const int64_t left = at_ns - MonotonicNanos();
+  if (left > 0) absl::SleepFor(absl::Nanoseconds(left));
+}
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(d);
+}
+
+}  // namespace
+
+struct GrpcRanks::Rank {
+  int global = 0;  // index among all simulated ranks, 0..world-1
+  int pid = 0;
+  std::atomic<int> rank{-1};  // assigned by Register; then the rank heartbeats
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::Coordinator::Stub> stub;
+  // The calls of the phase in progress; made before any call of the phase is issued.
+  std::unique_ptr<grpc::ClientContext> ctx;        // Hello, then Register
+  std::unique_ptr<grpc::ClientContext> shard_ctx;  // GetShard
+  int64_t issued_ns = 0;
+  pb::HelloRequest hello_req;
+  pb::HelloReply hello_reply;
+  pb::RegisterRequest register_req;
+  pb::RegisterReply register_reply;
+  pb::GetShardRequest shard_req;
+  pb::GetShardReply shard_reply;
+  std::atomic<bool> beating{false};  // a heartbeat is in flight
+  std::atomic<bool> aborted{false};
+};
+
+struct GrpcRanks::Call {
+  grpc::ClientContext ctx;
+  pb::HeartbeatRequest req;
+  pb::HeartbeatReply reply;
+  Rank* rank = nullptr;
+  int64_t issued_ns = 0;
+};
+
+// Counts one phase's completions, one per rank.
+class GrpcRanks::Phase {
+ public:
+  explicit Phase(int calls) : remaining_(calls) {}
+
+  void Done(int64_t issued_ns, const grpc::Status& s, const char* what) {
+    const int64_t now = MonotonicNanos();
+    absl::MutexLock lock(&mu_);
+    if (s.ok()) {
+      ms_.push_back(static_cast<double>(now - issued_ns) / 1e6);
+    } else {
+      ++failed_;
+      if (first_error_.empty()) {
+        first_error_ = absl::StrCat(what, ": ", s.error_code(), " ", s.error_message());
+      }
+    }
+    last_ns_ = std::max(last_ns_, now);
+    --remaining_;
+  }
+
+  // Waits for every call; past `deadline`, cancels the contexts and waits for the callbacks
+  // (they come back CANCELLED at once), so no callback outlives the calls' storage.
+  PhaseReport Finish(absl::Time deadline, std::vector<std::unique_ptr<Rank>>* ranks) {
+    auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return remaining_ == 0; };
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline)) return ReportLocked();
+    }
+    for (auto& r : *ranks) {
+      if (r->ctx != nullptr) r->ctx->TryCancel();
+      if (r->shard_ctx != nullptr) r->shard_ctx->TryCancel();
+    }
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&all_done), absl::Seconds(30));
+    PhaseReport report = ReportLocked();
+    if (report.first_error.empty()) report.first_error = "phase timed out";
+    return report;
+  }
+
+ private:
+  PhaseReport ReportLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    PhaseReport r;
+    r.done_ns = last_ns_;
+    r.failed = failed_ + remaining_;
+    r.latency = Summarize(&ms_);
+    r.first_error = first_error_;
+    return r;
+  }
+
+  absl::Mutex mu_;
+  int remaining_ ABSL_GUARDED_BY(mu_);
+  int failed_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<double> ms_ ABSL_GUARDED_BY(mu_);
+  std::string first_error_ ABSL_GUARDED_BY(mu_);
+};
+
+GrpcRanks::GrpcRanks(GrpcRanksOptions options) : options_(std::move(options)) {
+  for (int i = 0; i < options_.count; ++i) {
+    auto r = std::make_unique<Rank>();
+    r->global = options_.first + i;
+    r->pid = kFakePidBase + r->global;
+    // A channel of its own with a subchannel pool of its own: one TCP connection per rank,
+    // opened by the rank's first call. Reconnect backoff as the workers' client sets it
+    // (client/rpc_channel.cc).
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("ddp.bench.rank", r->global);
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    r->channel =
+        grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+    r->stub = pb::Coordinator::NewStub(r->channel);
+    ranks_.push_back(std::move(r));
+  }
+}
+
+GrpcRanks::~GrpcRanks() { StopHeartbeats(); }
+
+PhaseReport GrpcRanks::Connect() {
+  const std::string auth = "Bearer " + options_.token;
+  auto phase = std::make_shared<Phase>(options_.count);  // callbacks may outlive this frame
+  for (auto& r : ranks_) {
+    r->issued_ns = MonotonicNanos();
+    r->ctx = std::make_unique<grpc::ClientContext>();
+    r->ctx->AddMetadata("authorization", auth);
+    r->ctx->set_deadline(DeadlineIn(options_.phase_timeout));
+    r->ctx->set_wait_for_ready(true);  // wait out connection back-off rather than fail
+    r->hello_req.set_nonce(options_.nonce);
+    Rank* raw = r.get();
+    raw->stub->async()->Hello(
+        raw->ctx.get(), &raw->hello_req, &raw->hello_reply,
+        [raw, phase](grpc::Status s) { phase->Done(raw->issued_ns, s, "Hello"); });
+  }
+  return phase->Finish(absl::Now() + options_.phase_timeout + absl::Seconds(5), &ranks_);
+}
+
+PhaseReport GrpcRanks::Rendezvous() {
+  const std::string auth = "Bearer " + options_.token;
+  const int per_node = options_.world % options_.per_node == 0 ? options_.per_node : 1;
+  for (auto& r : ranks_) {
+    r->register_req.set_host(absl::StrCat("node", r->global / per_node));
+    r->register_req.set_node_rank(r->global / per_node);
+    r->register_req.set_local_rank(r->global % per_node);
+    r->register_req.set_local_world_size(per_node);
+    r->register_req.set_pid(r->pid);
+    r->register_req.set_nonce(options_.nonce);
+    r->shard_req.mutable_worker()->set_pid(r->pid);
+    r->shard_req.set_epoch(0);
+    r->shard_req.set_dataset_size(1281167);  // ImageNet-1k
+    r->shard_req.set_seed(0);
+    r->shard_req.set_shuffle(true);
+    r->ctx = std::make_unique<grpc::ClientContext>();
+    r->ctx->AddMetadata("authorization", auth);
+    r->ctx->set_deadline(DeadlineIn(options_.phase_timeout));
+    r->shard_ctx = std::make_unique<grpc::ClientContext>();
+    r->shard_ctx->AddMetadata("authorization", auth);
+    r->shard_ctx->set_deadline(DeadlineIn(options_.phase_timeout));
+  }
+  // A worker starts heartbeating as soon as Register gives it its rank (the coordinator's
+  // liveness clock starts when the world is complete), so heartbeats overlap the GetShard calls.
+  StartHeartbeats();
+  auto phase = std::make_shared<Phase>(options_.count);
+  for (auto& r : ranks_) {
+    r->issued_ns = MonotonicNanos();
+    Rank* raw = r.get();
+    raw->stub->async()->Register(
+        raw->ctx.get(), &raw->register_req, &raw->register_reply, [raw, phase](grpc::Status s) {
+          if (!s.ok()) {
+            phase->Done(raw->issued_ns, s, "Register");
+            return;
+          }
+          raw->shard_req.mutable_worker()->set_rank(raw->register_reply.rank());
+          raw->rank = raw->register_reply.rank();  // from now on it heartbeats
+          raw->stub->async()->GetShard(
+              raw->shard_ctx.get(), &raw->shard_req, &raw->shard_reply,
+              [raw, phase](grpc::Status s2) { phase->Done(raw->issued_ns, s2, "GetShard"); });
+        });
+  }
+  return phase->Finish(absl::Now() + options_.phase_timeout + absl::Seconds(5), &ranks_);
+}
+
+void GrpcRanks::StartHeartbeats() {
+  if (beater_.joinable()) return;
+  stop_ = false;
+  train_start_ns_ = MonotonicNanos();
+  beater_ = std::thread([this] { BeatLoop(); });
+}
+
+void GrpcRanks::BeatLoop() {
+  const int64_t period = absl::ToInt64Nanoseconds(options_.heartbeat_period);
+  int64_t round = MonotonicNanos();
+  while (!stop_.load()) {
+    for (size_t j = 0; j < ranks_.size() && !stop_.load(); ++j) {
+      Rank* r = ranks_[j].get();
+      // Rank g's turn is g/world of the way through the period: the ranks of all processes
+      // together spread evenly over it.
+      if (j % 16 == 0) SleepUntilNs(round + period * r->global / options_.world);
+      if (r->aborted.load() || r->rank.load() < 0) continue;
+      SendHeartbeat(r, static_cast<double>(MonotonicNanos() - train_start_ns_) / 1e9);
+    }
+    round += period;
+    if (MonotonicNanos() > round + period) round = MonotonicNanos();  // fell behind: no bursts
+    while (!stop_.load() && MonotonicNanos() < round) {
+      SleepUntilNs(std::min(round, MonotonicNanos() + 100000000));
+    }
+  }
+}
+
+void GrpcRanks::SendHeartbeat(Rank* rank, double elapsed_s) {
+  if (rank->beating.exchange(true)) {
+    absl::MutexLock lock(&mu_);
+    ++beats_.late;
+    return;
+  }
+  auto* call = new Call();
+  call->rank = rank;
+  call->ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  call->ctx.set_deadline(DeadlineIn(options_.rpc_timeout));
+  call->req.mutable_worker()->set_rank(rank->rank.load());
+  call->req.mutable_worker()->set_pid(rank->pid);
+  // A training worker's progress: every rank at the same step (DDP is synchronous).
+  constexpr int64_t kStepsPerEpoch = 5000;
+  const int64_t step = static_cast<int64_t>(elapsed_s * 5);
+  pb::Progress* p = call->req.mutable_progress();
+  p->set_phase(pb::PHASE_TRAINING);
+  p->set_epochs(90);
+  p->set_steps_per_epoch(kStepsPerEpoch);
+  p->set_step(step);
+  p->set_epoch(step / kStepsPerEpoch);
+  p->set_loss(2.0 * std::exp(-elapsed_s / 600.0) + 0.1);
+  p->set_samples_per_second(5 * 256);
+  p->set_forward_ms(60);
+  p->set_backward_ms(120);
+  p->set_comm_wait_ms(8);
+  p->set_optimizer_ms(5);
+  {
+    absl::MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  call->issued_ns = MonotonicNanos();
+  rank->stub->async()->Heartbeat(
+      &call->ctx, &call->req, &call->reply, [this, call](grpc::Status s) {
+        HeartbeatDone(call, s.ok(),
+                      s.ok() ? "" : absl::StrCat(s.error_code(), " ", s.error_message()),
+                      call->reply.command());
+      });
+}
+
+void GrpcRanks::HeartbeatDone(Call* call, bool ok, const std::string& error, int command) {
+  const double ms = static_cast<double>(MonotonicNanos() - call->issued_ns) / 1e6;
+  Rank* rank = call->rank;
+  delete call;
+  if (ok && command == pb::ABORT) rank->aborted = true;
+  rank->beating = false;
+  absl::MutexLock lock(&mu_);
+  --in_flight_;
+  if (!ok) {
+    ++beats_.failed;
+    if (beats_.first_error.empty()) beats_.first_error = error;
+    return;
+  }
+  ++beats_.ok;
+  if (command == pb::ABORT) ++beats_.aborted;
+  beat_ms_.push_back(ms);
+}
+
+HeartbeatReport GrpcRanks::Counts() {
+  absl::MutexLock lock(&mu_);
+  HeartbeatReport r = beats_;
+  std::vector<double> copy = beat_ms_;
+  r.latency = Summarize(&copy);
+  return r;
+}
+
+HeartbeatReport GrpcRanks::StopHeartbeats() {
+  stop_ = true;
+  if (beater_.joinable()) beater_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+    mu_.AwaitWithTimeout(absl::Condition(&drained), options_.rpc_timeout + absl::Seconds(2));
+  }
+  return Counts();
+}
+
+}  // namespace ddp::bench

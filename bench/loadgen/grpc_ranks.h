@@ -1,0 +1,90 @@
+// The simulated ranks of one ddp-rankgen process: `count` ranks of a `world`-rank job, each with
+// its own gRPC channel (its own TCP connection, as every real worker has), driven through the
+// callback API by a few threads rather than one blocked thread per rank. The channels are made
+// by the constructor; they connect on their first call. The phases mirror a worker's start:
+// Connect (Hello, wait_for_ready: the TCP and HTTP/2 handshakes and one call), Rendezvous
+// (Register, which answers once the whole world has joined, then GetShard), and heartbeats: one
+// per rank per period carrying training progress, at most one in flight per rank (a worker's
+// heartbeat is synchronous). As ddp-trainer's workers do, a rank starts heartbeating as soon as
+// Register has given it its rank, so heartbeats overlap the GetShard calls; StartHeartbeats is
+// then a no-op.
+//
+// Thread safety: the phase methods are called from one thread, in order; Counts may be called
+// while heartbeats run. Internal state is guarded by mu_ (callbacks run on gRPC's threads).
+#ifndef SLURM_DDP_BENCH_LOADGEN_GRPC_RANKS_H_
+#define SLURM_DDP_BENCH_LOADGEN_GRPC_RANKS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "bench/loadgen/agent_line.h"
+#include "bench/loadgen/quantiles.h"
+
+namespace ddp::bench {
+
+struct GrpcRanksOptions {
+  std::string address;  // the coordinator, host:port
+  std::string token;
+  std::string nonce;
+  int first = 0;  // global index of this process's first simulated rank
+  int count = 0;
+  int world = 0;
+  int per_node = 8;  // simulated workers per node (host names and local ranks)
+  absl::Duration heartbeat_period = absl::Seconds(1);
+  absl::Duration rpc_timeout = absl::Seconds(10);  // ddp-trainer's workers use 10 s
+  absl::Duration phase_timeout = absl::Seconds(120);
+};
+
+struct HeartbeatReport {
+  int64_t ok = 0;
+  int64_t failed = 0;   // RPC errors (deadline, unavailable, ...)
+  int64_t aborted = 0;  // ranks told to ABORT (the job failed)
+  int64_t late = 0;     // turns skipped because the rank's previous heartbeat was still out
+  Quantiles latency;    // per heartbeat, ms
+  std::string first_error;
+};
+
+class GrpcRanks {
+ public:
+  explicit GrpcRanks(GrpcRanksOptions options);
+  ~GrpcRanks();  // stops heartbeats; waits (bounded) for calls in flight
+  GrpcRanks(const GrpcRanks&) = delete;
+  GrpcRanks& operator=(const GrpcRanks&) = delete;
+
+  PhaseReport Connect();
+  PhaseReport Rendezvous();
+  void StartHeartbeats();
+  HeartbeatReport Counts();
+  HeartbeatReport StopHeartbeats();
+
+ private:
+  struct Rank;
+  struct Call;
+  class Phase;
+
+  void BeatLoop();
+  void SendHeartbeat(Rank* rank, double elapsed_s);
+  void HeartbeatDone(Call* call, bool ok, const std::string& error, int command);
+
+  const GrpcRanksOptions options_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::thread beater_;
+  std::atomic<bool> stop_{false};
+  int64_t train_start_ns_ = 0;
+
+  absl::Mutex mu_;
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  HeartbeatReport beats_ ABSL_GUARDED_BY(mu_);
+  std::vector<double> beat_ms_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ddp::bench
+
+#endif  // SLURM_DDP_BENCH_LOADGEN_GRPC_RANKS_H_

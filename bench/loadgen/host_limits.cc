@@ -1,0 +1,139 @@
+#include "bench/loadgen/host_limits.h"
+
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/status_macros.h"
+
+namespace ddp::bench {
+namespace {
+
+// /proc and /sys files report a size of 0: read to the end.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+int64_t MonotonicNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+absl::StatusOr<uint64_t> RaiseFdLimitToHard() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+    return absl::InternalError(absl::StrCat("getrlimit(RLIMIT_NOFILE): ", std::strerror(errno)));
+  }
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+      return absl::InternalError(
+          absl::StrCat("setrlimit(RLIMIT_NOFILE, ", lim.rlim_max, "): ", std::strerror(errno)));
+    }
+  }
+  return static_cast<uint64_t>(lim.rlim_cur);
+}
+
+absl::StatusOr<int64_t> ReadSysctl(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &v)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not an integer: ", text));
+  }
+  return v;
+}
+
+absl::StatusOr<int64_t> ParsePortRange(absl::string_view text) {
+  std::vector<absl::string_view> parts =
+      absl::StrSplit(absl::StripAsciiWhitespace(text), absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  int64_t lo = 0;
+  int64_t hi = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &lo) || !absl::SimpleAtoi(parts[1], &hi) ||
+      hi < lo) {
+    return absl::InvalidArgumentError(absl::StrCat("not a port range: '", text, "'"));
+  }
+  return hi - lo + 1;
+}
+
+absl::StatusOr<int64_t> EphemeralPortCount() {
+  ASSIGN_OR_RETURN(const std::string text,
+                   ReadFileToString("/proc/sys/net/ipv4/ip_local_port_range"));
+  return ParsePortRange(text);
+}
+
+absl::StatusOr<int64_t> ParseStatCpuTicks(absl::string_view stat) {
+  // The command name (field 2) is in parentheses and may hold spaces or ')': fields after the
+  // last ')' start at field 3 (state); utime and stime are fields 14 and 15.
+  const size_t close = stat.rfind(')');
+  if (close == absl::string_view::npos) {
+    return absl::InvalidArgumentError("no command name in /proc/<pid>/stat");
+  }
+  std::vector<absl::string_view> rest =
+      absl::StrSplit(stat.substr(close + 1), ' ', absl::SkipEmpty());
+  constexpr size_t kUtime = 14 - 3;
+  constexpr size_t kStime = 15 - 3;
+  int64_t utime = 0;
+  int64_t stime = 0;
+  if (rest.size() <= kStime || !absl::SimpleAtoi(rest[kUtime], &utime) ||
+      !absl::SimpleAtoi(rest[kStime], &stime)) {
+    return absl::InvalidArgumentError("short or malformed /proc/<pid>/stat");
+  }
+  return utime + stime;
+}
+
+absl::StatusOr<double> ProcessCpuSeconds(pid_t pid) {
+  ASSIGN_OR_RETURN(const std::string stat, ReadFileToString(absl::StrCat("/proc/", pid, "/stat")));
+  ASSIGN_OR_RETURN(const int64_t ticks, ParseStatCpuTicks(stat));
+  return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> ParseTcpExt(absl::string_view netstat) {
+  // Pairs of lines: "TcpExt: Name1 Name2 ..." then "TcpExt: 12 34 ...".
+  std::vector<absl::string_view> names;
+  for (absl::string_view line : absl::StrSplit(netstat, '\n')) {
+    if (!absl::ConsumePrefix(&line, "TcpExt:")) continue;
+    std::vector<absl::string_view> cells = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (names.empty()) {
+      names = cells;
+      continue;
+    }
+    if (cells.size() != names.size()) {
+      return absl::InvalidArgumentError("TcpExt header and values differ in length");
+    }
+    std::map<std::string, int64_t> out;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(cells[i], &v)) {
+        return absl::InvalidArgumentError(absl::StrCat("TcpExt ", names[i], ": ", cells[i]));
+      }
+      out[std::string(names[i])] = v;
+    }
+    return out;
+  }
+  return absl::NotFoundError("no TcpExt lines");
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> TcpExtCounters() {
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString("/proc/net/netstat"));
+  return ParseTcpExt(text);
+}
+
+}  // namespace ddp::bench

@@ -1,0 +1,112 @@
+// ddp-scalebench: one control-plane scale measurement (bench/loadgen/scale_run.h), printed as one
+// `ok key=value ...` line on stdout (progress on stderr). bench/loadgen.sh runs it for each size
+// and target and prints the table.
+//   ddp-scalebench --target grpc|tcpstore|tcpstore-py --ranks N [--procs P] [--window S] [--keep]
+#include <ftw.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/time/time.h"
+#include "bench/loadgen/scale_run.h"
+#include "common/mutex_mode.h"
+
+namespace ddp::bench {
+namespace {
+
+// The folder of this executable: the other binaries are built beside it.
+std::string OwnDir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  const std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+void RemoveTree(const std::string& dir) {
+  nftw(
+      dir.c_str(),
+      [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+      FTW_DEPTH | FTW_PHYS);
+}
+
+int Main(int argc, char** argv) {
+  ScaleOptions o;
+  double window_s = 10;
+  double warmup_s = 3;
+  double heartbeat_s = 1;
+  double phase_timeout_s = 180;
+  bool keep = false;
+  CLI::App app{"ddp-scalebench: connect / rendezvous / heartbeat / status at scale"};
+  app.add_option("--target", o.target,
+                 "grpc (ddp-coordinator), tcpstore (c10d::TCPStore, C++) or tcpstore-py (Python)")
+      ->check(CLI::IsMember({"grpc", "tcpstore", "tcpstore-py"}));
+  app.add_option("--ranks", o.ranks, "Simulated ranks, one connection each")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--procs", o.procs, "Agent processes (default: max(2, ranks/2048))")
+      ->check(CLI::Range(0, 256));
+  app.add_option("--bin-dir", o.bin_dir, "Where the binaries are (default: beside this one)");
+  app.add_option("--python", o.python, "tcpstore-py: a Python with torch");
+  app.add_option("--tcpstore-py", o.tcpstore_script,
+                 "tcpstore-py: bench/loadgen/tcpstore_rendezvous.py");
+  app.add_option("--window", window_s, "Seconds of each heartbeat window")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup_s, "Seconds of heartbeats before measuring")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--heartbeat", heartbeat_s, "Seconds between a rank's heartbeats")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--phase-timeout", phase_timeout_s, "Deadline of the connect and rendezvous")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--keep", keep, "Keep the work folder (logs) after a successful run");
+  CLI11_PARSE(app, argc, argv);
+  if (o.bin_dir.empty()) o.bin_dir = OwnDir();
+  o.window = absl::Seconds(window_s);
+  o.warmup = absl::Seconds(warmup_s);
+  o.heartbeat = absl::Seconds(heartbeat_s);
+  o.phase_timeout = absl::Seconds(phase_timeout_s);
+
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/ddp-scale.XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    std::perror("ddp-scalebench: mkdtemp");
+    return 1;
+  }
+  o.work_dir = pattern;
+  absl::StatusOr<ReplyFields> result;
+  bool healthy = false;
+  std::string error;
+  {
+    ScaleRun run(o);
+    result = run.Run();
+    healthy = run.healthy();
+    error = run.error();
+  }  // every process of the run is gone here
+  if (!result.ok()) {
+    std::fprintf(stderr, "ddp-scalebench: %s (logs in %s)\n",
+                 std::string(result.status().message()).c_str(), o.work_dir.c_str());
+    return 1;
+  }
+  std::printf("%s\n", result->Format().c_str());
+  if (!healthy) {
+    std::fprintf(
+        stderr, "ddp-scalebench: %s (logs in %s)\n",
+        error.empty() ? "a heartbeat failed or the job did not stay RUNNING" : error.c_str(),
+        o.work_dir.c_str());
+    return 1;
+  }
+  if (!keep) RemoveTree(o.work_dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ddp::bench
+
+int main(int argc, char** argv) {
+  ddp::UseReleaseMutexMode();
+  signal(SIGPIPE, SIG_IGN);  // a dead agent is an error reply, not the driver's death
+  return ddp::bench::Main(argc, argv);
+}

@@ -1,0 +1,24 @@
+// Reading a bearer token from a file (`ddpctl --token-file`), so no token ever has to appear on a
+// command line, where every user of the node can read it (ps, /proc/<pid>/cmdline). The file
+// holds the token on its first line (surrounding whitespace ignored); like the dist_file it must
+// be a regular file of this user that group and others cannot read or write (mode 0600 or
+// stricter), and at most 4 KiB.
+//
+// Thread safety: a free function without shared state.
+#ifndef SLURM_DDP_CLIENT_TOKEN_FILE_H_
+#define SLURM_DDP_CLIENT_TOKEN_FILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace ddp {
+
+// The token in `path`. NOT_FOUND when missing; PERMISSION_DENIED for a symlink, a non-regular
+// file, a foreign owner or a mode open to group/others; INVALID_ARGUMENT when empty, too large,
+// or not a printable token.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_CLIENT_TOKEN_FILE_H_

@@ -1,0 +1,101 @@
+// One unary call of the coordinator's protocol. The service registers every method as a
+// bidirectional stream (service.h), so gRPC hands the call over on its headers, before reading
+// its body; UnaryCall then passes the CallGate (token, role, room) and only an admitted call
+// reads its one request message, bounded by the server's receive limit. A refused call is
+// answered at once: its body is never buffered beyond the transport's window, nor parsed. On
+// the wire this is an ordinary unary call (one message each way).
+//
+// The method's Body gets the request bytes and a Reply to call exactly once, at once or later
+// from another thread (a Register that waits for the world, a StoreGet that waits for its key).
+// Typed() adapts a body written on the request and reply protobuf types; a request that does not
+// parse (malformed, or a string that is not valid UTF-8) is INVALID_ARGUMENT.
+//
+// Lifetime: created by gRPC per call; deletes itself in OnDone, which comes only after the
+// Reply ran. Thread safety: Reply may run on any thread, once.
+#ifndef SLURM_DDP_COORDINATOR_RPC_UNARY_CALL_H_
+#define SLURM_DDP_COORDINATOR_RPC_UNARY_CALL_H_
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "coordinator/rpc/auth.h"
+#include "coordinator/rpc/call_gate.h"
+
+namespace ddp {
+
+// Who is calling, as the gate admitted it.
+struct CallInfo {
+  Role role = Role::kNone;
+};
+
+class UnaryCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  // Answers the call: OK with `reply`, or the error.
+  using Reply = std::function<void(const absl::Status&, grpc::ByteBuffer reply)>;
+  using Body = std::function<void(const CallInfo&, grpc::ByteBuffer* request, Reply reply)>;
+
+  struct Method {
+    std::string name;  // "Heartbeat"
+    RoleMask roles;    // who may call it
+    Body body;
+  };
+
+  // `method` and `gate` must outlive the call.
+  UnaryCall(grpc::CallbackServerContext* ctx, const Method* method, CallGate* gate);
+
+  void OnReadDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  void Answer(const absl::Status& status, grpc::ByteBuffer reply);
+
+  const Method* const method_;
+  CallGate* const gate_;
+  CallInfo info_;
+  bool admitted_ = false;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer reply_;
+};
+
+// Parses `bytes` as a `Message`; INVALID_ARGUMENT naming `method` when it does not parse.
+template <typename Message>
+absl::Status ParseRequest(const std::string& method, grpc::ByteBuffer* bytes, Message* out) {
+  grpc::ProtoBufferReader reader(bytes);
+  if (out->ParseFromZeroCopyStream(&reader)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      method, ": the request does not parse (malformed, or a string that is not valid UTF-8)"));
+}
+
+grpc::ByteBuffer SerializeReply(const google::protobuf::Message& reply);
+
+// A Body from `run(const Request&, Response*, std::function<void(const absl::Status&)> done)`:
+// parses the request, and serializes the response when `done` gets OK. `run` may call `done`
+// later; it must not keep a reference to the request.
+template <typename Request, typename Response, typename Run>
+UnaryCall::Body Typed(std::string method, Run run) {
+  return [method = std::move(method), run = std::move(run)](
+             const CallInfo&, grpc::ByteBuffer* bytes, UnaryCall::Reply reply) {
+    Request request;
+    absl::Status parsed = ParseRequest(method, bytes, &request);
+    bytes->Clear();  // a parked call keeps no request bytes
+    if (!parsed.ok()) {
+      reply(parsed, grpc::ByteBuffer());
+      return;
+    }
+    auto response = std::make_shared<Response>();
+    run(request, response.get(), [response, reply = std::move(reply)](const absl::Status& st) {
+      reply(st, st.ok() ? SerializeReply(*response) : grpc::ByteBuffer());
+    });
+  };
+}
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_RPC_UNARY_CALL_H_

@@ -1,0 +1,34 @@
+// Fuzzes the JSON view of a job status (common/job_status.h: ToJson, JsonQuote), what
+// `ddpctl status --json`, /api/status and the dashboard read. Invariants: ToJson is always one
+// strictly valid JSON object (valid UTF-8, no NaN or Inf), whatever bytes the strings hold; a
+// string that is valid UTF-8 comes back exactly; JsonQuote of any bytes is a valid JSON string.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/job_status.h"
+#include "fuzz/fuzz_check.h"
+#include "fuzz/json_check.h"
+#include "fuzz/status_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  ddp::fuzz::ByteReader in(data, size);
+  const ddp::JobStatus status = ddp::fuzz::ReadJobStatus(in);
+  const std::string json = ddp::ToJson(status);
+  std::vector<std::string> strings;
+  std::string error;
+  FUZZ_CHECK(ddp::fuzz::CheckJson(json, &strings, &error), error + ": " + json);
+  FUZZ_CHECK(json.front() == '{' && json.find('\n') == std::string::npos, json);
+  // The first pair is "job_id": <job_id>.
+  FUZZ_CHECK(strings.size() >= 2 && strings[0] == "job_id", json);
+  if (ddp::fuzz::IsStrictUtf8(status.job_id)) FUZZ_CHECK(strings[1] == status.job_id, json);
+
+  const std::string raw(in.Rest());
+  const std::string quoted = ddp::JsonQuote(raw);
+  strings.clear();
+  FUZZ_CHECK(ddp::fuzz::CheckJson(quoted, &strings, &error), error + ": " + quoted);
+  FUZZ_CHECK(strings.size() == 1, quoted);
+  if (ddp::fuzz::IsStrictUtf8(raw)) FUZZ_CHECK(strings[0] == raw, quoted);
+  return 0;
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Keeps the control-plane scale benchmark working: bench/loadgen.sh --quick runs 1,024 simulated
+# ranks over two client processes (one gRPC connection each) against the real ddp-coordinator in
+# its own process, and the C++ TCPStore baseline when it is built. Every rank must connect and
+# get its rank and shard, no heartbeat may fail, the job must stay RUNNING, the operator's
+# GetStatus calls must succeed and the table must print its ratios. Times are printed, never
+# asserted: a benchmark is not a timed test.
+set -euo pipefail
+bin="${DDP_BIN_DIR:?DDP_BIN_DIR is unset (run through ctest)}"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+out="$(DDP_BIN_DIR="$bin" bash "$src/bench/loadgen.sh" --quick 2>&1)" || {
+  echo "$out"
+  fail "bench/loadgen.sh --quick exited non-zero"
+}
+echo "$out"
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
+g="$(sed -n 's/^grpc-1024: //p' <<<"$out")"
+[[ -n "$g" ]] || fail "no ddp-coordinator result"
+for kv in ranks=1024 connect_rank_n=1024 rendezvous_rank_n=1024 hb_failed=0 hb_aborted=0 \
+          job_state=RUNNING unhealthy_ranks=0 status_errors=0; do
+  [[ "$(field "${kv%%=*}" "$g")" == "${kv#*=}" ]] || fail "expected $kv, got $(field "${kv%%=*}" "$g")"
+done
+awk -v n="$(field status_n "$g")" 'BEGIN { exit !(n > 10) }' || fail "too few GetStatus samples"
+# 1,024 ranks at 1 Hz: well above a quarter of that unless heartbeats stopped.
+awk -v r="$(field hb_per_s "$g")" 'BEGIN { exit !(r > 256) }' || fail "heartbeat rate $(field hb_per_s "$g")/s"
+awk -v c="$(field coord_pct_core_per_1k_hbps "$g")" 'BEGIN { exit !(c > 0) }' || fail "no CPU figure"
+if [[ -x "$bin/ddp-tcpstore-bench" ]]; then
+  t="$(sed -n 's/^cpp-1024: //p' <<<"$out")"
+  [[ "$(field rendezvous_rank_n "$t")" == 1024 ]] || fail "TCPStore baseline: $t"
+  grep -q "1024 ranks, TCPStore C++ client: connect [0-9.]*x, rendezvous [0-9.]*x" <<<"$out" ||
+    fail "no ratio line"
+fi
+echo "ok: scale benchmark smoke run"

@@ -1,0 +1,108 @@
+// ddpctl's text views (client/ddpctl/status_view.h): the layout of a running and a failed job,
+// and the fuzz findings (fuzz/regressions/status_text/): bytes from a job id, host name or stop
+// reason reach the operator's terminal only as printable UTF-8, and extreme step counts neither
+// overflow nor print nonsense totals.
+#include "client/ddpctl/status_view.h"
+
+#include <cstdint>
+#include <string>
+
+#include "common/utf8.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+JobStatus Running() {
+  JobStatus s;
+  s.job_id = "4242";
+  s.state = JobState::kRunning;
+  s.world_size = 2;
+  s.registered = 2;
+  s.num_nodes = 1;
+  s.epoch = 0;
+  s.epochs = 3;
+  s.step = 92;
+  s.steps_per_epoch = 600;
+  s.loss = 1.495;
+  s.samples_per_second = 16390;
+  s.eta_seconds = 144;
+  s.uptime_seconds = 26;
+  for (int r = 0; r < 2; ++r) {
+    RankStatus rank;
+    rank.rank = r;
+    rank.host = "node0";
+    rank.local_rank = r;
+    rank.state = RankState::kTraining;
+    rank.step = 92;
+    s.ranks.push_back(rank);
+  }
+  return s;
+}
+
+bool HasControls(const std::string& text, bool allow_newline) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && !(allow_newline && c == '\n')) || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < text.size() &&
+        (static_cast<unsigned char>(text[i + 1]) & 0xe0) == 0x80) {
+      return true;  // U+0080..U+009F
+    }
+  }
+  return false;
+}
+
+TEST(StatusViewTest, RunningJob) {
+  const std::string view = FormatStatus(Running(), {});
+  EXPECT_THAT(view, HasSubstr("job 4242  generation 0  RUNNING  up 26s"));
+  EXPECT_THAT(view, HasSubstr("step 92/1800"));
+  EXPECT_THAT(view, HasSubstr("workers 2/2 registered on 1 node(s)"));
+  EXPECT_EQ(FormatLine(Running()),
+            "RUNNING epoch 0/3 step 92/1800 loss 1.495 16390.0 samples/s ranks 2/2 working");
+}
+
+TEST(StatusViewTest, HostileStringsArePrintedAsPlainText) {
+  JobStatus s = Running();
+  s.state = JobState::kFailed;
+  s.failure.rank = 1;
+  s.failure.kind = FailureKind::kWorkerError;
+  s.job_id = "job\x1b]0;owned\x07";  // a terminal title escape
+  s.failure.text =
+      "line one\nline two\x1b[2J\xff\xfe \xc2\x9b"
+      "31m";  // newline, clear, bad bytes, CSI
+  s.ranks[1].host = "evil\x1b[31mhost";
+  s.ranks[1].state = RankState::kFailed;
+  s.events = {"+1.0s \x1b[1Aoverwrite"};
+  const std::string view = FormatStatus(s, {});
+  EXPECT_TRUE(IsValidUtf8(view)) << view;
+  EXPECT_FALSE(HasControls(view, /*allow_newline=*/true)) << view;
+  EXPECT_THAT(view, HasSubstr("job job?]0;owned?"));
+  EXPECT_THAT(view, HasSubstr("reason: line one line two?[2J\xef\xbf\xbd\xef\xbf\xbd ?31m"));
+  EXPECT_THAT(view, HasSubstr("evil?[31mhost"));
+  EXPECT_THAT(view, HasSubstr("+1.0s ?[1Aoverwrite"));
+  const std::string line = FormatLine(s);
+  EXPECT_TRUE(IsValidUtf8(line)) << line;
+  EXPECT_FALSE(HasControls(line, /*allow_newline=*/false)) << line;
+  EXPECT_THAT(line, Not(HasSubstr("\n")));
+}
+
+TEST(StatusViewTest, ExtremeStepCountsNeitherOverflowNorShowATotal) {
+  JobStatus s = Running();
+  s.epochs = (int64_t{1} << 33) + 1;
+  s.steps_per_epoch = int64_t{1} << 31;  // the product is 2^64 + 2^31: it used to wrap to 2^31
+  EXPECT_THAT(FormatLine(s), HasSubstr(" step 92 loss"));
+  s.epochs = -3;
+  EXPECT_THAT(FormatStatus(s, {}), HasSubstr("step 92\n"));
+  s.epochs = 3;
+  s.ranks[0].step = INT64_MIN + 1;  // far behind a huge median: saturates
+  s.ranks[1].step = INT64_MAX;
+  const std::string view = FormatStatus(s, {});
+  EXPECT_TRUE(IsValidUtf8(view));
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,315 @@
+// Hostile callers against the real ddp-coordinator binary while a job runs: 64 concurrent
+// unauthenticated StoreCheck calls of 16 MiB (repeated empty keys, the body that once took the
+// coordinator from 19 MB to 1 GB), oversized calls with a real token, and calls with the wrong
+// role's token. The coordinator must refuse them all without reading their bodies, keep its
+// peak RSS under 256 MB, keep answering the job's heartbeats, and log the refusals at most about
+// once a second, with counts. And hostile text: a stop reason that a byte cut would break inside
+// a character (the reproduction of issue 16), longer than the limit, or not UTF-8 at all, sent
+// straight to the coordinator without the client's own clamping.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/coordinator_client.h"
+#include "client/operator_client.h"
+#include "common/dist_file.h"
+#include "common/exit_codes.h"
+#include "common/utf8.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/coordinator.pb.h"
+
+namespace ddp {
+namespace {
+
+using ::testing::HasSubstr;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+constexpr size_t kBody = 16 * 1024 * 1024 - 5;  // with the 5-byte gRPC frame header: 16 MiB
+
+// A StoreCheckRequest of `size` bytes: field 1 (keys), empty, over and over.
+const std::string& EmptyKeysBody() {
+  static const std::string* body = [] {
+    auto* s = new std::string(kBody, '\0');
+    for (size_t i = 0; i + 1 < s->size(); i += 2) (*s)[i] = 0x0a;
+    return s;
+  }();
+  return *body;
+}
+
+// Peak resident set (VmHWM) of `pid`, in bytes; 0 when unreadable.
+size_t PeakRss(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      size_t kb = 0;
+      std::istringstream(line.substr(6)) >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+struct CallResult {
+  grpc::StatusCode code;
+  std::string message;
+};
+
+// One unary call of `method` with `body` (shared, not copied) on a connection of its own.
+std::future<CallResult> RawCall(const std::string& address, const std::string& method,
+                                const std::string& body, const std::string& token) {
+  return std::async(std::launch::async, [=] {
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(64 << 20);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one TCP connection per call
+    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    grpc::GenericStub stub(channel);
+    grpc::Slice slice(const_cast<char*>(body.data()), body.size(), grpc::Slice::STATIC_SLICE);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer reply;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &reply,
+                   [&](grpc::Status s) { done.set_value(s); });
+    grpc::Status s = done.get_future().get();
+    return CallResult{s.error_code(), s.error_message()};
+  });
+}
+
+class FloodTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("DDP_BIN_DIR");
+    if (bin == nullptr) GTEST_SKIP() << "DDP_BIN_DIR is unset (run through ctest)";
+    std::string tmpl = ::testing::TempDir() + "/flood.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    dist_file_ = dir_ + "/dist_file.flood";
+    log_ = dir_ + "/coordinator.log";
+    const std::string exe = std::string(bin) + "/ddp-coordinator";
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      std::freopen("/dev/null", "w", stderr);
+      ::execl(exe.c_str(), exe.c_str(), "--world-size", "1", "--job-id", "flood", "--dist-file",
+              dist_file_.c_str(), "--listen", "127.0.0.1:0", "--log-file", log_.c_str(),
+              "--heartbeat-timeout", "10", "--linger", "0.2", nullptr);
+      ::_exit(127);
+    }
+    auto file = WaitForDistFile(dist_file_, {"flood", 0}, absl::Seconds(20));
+    ASSERT_TRUE(file.ok()) << file.status();
+    contents_ = *file;
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  ConnectOptions Options(TokenRole role) const {
+    ConnectOptions o;
+    o.dist_file = dist_file_;
+    o.role = role;
+    o.rpc_timeout = absl::Seconds(5);
+    return o;
+  }
+  std::string Log() const {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  std::string dir_;
+  std::string dist_file_;
+  std::string log_;
+  DistFileContents contents_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
+  auto worker = ConnectToCoordinator(Options(TokenRole::kWorker));
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  WorkerIdentity who;
+  who.host = "flood-host";
+  ASSERT_TRUE((*worker)->Register(who, absl::Seconds(10)).ok());
+  ASSERT_TRUE((*worker)->StoreSet("real", {'1'}).ok());
+
+  // The job's heartbeats, every 100 ms, throughout.
+  std::atomic<bool> stop{false};
+  std::atomic<int> beats{0};
+  std::atomic<int> failed_beats{0};
+  std::string first_failure;
+  std::thread heart([&] {
+    while (!stop.load()) {
+      absl::StatusOr<HeartbeatReply> r = (*worker)->Heartbeat(ProgressReport());
+      if (r.ok()) {
+        ++beats;
+      } else if (failed_beats++ == 0) {
+        first_failure = r.status().ToString();
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
+
+  const std::string address = contents_.grpc_address;
+  const std::string check = "/slurm_ddp.v1.Coordinator/StoreCheck";
+  const absl::Time start = absl::Now();
+  std::vector<std::future<CallResult>> flood;
+  for (int i = 0; i < 64; ++i) flood.push_back(RawCall(address, check, EmptyKeysBody(), ""));
+  // Oversized with the right token, and a store write with the view token.
+  std::vector<std::future<CallResult>> oversized;
+  for (int i = 0; i < 4; ++i) {
+    oversized.push_back(RawCall(address, check, EmptyKeysBody(), contents_.token));
+  }
+  std::future<CallResult> view_write =
+      RawCall(address, "/slurm_ddp.v1.Coordinator/StoreSet", std::string("\x0a\x01k\x12\x01v", 6),
+              contents_.view_token);
+  int unauthenticated = 0;
+  for (auto& f : flood) {
+    const CallResult r = f.get();
+    EXPECT_EQ(r.code, grpc::StatusCode::UNAUTHENTICATED) << r.message;
+    unauthenticated += r.code == grpc::StatusCode::UNAUTHENTICATED ? 1 : 0;
+  }
+  for (auto& f : oversized) {
+    const CallResult r = f.get();
+    EXPECT_EQ(r.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << r.message;
+  }
+  const CallResult denied = view_write.get();
+  EXPECT_EQ(denied.code, grpc::StatusCode::PERMISSION_DENIED) << denied.message;
+  EXPECT_THAT(denied.message, HasSubstr("needs the worker token; this is the view token"));
+  const absl::Duration took = absl::Now() - start;
+  absl::SleepFor(absl::Milliseconds(1500));  // the last summary line and a few more beats
+  stop = true;
+  heart.join();
+
+  const size_t peak = PeakRss(pid_);
+  std::printf("flood: %d refused in %.1f s; coordinator peak RSS %.1f MB; %d heartbeats ok\n",
+              unauthenticated, absl::ToDoubleSeconds(took), peak / 1e6, beats.load());
+  EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "the coordinator died";
+  EXPECT_GT(peak, 0u);
+  if (kSanitized) {
+    std::printf(
+        "peak RSS not checked: a sanitizer build's shadow memory and quarantine dominate\n");
+  } else {
+    EXPECT_LT(peak, size_t{256} << 20) << "peak RSS " << peak;
+  }
+  EXPECT_EQ(failed_beats.load(), 0) << first_failure;
+  EXPECT_GE(beats.load(), 10);
+
+  // Still serving the job: its store is intact, the view token reads status.
+  auto value = (*worker)->StoreGet("real", absl::Seconds(5));
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(std::string(value->begin(), value->end()), "1");
+  EXPECT_FALSE(*(*worker)->StoreCheck({"k"}));  // the view token's write changed nothing
+  auto op = OperatorClient::Connect(Options(TokenRole::kView));
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto status = (*op)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, JobState::kRunning);
+
+  // Refusals: summarized lines, at most about one a second, whose counts add up.
+  const std::string log = Log();
+  std::regex line_re("refused ([0-9]+) call\\(s\\)");
+  int lines = 0;
+  long counted = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line_re);
+       it != std::sregex_iterator(); ++it) {
+    ++lines;
+    counted += std::stol((*it)[1]);
+  }
+  EXPECT_EQ(counted, 64 + 1) << log;  // the flood and the view token's write
+  EXPECT_LE(lines, static_cast<int>(absl::ToDoubleSeconds(took)) + 3) << log;
+  EXPECT_THAT(log, HasSubstr("StoreCheck: missing authorization token"));
+}
+
+TEST_F(FloodTest, StopReasonsOfAnyShapeLeaveTheJobHealthyAndStoppable) {
+  auto worker = ConnectToCoordinator(Options(TokenRole::kWorker));
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  WorkerIdentity who;
+  who.host = "utf8-host";
+  ASSERT_TRUE((*worker)->Register(who, absl::Seconds(10)).ok());
+  const std::string address = contents_.grpc_address;
+  const std::string stop = "/slurm_ddp.v1.Coordinator/Stop";
+  auto stop_body = [](const std::string& reason) {
+    slurm_ddp::v1::StopRequest req;
+    req.set_reason(reason);
+    return req.SerializeAsString();
+  };
+
+  // Not UTF-8: refused at the edge, the job untouched.
+  std::string bad = stop_body("x");
+  bad.back() = '\xff';  // the reason's one byte
+  CallResult r = RawCall(address, stop, bad, contents_.control_token).get();
+  EXPECT_EQ(r.code, grpc::StatusCode::INVALID_ARGUMENT) << r.message;
+  EXPECT_THAT(r.message, HasSubstr("UTF-8"));
+  // The view token may not stop.
+  r = RawCall(address, stop, stop_body("no"), contents_.view_token).get();
+  EXPECT_EQ(r.code, grpc::StatusCode::PERMISSION_DENIED) << r.message;
+  auto op = OperatorClient::Connect(Options(TokenRole::kView));
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto status = (*op)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, JobState::kRunning);
+
+  // 4087 ASCII bytes and then two-byte characters well past the 4 KiB limit: a byte cut at 4096
+  // would split one. The job must stay readable and stoppable.
+  std::string reason(4087, 'a');
+  for (int i = 0; i < 1000; ++i) reason += "\xc3\xa9";
+  r = RawCall(address, stop, stop_body(reason), contents_.control_token).get();
+  ASSERT_EQ(r.code, grpc::StatusCode::OK) << r.message;
+  status = (*op)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, JobState::kStopping);
+  EXPECT_TRUE(IsValidUtf8(status->stop_reason));
+  EXPECT_LE(status->stop_reason.size(), 4096u + 64);
+  EXPECT_THAT(status->stop_reason, HasSubstr(std::string(4087, 'a')));
+  auto beat = (*worker)->Heartbeat(ProgressReport());
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  EXPECT_EQ(beat->command, Command::kCheckpointAndStop);
+  EXPECT_TRUE(IsValidUtf8(beat->reason));
+  ASSERT_TRUE((*worker)->ReportDone(absl::CancelledError("stopped after checkpoint")).ok());
+  int exit_status = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (::waitpid(pid_, &exit_status, WNOHANG) == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(WIFEXITED(exit_status)) << "the coordinator did not end with the stopped job";
+  pid_ = -1;
+  EXPECT_EQ(WEXITSTATUS(exit_status), kExitResumable);
+}
+
+}  // namespace
+}  // namespace ddp
