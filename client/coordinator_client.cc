@@ -184,7 +184,21 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     });
   }
 
-  absl::StatusOr<std::string> ReportLost(const LostWorker& lost) override {
+  absl::StatusOr<RankAssignment> Rejoin(const RejoinRequest& request,
+                                        absl::Duration timeout) override {
+    pb::RejoinRequest req;
+    ToProto(request, &req);
+    SetWorker(req.mutable_worker());
+    pb::RegisterReply reply;
+    RETURN_IF_ERROR(ch_->Call("Rejoin", timeout + kBlockingSlack, [&](grpc::ClientContext* ctx) {
+      return ch_->stub().Rejoin(ctx, req, &reply);
+    }));
+    absl::MutexLock lock(&mu_);
+    rank_ = reply.rank();  // the rank may change between generations
+    return FromProto(reply);
+  }
+
+  absl::StatusOr<LostDecision> ReportLost(const LostWorker& lost) override {
     pb::ReportLostRequest req;
     ToProto(lost, &req);
     req.set_what(WireText(lost.what));
@@ -193,7 +207,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
       return ch_->stub().ReportLost(ctx, req, &reply);
     });
     if (!st.ok()) return st;
-    return reply.description();
+    return FromProto(reply);
   }
 
  private:

@@ -39,6 +39,23 @@ struct RankAssignment {
   int node_rank = 0;
   int num_nodes = 1;
   int64_t generation = 0;  // Slurm restart count of this job
+  // In-job recovery (proto/coordinator.proto, RECOVERY): the coordinator's membership
+  // generation (0 for the first rank table), where its process group rendezvouses in the store,
+  // and whether some member kept its training state (then the state is synced from the most
+  // advanced member and no checkpoint is read).
+  int64_t membership_generation = 0;
+  std::string store_prefix;
+  bool state_from_peers = false;
+  int restarts = 0;             // job-wide restarts used so far
+  FailureCause recovery_cause;  // why this generation was formed (empty for the first)
+  double recovery_seconds = 0;  // from the loss to this generation's completion
+};
+
+// A survivor asking to join the next membership generation (CoordinatorApi::Rejoin).
+struct RejoinRequest {
+  int64_t membership_generation = 0;  // the generation it leaves
+  int64_t committed_step = 0;         // the last optimizer step it applied
+  std::string reason;                 // what it saw (a failed collective, a newer generation)
 };
 
 // What a worker asks for at the start of each epoch. Every rank must send the same dataset_size,
@@ -109,6 +126,9 @@ struct HeartbeatReply {
   // With kAbort: the job's failure as the coordinator decided it. A worker acts on cause.rank
   // and cause.kind (e.g. "was I the failed rank?"), never on the text.
   FailureCause cause;
+  // The newest membership generation (the one being formed while the job recovers). A worker
+  // whose generation is older leaves its process group and rejoins.
+  int64_t membership_generation = 0;
   // With kExit: the code to exit with (common/exit_codes.h).
   int exit_code = 0;
 };
@@ -129,6 +149,19 @@ struct LostWorker {
   std::string what;   // for people: "killed by signal 9"
   int signal = 0;     // > 0: killed by this signal (the failure's kind is kSignal)
   int exit_code = 0;  // with signal == 0: the exit status (kind kExitCode)
+};
+
+// What a launcher does after reporting a lost worker.
+enum class LostAction {
+  kStop,     // the job failed or cannot recover: stop this node's other workers
+  kRespawn,  // start the worker again: same node, local rank and GPU
+  kWait,     // nothing now (a replacement that died before registering; the job's deadline
+             // decides)
+};
+
+struct LostDecision {
+  std::string description;  // "rank 3 (host h, node 1, local rank 1, pid 123)", for the log
+  LostAction action = LostAction::kStop;
 };
 
 class CoordinatorApi {
@@ -167,10 +200,16 @@ class CoordinatorApi {
   // the failure's kind from: UNAVAILABLE or DEADLINE_EXCEEDED mean a collective (or a peer) failed
   // (kCollectiveError); any other code is the worker's own error (kWorkerError).
   virtual absl::Status ReportDone(const absl::Status& outcome) = 0;
+  // This worker's process group failed (or a heartbeat named a newer membership generation):
+  // blocks until the next generation is complete (or `timeout`) and returns this worker's place
+  // in it; the client names itself by the new rank from then on. ABORTED with the job's failure
+  // when the job cannot recover.
+  virtual absl::StatusOr<RankAssignment> Rejoin(const RejoinRequest& request,
+                                                absl::Duration timeout) = 0;
   // --- launcher -------------------------------------------------------------------------------
-  // One of this node's workers died without reporting: fails the job naming its rank (see
-  // Job::ReportLost). Returns the rank's description ("rank 3 (host h, node 1, ...)").
-  virtual absl::StatusOr<std::string> ReportLost(const LostWorker& lost) = 0;
+  // One of this node's workers died without reporting (see Job::ReportLost): the job recovers
+  // (kRespawn) or fails naming its rank (kStop).
+  virtual absl::StatusOr<LostDecision> ReportLost(const LostWorker& lost) = 0;
 };
 
 }  // namespace ddp

@@ -77,6 +77,21 @@ std::string FailureJson(const FailureCause& f) {
   return out;
 }
 
+std::string LostRanksJson(const std::vector<LostRank>& lost) {
+  std::string out = "[";
+  for (size_t i = 0; i < lost.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    ObjectWriter w(&out);
+    w.Raw("rank", RankOrNull(lost[i].cause));
+    w.Str("cause", FailureKindName(lost[i].cause.kind));
+    w.Str("text", lost[i].cause.text);
+    w.Dbl("at_seconds", lost[i].at_seconds);
+    w.Bool("replaced", lost[i].replaced);
+  }
+  out.push_back(']');
+  return out;
+}
+
 std::string StallJson(const StallReport& st) {
   std::string peers;
   {
@@ -290,6 +305,12 @@ std::string ToJson(const JobStatus& s) {
     }
     events.push_back(']');
     w.Raw("events", events);
+    w.Int("restarts", s.restarts);
+    w.Int("max_restarts", s.max_restarts);
+    w.Raw("last_recovery_seconds",
+          s.last_recovery_seconds < 0 ? "null" : Number(s.last_recovery_seconds));
+    w.Int("membership_generation", s.membership_generation);
+    w.Raw("lost_ranks", LostRanksJson(s.lost_ranks));
     if (s.stall.present()) w.Raw("stall", StallJson(s.stall));
   }
   return out;

@@ -105,6 +105,14 @@ struct RankStatus {
   double last_seen_seconds = 0.0;  // since the last heartbeat (or registration)
 };
 
+// A rank the job lost (in-job recovery): its typed cause, when, and whether a later membership
+// generation has a worker in its place.
+struct LostRank {
+  FailureCause cause;       // cause.rank is the lost rank
+  double at_seconds = 0.0;  // job uptime when it was lost
+  bool replaced = false;
+};
+
 // How many ranks are in one step phase (the peers of a stalled rank, by phase).
 struct PhaseCount {
   StepPhase phase = StepPhase::kNone;
@@ -146,6 +154,12 @@ struct JobStatus {
   std::string checkpoint_path;
   std::vector<RankStatus> ranks;
   std::vector<std::string> events;  // recent state changes, oldest first ("+12.3s what")
+  // In-job recovery (wave 2).
+  int restarts = 0;                     // job-wide restarts used
+  int max_restarts = 0;                 // --max-restarts
+  double last_recovery_seconds = -1.0;  // loss -> new membership generation; -1 when none yet
+  int64_t membership_generation = 0;    // the coordinator's rank-table generation
+  std::vector<LostRank> lost_ranks;     // in the order they were lost
   // The rank stalled longest (each stalled rank's state is kStalled); absent when none. Kept
   // once the job has ended because of it.
   StallReport stall;
@@ -174,7 +188,9 @@ std::string JsonQuote(absl::string_view s);
 // (null and "" unless FAILED), `failure` ({rank, cause, text} with the cause's stable name, null
 // unless FAILED), `stop_reason`, per rank `phase` (null until reported) and `phase_seconds`, and
 // `stall` ({rank, phase, seconds, budget_seconds, peers: {phase: ranks}}; the key is absent when
-// no rank is stalled).
+// no rank is stalled). In-job recovery: `restarts`, `max_restarts`, `last_recovery_seconds` (null
+// until one completed), `membership_generation` and `lost_ranks` ([{rank, cause, text,
+// at_seconds, replaced}], the cause by its stable name).
 std::string ToJson(const JobStatus& status);
 
 }  // namespace ddp

@@ -68,6 +68,8 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   config.world_size = options_.world_size;
   config.registration_timeout = options_.registration_timeout;
   config.heartbeat_timeout = options_.heartbeat_timeout;
+  config.max_restarts = options_.max_restarts;
+  config.recovery_timeout = options_.registration_timeout;
   config.stall.timeout = options_.stall_timeout;
   config.stop_timeout = options_.stop_timeout;
   config.suspend_threshold = absl::Seconds(2);  // the server ticks every 50 ms

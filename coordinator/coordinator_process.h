@@ -41,6 +41,9 @@ struct CoordinatorOptions {
   int64_t generation = -1;  // < 0: SLURM_RESTART_COUNT, else 0
   absl::Duration registration_timeout = absl::Seconds(300);
   absl::Duration heartbeat_timeout = absl::Seconds(10);
+  // In-job recovery: restarts the whole job may use (0: a lost rank fails the job). A recovery
+  // gets registration_timeout to complete (the registration deadline for a replacement).
+  int max_restarts = 0;
   absl::Duration stall_timeout = absl::ZeroDuration();  // zero: from the job's pace (stall_rule.h)
   absl::Duration stop_timeout = absl::Seconds(60);
   int http_port = 0;  // 0: ephemeral; -1: no HTTP endpoint

@@ -38,10 +38,16 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout", heartbeat_timeout_s,
                  "Seconds of heartbeat silence after which a rank is lost")
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-restarts", options.max_restarts,
+                 "Workers the job may replace in place (in-job recovery, job-wide); 0 = a lost "
+                 "worker fails the job. A replacement must register within "
+                 "--registration-timeout")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--stall-timeout", stall_timeout_s,
                  "Seconds a rank may sit in a working phase (data, forward, backward, optimizer) "
-                 "while a peer waits in a collective before it is STALLED and the job fails "
-                 "naming it; checkpoint, eval and the first step get 10x. 0 (default): "
+                 "while a peer waits in a collective before it is STALLED: with a restart left "
+                 "(--max-restarts) it is told to exit and replaced, else the job fails naming it; "
+                 "checkpoint, eval and the first step get 10x. 0 (default): "
                  "max(60 s, 20x the job's median step time)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--stop-timeout", stop_timeout_s,

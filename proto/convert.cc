@@ -163,6 +163,7 @@ void ToProto(const JobStatus& in, pb::JobStatus* out) {
     p->set_last_seen_seconds(r.last_seen_seconds);
   }
   for (const std::string& e : in.events) out->add_events(e);
+  RecoveryToProto(in, out);
   if (in.stall.present()) {
     pb::StallReport* st = out->mutable_stall();
     st->set_rank(in.stall.rank);
@@ -217,6 +218,7 @@ JobStatus FromProto(const pb::JobStatus& in) {
     r.last_seen_seconds = p.last_seen_seconds();
   }
   s.events.assign(in.events().begin(), in.events().end());
+  RecoveryFromProto(in, &s);
   if (in.has_stall()) {
     const pb::StallReport& st = in.stall();
     s.stall.rank = st.rank();
@@ -257,6 +259,7 @@ void ToProto(const RankAssignment& in, pb::RegisterReply* out) {
   out->set_node_rank(in.node_rank);
   out->set_num_nodes(in.num_nodes);
   out->set_generation(in.generation);
+  RecoveryToProto(in, out);
 }
 
 RankAssignment FromProto(const pb::RegisterReply& in) {
@@ -268,6 +271,7 @@ RankAssignment FromProto(const pb::RegisterReply& in) {
   a.node_rank = in.node_rank();
   a.num_nodes = in.num_nodes();
   a.generation = in.generation();
+  RecoveryFromProto(in, &a);
   return a;
 }
 
@@ -363,6 +367,7 @@ void ToProto(const HeartbeatReply& in, pb::HeartbeatReply* out) {
   out->set_command(ToProto(in.command));
   out->set_reason(in.reason);
   if (!in.cause.empty()) ToProto(in.cause, out->mutable_cause());
+  out->set_membership_generation(in.membership_generation);
   out->set_exit_code(in.exit_code);
 }
 
@@ -371,6 +376,7 @@ HeartbeatReply FromProto(const pb::HeartbeatReply& in) {
   r.command = FromProto(in.command());
   r.reason = in.reason();
   if (in.has_cause()) r.cause = FromProto(in.cause());
+  r.membership_generation = in.membership_generation();
   r.exit_code = in.exit_code();
   return r;
 }

@@ -61,6 +61,20 @@ absl::Status FromProto(const slurm_ddp::v1::ReportDoneRequest& in);
 void ToProto(const LostWorker& in, slurm_ddp::v1::ReportLostRequest* out);
 LostWorker FromProto(const slurm_ddp::v1::ReportLostRequest& in);
 
+// --- in-job recovery (convert_recovery.cc) ------------------------------------------------------
+// LostAction from the wire that this build does not know reads kStop (the safe choice).
+slurm_ddp::v1::LostAction ToProto(LostAction in);
+LostAction FromProto(slurm_ddp::v1::LostAction in);
+void ToProto(const LostDecision& in, slurm_ddp::v1::ReportLostReply* out);
+LostDecision FromProto(const slurm_ddp::v1::ReportLostReply& in);
+void ToProto(const RejoinRequest& in, slurm_ddp::v1::RejoinRequest* out);
+RejoinRequest FromProto(const slurm_ddp::v1::RejoinRequest& in);
+// The recovery fields of a rank assignment and of a job status (called by the functions above).
+void RecoveryToProto(const RankAssignment& in, slurm_ddp::v1::RegisterReply* out);
+void RecoveryFromProto(const slurm_ddp::v1::RegisterReply& in, RankAssignment* out);
+void RecoveryToProto(const JobStatus& in, slurm_ddp::v1::JobStatus* out);
+void RecoveryFromProto(const slurm_ddp::v1::JobStatus& in, JobStatus* out);
+
 // --- RPC status ---------------------------------------------------------------------------------
 grpc::Status ToGrpc(const absl::Status& in);
 absl::Status FromGrpc(const grpc::Status& in);

@@ -121,6 +121,14 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   } else if (s.state == JobState::kStopping || s.state == JobState::kStopped) {
     absl::StrAppend(&out, s.state == JobState::kStopped ? "STOPPED (resumable)" : "STOPPING", ": ",
                     Printable(s.stop_reason), "\n");
+  } else if (s.state == JobState::kRecovering && !s.lost_ranks.empty()) {
+    const LostRank& last = s.lost_ranks.back();
+    absl::StrAppend(
+        &out, "RECOVERING",
+        last.cause.rank >= 0 ? absl::StrCat(": rank ", last.cause.rank) : std::string(),
+        " (restart ", s.restarts, " of ", s.max_restarts, ")",
+        "\n  cause: ", FailureKindName(last.cause.kind), "\n  reason: ", Printable(last.cause.text),
+        s.stop_reason.empty() ? "" : "\n  then stopping: ", Printable(s.stop_reason), "\n");
   }
   absl::StrAppend(
       &out, absl::StrFormat("job %s  generation %d  %s%s  up %s\n", Printable(s.job_id),
@@ -161,6 +169,19 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   if (s.checkpoint_epoch >= 0) {
     absl::StrAppend(&out, absl::StrFormat("checkpoint: epoch %d step %d %s\n", s.checkpoint_epoch,
                                           s.checkpoint_step, Printable(s.checkpoint_path)));
+  }
+  if (s.restarts > 0 || !s.lost_ranks.empty()) {
+    absl::StrAppend(&out, absl::StrFormat("restarts %d/%d  membership generation %d", s.restarts,
+                                          s.max_restarts, s.membership_generation));
+    if (s.last_recovery_seconds >= 0) {
+      absl::StrAppend(&out, absl::StrFormat("  last recovery %.2fs", s.last_recovery_seconds));
+    }
+    absl::StrAppend(&out, "\n");
+    for (const LostRank& l : s.lost_ranks) {
+      absl::StrAppend(&out, absl::StrFormat("  lost +%.1fs %s: %s%s\n", l.at_seconds,
+                                            FailureKindName(l.cause.kind), l.cause.text,
+                                            l.replaced ? " (replaced)" : ""));
+    }
   }
   if (!rows.empty()) {
     std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
@@ -216,6 +237,9 @@ std::string FormatLine(const JobStatus& s) {
   }
   absl::StrAppend(&line, absl::StrFormat(" ranks %d/%d working", working, s.world_size));
   if (lagging > 0) absl::StrAppend(&line, absl::StrFormat(" %d lagging", lagging));
+  if (s.restarts > 0) {
+    absl::StrAppend(&line, absl::StrFormat(" restarts %d/%d", s.restarts, s.max_restarts));
+  }
   if (s.stall.present()) absl::StrAppend(&line, " stalled: ", StallText(s.stall));
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&line, " failed",

@@ -45,6 +45,16 @@ FailureCause CauseOfRegistrationTimeout(absl::Duration timeout, const std::strin
       absl::StrCat("registration timed out after ", absl::FormatDuration(timeout), ": ", missing)};
 }
 
+FailureCause CauseOfRecoveryTimeout(absl::Duration timeout, const std::string& missing) {
+  return {-1, FailureKind::kRegistrationTimeout,
+          absl::StrCat("recovery timed out after ", absl::FormatDuration(timeout), ": ", missing)};
+}
+
+FailureCause CauseOfUnexplainedCollectiveFailure(const std::string& who, const std::string& what) {
+  return {-1, FailureKind::kCollectiveError,
+          absl::StrCat("a collective failed on ", who, " with no rank lost: ", what)};
+}
+
 FailureCause CauseOfOperatorStop(const std::string& why) {
   return {-1, FailureKind::kOperatorStop, absl::StrCat("stopped by operator: ", why)};
 }

@@ -42,6 +42,14 @@ FailureCause CauseOfStall(int rank, const std::string& text);
 // The registration deadline passed; `missing` names who never came.
 FailureCause CauseOfRegistrationTimeout(absl::Duration timeout, const std::string& missing);
 
+// A recovery did not complete within `timeout`; `missing` names the slots nobody took (and how
+// their replacement last ended) and the members that did not rejoin.
+FailureCause CauseOfRecoveryTimeout(absl::Duration timeout, const std::string& missing);
+
+// A survivor's collective failed and no lost rank was known within the root-cause window: the
+// job recovers with the same members (kCollectiveError, no rank to blame).
+FailureCause CauseOfUnexplainedCollectiveFailure(const std::string& who, const std::string& what);
+
 // An operator (or a signal, or the coordinator shutting down) aborted the job.
 FailureCause CauseOfOperatorStop(const std::string& why);
 

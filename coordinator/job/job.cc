@@ -1,6 +1,7 @@
 #include "coordinator/job/job.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@ Job::Job(JobConfig config, const Clock* clock)
       liveness_(config_.heartbeat_timeout, config_.suspend_threshold, start_),
       shards_(config_.world_size),
       events_(start_, config_.max_events, config_.log),
+      recovery_(config_.max_restarts, config_.recovery_timeout, start_),
       stall_rule_(config_.stall),
       pace_(config_.world_size),
       judged_since_(start_) {}
@@ -64,11 +66,19 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
     if (!joined.ok()) {
       error = joined.status();
     } else if (joined->new_slot) {
-      EventLocked(absl::StrCat("registered ", who.host, " pid ", who.pid, " node ", who.node_rank,
-                               " local rank ", who.local_rank, " (", membership_.registered(),
-                               " of ", config_.world_size, ")"),
-                  &out);
-      if (joined->world_full) CompleteRegistrationLocked(&out);
+      const bool replacing = membership_.world_complete();
+      EventLocked(
+          absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host, " pid ",
+                       who.pid, " node ", who.node_rank, " local rank ", who.local_rank, " (",
+                       membership_.registered(), " of ", config_.world_size, ")"),
+          &out);
+      if (joined->world_full) {
+        if (replacing) {
+          CompleteRecoveryLocked(&out);
+        } else {
+          CompleteRegistrationLocked(&out);
+        }
+      }
     }
   }
   if (!error.ok()) done(error);
@@ -77,9 +87,10 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
 void Job::CompleteRegistrationLocked(Completions* out) {
   const absl::Time now = clock_->Now();
   liveness_.Start(config_.world_size, now);  // before the rank table is published
-  membership_.Complete(out);
+  membership_.Complete(GenerationNote{}, out);
+  AnnounceGenerationLocked();
   // The rank table goes to the log only (one line per rank), not into the bounded event list.
-  for (const std::string& line : membership_.RankTable()) events_.LogOnly(line, out);
+  for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
   running_since_ = now;
   lifecycle_.Start();
   StateChangedLocked(
@@ -95,8 +106,11 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
   if (lifecycle_.state() == JobState::kFailed) {
     return absl::AbortedError(absl::StrCat("job failed: ", lifecycle_.failure().text));
   }
-  absl::StatusOr<ShardAssignment> a =
-      shards_.Assign(rank, request, checkpoints_.ConsumedIn(request.epoch));
+  // After an in-job recovery the ranks' own (synced) position is the truth: it may be past the
+  // last checkpoint.
+  absl::StatusOr<ShardAssignment> a = shards_.Assign(
+      rank, request,
+      membership_.current() == 0 ? checkpoints_.ConsumedIn(request.epoch) : std::nullopt);
   if (a.ok()) version_.fetch_add(1, std::memory_order_acq_rel);
   return a;
 }
@@ -106,14 +120,26 @@ absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressR
   if (!st.ok()) return st;
   HeartbeatReply reply;
   reply.command = command_.load(std::memory_order_acquire);
+  reply.membership_generation = announced_generation_.load(std::memory_order_acquire);
   if (progress.stop_signaled && reply.command == Command::kContinue) {
     StopSignaled(rank);
     reply.command = command_.load(std::memory_order_acquire);
   }
+  bool told_to_exit = false;  // this rank alone (a stall, with a restart left)
+  if (reply.command != Command::kExit && exit_orders_pending_.load(std::memory_order_acquire) > 0) {
+    absl::ReaderMutexLock lock(&mu_);
+    const auto it = exit_orders_.find(rank);
+    if (it != exit_orders_.end() && it->second.pid == pid) {
+      told_to_exit = true;
+      reply.command = Command::kExit;
+      reply.exit_code = kExitFailed;  // its launcher reports it lost and starts it again
+      reply.reason = it->second.reason;
+    }
+  }
   liveness_.Beat(rank, progress, clock_->Now(),
                  reply.command == Command::kAbort || reply.command == Command::kExit);
   version_.fetch_add(1, std::memory_order_acq_rel);
-  if (reply.command != Command::kContinue) {
+  if (reply.command != Command::kContinue && !told_to_exit) {
     absl::ReaderMutexLock lock(&mu_);
     if (reply.command == Command::kAbort) {
       reply.cause = lifecycle_.failure();
@@ -182,42 +208,6 @@ absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> Job::ReportLost(const LostWorker& lost) {
-  Completions out;
-  absl::MutexLock lock(&mu_);
-  const WorkerIdentity* w = membership_.Find(lost.node_rank, lost.local_rank);
-  if (w == nullptr || w->pid != lost.pid) {
-    return absl::NotFoundError(absl::StrCat("no registered worker at node ", lost.node_rank,
-                                            " local rank ", lost.local_rank, " with pid ",
-                                            lost.pid));
-  }
-  const absl::Time now = clock_->Now();
-  if (!membership_.world_complete()) {
-    const std::string who = Membership::DescribeWorker(*w);
-    FailLocked(CauseOfLostWorker(-1, who, lost), absl::StatusCode::kAborted, absl::InfinitePast(),
-               &out);
-    return who;
-  }
-  const int rank = membership_.RankOf(lost.node_rank, lost.local_rank);
-  if (rank < 0) return absl::InternalError("registered worker has no rank");
-  liveness_.Finish(rank, RankState::kLost, /*reported=*/false, now);
-  const std::string who = membership_.Describe(rank);
-  const FailureCause cause = CauseOfLostWorker(rank, who, lost);
-  const int earlier_rank = lifecycle_.failure().rank;
-  if (!FinishedLocked()) {
-    FailLocked(cause, absl::StatusCode::kAborted, absl::InfinitePast(), &out);
-  } else if (lifecycle_.Reattribute(cause, now)) {
-    // The earlier report (typically a peer's "connection reset" in a collective) followed from
-    // this death: the dead rank is the cause.
-    EventLocked(absl::StrCat("root cause: ", cause.text, " (", membership_.Describe(earlier_rank),
-                             " failed after it)"),
-                &out);
-  } else {
-    EventLocked(cause.text, &out);
-  }
-  return who;
-}
-
 absl::Status Job::Stop(bool graceful, const std::string& reason) {
   Completions out;
   absl::MutexLock lock(&mu_);
@@ -228,22 +218,19 @@ absl::Status Job::Stop(bool graceful, const std::string& reason) {
   const std::string why = reason.empty() ? "operator request" : reason;
   const JobState state = lifecycle_.state();
   if (graceful && state == JobState::kStopping) return absl::OkStatus();
+  if (graceful && state == JobState::kRecovering) {
+    if (!lifecycle_.stop_requested() && lifecycle_.RequestStop(why)) {
+      command_.store(lifecycle_.command(), std::memory_order_release);
+      EventLocked(absl::StrCat("checkpoint and stop (after the recovery): ", why), &out);
+    }
+    return absl::OkStatus();
+  }
   if (graceful && state != JobState::kRegistering && lifecycle_.RequestStop(why)) {
     StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
   } else {
     FailLocked(CauseOfOperatorStop(why), absl::StatusCode::kAborted, absl::InfinitePast(), &out);
   }
   return absl::OkStatus();
-}
-
-void Job::StopSignaled(int rank) {
-  Completions out;
-  absl::MutexLock lock(&mu_);
-  const JobState state = lifecycle_.state();
-  if (state != JobState::kRunning && state != JobState::kRecovering) return;
-  const std::string why = absl::StrCat(membership_.Describe(rank), " received a stop signal");
-  if (lifecycle_.RequestStop(why))
-    StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
 }
 
 void Job::SuspendedLocked(absl::Duration gap, Completions* out) {
@@ -271,12 +258,18 @@ void Job::Tick() {
           absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), &out);
     }
   } else if (!FinishedLocked()) {
-    if (std::optional<SilentRank> silent = liveness_.TakeSilent(now)) {
-      FailLocked(CauseOfSilence(silent->rank, membership_.Describe(silent->rank), silent->silent,
-                                config_.heartbeat_timeout),
-                 absl::StatusCode::kUnavailable, absl::InfinitePast(), &out);
+    while (std::optional<SilentRank> silent = liveness_.TakeSilent(now)) {
+      LoseRankLocked(silent->rank,
+                     CauseOfSilence(silent->rank, membership_.Describe(silent->rank),
+                                    silent->silent, config_.heartbeat_timeout),
+                     &out);
+      if (FinishedLocked()) break;
     }
-    if (!FinishedLocked()) JudgeStallsLocked(now, &out);
+    TickRecoveryLocked(now, &out);
+    // While a new membership generation forms, phases are stale: no rank is judged.
+    if (!FinishedLocked() && lifecycle_.state() != JobState::kRecovering) {
+      JudgeStallsLocked(now, &out);
+    }
     if (lifecycle_.state() == JobState::kStopping && now - stopping_since_ > config_.stop_timeout) {
       EndStopLocked(StallRule::Holdouts(RankViewsLocked(now, nullptr)),
                     absl::StrCat("graceful stop not completed within ",
@@ -284,75 +277,6 @@ void Job::Tick() {
                     &out);
     }
   }
-}
-
-std::vector<RankView> Job::RankViewsLocked(absl::Time now, StepPace* pace) {
-  std::vector<RankView> views;
-  const int n = membership_.num_ranks();
-  views.reserve(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    const RankSample sample = liveness_.Sample(r, now);
-    const ProgressReport& p = sample.progress;
-    RankView v;
-    v.rank = r;
-    v.working = !IsFinal(sample.state) && sample.state != RankState::kFinished;
-    v.phase = p.step_phase;
-    v.in_phase = std::min(absl::Seconds(p.phase_seconds) + sample.since_seen, now - judged_since_);
-    v.first_step = p.phase == WorkerPhase::kStarting;  // its first Update follows its first step
-    if (pace != nullptr && v.working && !v.first_step) pace->Observe(r, p.step, now);
-    views.push_back(v);
-  }
-  return views;
-}
-
-void Job::JudgeStallsLocked(absl::Time now, Completions* out) {
-  if (now < next_stall_check_) return;
-  next_stall_check_ = now + kStallCheckPeriod;
-  const std::vector<RankView> views = RankViewsLocked(now, &pace_);
-  std::vector<Stall> found = stall_rule_.Find(views, pace_.median());
-  std::vector<std::string> described;
-  for (const Stall& st : found) {
-    described.push_back(DescribeStall(st, membership_.Describe(st.rank), "stalled"));
-    const bool known = std::any_of(stalls_.begin(), stalls_.end(),
-                                   [&](const Stall& old) { return old.rank == st.rank; });
-    if (!known) EventLocked(described.back(), out);
-  }
-  stalls_ = std::move(found);
-  if (stalls_.empty()) return;
-  if (lifecycle_.state() == JobState::kStopping) {
-    EndStopLocked(stalls_, "graceful stop cannot complete", out);
-    return;
-  }
-  // Hook for in-job recovery: with restarts left, instead of failing, tell only the stalled rank
-  // to exit (its heartbeat replies carry kExit; its heartbeat thread ends the process even though
-  // its training thread is stuck) and let its launcher's FailurePolicy respawn it, as for a lost
-  // rank (Job::ReportLost). Without restarts the stall fails the job, naming the rank and its
-  // phase: every rank gets kAbort, and a rank that cannot act on it is ended by its heartbeat
-  // thread (ProgressReporter's abort_grace).
-  FailLocked(CauseOfStall(stalls_.front().rank, absl::StrJoin(described, "; ")),
-             absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), out);
-}
-
-void Job::EndStopLocked(const std::vector<Stall>& holdouts, const std::string& what,
-                        Completions* out) {
-  std::vector<std::string> names;
-  for (const Stall& h : holdouts) {
-    names.push_back(DescribeStall(h, membership_.Describe(h.rank), "stuck"));
-  }
-  const std::string text =
-      absl::StrCat(what, ": ", names.empty() ? "no rank still works" : absl::StrJoin(names, "; "));
-  stalls_ = holdouts;
-  if (const CommittedCheckpoint* c = checkpoints_.latest()) {
-    stop_note_ = absl::StrCat(text, "; resumable from the checkpoint of step ", c->step);
-    exit_reason_ = stop_note_;
-    lifecycle_.FinishStop();
-    StateChangedLocked(stop_note_, out);
-  } else {
-    exit_reason_ = absl::StrCat(text, "; no checkpoint to resume from");
-    FailLocked(CauseOfStall(holdouts.empty() ? -1 : holdouts.front().rank, exit_reason_),
-               absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), out);
-  }
-  exit_code_ = lifecycle_.ExitCode();
 }
 
 JobStatus Job::Status() const {
@@ -375,14 +299,19 @@ JobStatus Job::Status() const {
     s.checkpoint_step = c->step;
     s.checkpoint_path = c->path;
   }
-  if (membership_.world_complete()) {
-    const int n = membership_.num_ranks();
+  s.restarts = recovery_.restarts();
+  s.max_restarts = recovery_.max_restarts();
+  s.last_recovery_seconds = recovery_.last_seconds();
+  s.membership_generation = std::max<int64_t>(0, membership_.current());
+  s.lost_ranks = recovery_.lost();
+  if (const std::shared_ptr<const RankTable> table = membership_.table()) {
+    const int n = table->size();
     std::vector<ProgressReport> progress;
     progress.reserve(static_cast<size_t>(n));
     s.ranks.reserve(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
       RankSample sample = liveness_.Sample(r, now);
-      s.ranks.push_back(RankRow(r, membership_.who(r), sample));
+      s.ranks.push_back(RankRow(r, table->ranks[static_cast<size_t>(r)], sample));
       progress.push_back(std::move(sample.progress));
     }
     SummarizeProgress(progress, s.state == JobState::kRunning,

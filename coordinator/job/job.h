@@ -4,6 +4,7 @@
 //   shard_ledger.h     per-epoch shard agreement and resume positions
 //   checkpoint_ledger.h the committed checkpoints
 //   lifecycle.h        the state machine, the typed failure cause, stop reason, exit code
+//   recovery.h         the restart budget, the recovery in progress, the lost ranks
 //   failure_causes.h   how each observation becomes a FailureCause
 //   stall_rule.h       which ranks are stuck while their peers wait (step_pace.h: the pace)
 //   event_log.h        the bounded event list (and the log sink)
@@ -14,13 +15,15 @@
 // did not complete in time. (Named Job because
 // common/job_status.h already calls the state enum JobState.)
 //
-// Registration waits without a thread: Register takes a callback that runs once the world is
-// complete (or the job fails). Callbacks and the log sink run without the lock held.
+// Registration waits without a thread: Register and Rejoin take a callback that runs once the
+// membership generation is complete (or the job fails). Callbacks and the log sink run without
+// the lock held. In-job recovery (proto/coordinator.proto, RECOVERY) runs through ReportLost,
+// Tick (silence, deadlines), Rejoin and Register: job_recovery.cc.
 //
 // Thread safety: every public method is thread-safe. Job-wide state sits under `mu_`; each
-// rank's progress and liveness sit in Liveness under that rank's own lock. The rank table is
-// published once (Membership::Complete, release order) when the world completes; after that
-// Heartbeat takes only its rank's lock and reads the current command from an atomic.
+// rank's progress and liveness sit in Liveness under that rank's own lock. Each generation's
+// rank table is published as an immutable snapshot (Membership::table); Heartbeat takes only its
+// rank's lock (and the snapshot's) and reads the current command and generation from atomics.
 // Lock order: `mu_` before any Liveness lock; Liveness never holds two of its locks at once.
 #ifndef SLURM_DDP_COORDINATOR_JOB_JOB_H_
 #define SLURM_DDP_COORDINATOR_JOB_JOB_H_
@@ -31,6 +34,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -45,6 +49,7 @@
 #include "coordinator/job/lifecycle.h"
 #include "coordinator/job/liveness.h"
 #include "coordinator/job/membership.h"
+#include "coordinator/job/recovery.h"
 #include "coordinator/job/shard_ledger.h"
 #include "coordinator/job/stall_rule.h"
 #include "coordinator/job/step_pace.h"
@@ -66,6 +71,10 @@ struct JobConfig {
   // against any rank, nor against the registration deadline. Infinite: every gap counts (the
   // caller does not tick regularly). ddp-coordinator ticks every 50 ms and uses 2 s.
   absl::Duration suspend_threshold = absl::InfiniteDuration();
+  // In-job recovery: restarts the whole job may use (0: a lost rank fails the job), and how
+  // long a recovery may take before the job fails naming who is missing.
+  int max_restarts = 0;
+  absl::Duration recovery_timeout = absl::Seconds(120);
   // The stall rule's budgets (stall_rule.h; --stall-timeout). A stalled rank fails the job
   // (kind kStall) while no restart is left; during a graceful stop it ends the stop at once.
   StallOptions stall;
@@ -102,17 +111,23 @@ class Job {
   // (kind by status code: failure_causes.h).
   absl::Status ReportDone(int rank, int pid, const absl::Status& outcome);
   // A launcher reports that its worker (node_rank, local_rank, pid) died without reporting
-  // (killed by a signal, or a non-zero exit). Fails the job naming that rank. When the job
-  // already failed in the last kRootCauseWindow because another rank reported an error itself
-  // (typically a collective broken by this death), the death is the root cause: the failure is
-  // re-attributed to the dead rank. Returns the rank's description ("rank 3 (host h, ...)").
-  absl::StatusOr<std::string> ReportLost(const LostWorker& lost);
+  // (killed by a signal, or a non-zero exit). With a restart left the job recovers (kRespawn);
+  // otherwise it fails naming that rank (kStop). When the job already failed in the last
+  // kRootCauseWindow because another rank reported an error itself (typically a collective
+  // broken by this death), the death is the root cause: the failure is re-attributed to the dead
+  // rank. A replacement that died before registering gets kWait. The decision describes the rank
+  // ("rank 3 (host h, ...)").
+  absl::StatusOr<LostDecision> ReportLost(const LostWorker& lost);
   static constexpr absl::Duration kRootCauseWindow = absl::Seconds(5);
+  // A survivor (rank, pid) leaves its generation and joins the next; `done` runs once that is
+  // complete, or with ABORTED and the job's failure when it cannot recover.
+  void Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done);
   // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
   absl::Status Stop(bool graceful, const std::string& reason);
 
-  // Detects lost ranks, stalled ranks (at most every kStallCheckPeriod), the registration
-  // deadline and an overdue stop. Call periodically.
+  // Detects lost ranks, stalled ranks (at most every kStallCheckPeriod), the registration and
+  // recovery deadlines, a rejoin that waited in vain for a loss, and an overdue stop. Call
+  // periodically.
   void Tick();
   static constexpr absl::Duration kStallCheckPeriod = absl::Milliseconds(500);
 
@@ -132,6 +147,19 @@ class Job {
 
  private:
   void CompleteRegistrationLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // --- in-job recovery (job_recovery.cc) ------------------------------------------------------
+  // `rank` of the current table is lost with `cause`: recover (kRespawn) or fail (kStop).
+  LostAction LoseRankLocked(int rank, const FailureCause& cause, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts (or extends) the recovery: RECOVERING, the next generation being formed.
+  void BeginRecoveryLocked(const FailureCause& cause, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The generation being formed is complete: publish it, RUNNING (or STOPPING) again.
+  void CompleteRecoveryLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tick's part: the recovery deadline, and a rejoin that waited kRootCauseWindow for a loss.
+  void TickRecoveryLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What heartbeats announce: the generation being formed (or the current one).
+  void AnnounceGenerationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a state change the lifecycle just made ("job RUNNING: why") and mirrors its command.
   void StateChangedLocked(const std::string& why, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -148,6 +176,11 @@ class Job {
   // Each rank as the stall rule sees it; with `pace`, feeds it the ranks' steps.
   std::vector<RankView> RankViewsLocked(absl::Time now, StepPace* pace)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With a restart left: `rank` (stalled) gets kExit in its heartbeat replies, with `why`.
+  void OrderExitLocked(int rank, const std::string& why, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new membership generation is complete: no rank of it is told to exit.
+  void ClearExitOrdersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a graceful stop that cannot complete, naming `holdouts` (what = why it ends now):
   // STOPPED with a committed checkpoint, else FAILED; then every running rank gets kExit.
   void EndStopLocked(const std::vector<Stall>& holdouts, const std::string& what, Completions* out)
@@ -171,6 +204,12 @@ class Job {
   absl::Duration registration_suspended_ ABSL_GUARDED_BY(mu_);
   absl::Time running_since_ ABSL_GUARDED_BY(mu_);
   int ranks_done_ ABSL_GUARDED_BY(mu_) = 0;  // ranks that reported done or stopped
+  Recovery recovery_ ABSL_GUARDED_BY(mu_);
+  // A survivor rejoined while no loss was known: when, who and what it saw.
+  absl::Time early_rejoin_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  std::string early_rejoin_who_ ABSL_GUARDED_BY(mu_);
+  std::string early_rejoin_what_ ABSL_GUARDED_BY(mu_);
+
   const StallRule stall_rule_;
   StepPace pace_ ABSL_GUARDED_BY(mu_);
   std::vector<Stall> stalls_ ABSL_GUARDED_BY(mu_);  // as last judged (kept once finished)
@@ -183,9 +222,18 @@ class Job {
   std::string exit_reason_ ABSL_GUARDED_BY(mu_);
   int exit_code_ ABSL_GUARDED_BY(mu_) = 0;
 
+  // Stalled ranks told to exit so that their launchers replace them (with a restart left), by
+  // rank: the worker's pid (a replacement is not told) and why. The count is read without mu_.
+  struct ExitOrder {
+    int pid = 0;
+    std::string reason;
+  };
+  absl::flat_hash_map<int, ExitOrder> exit_orders_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> exit_orders_pending_{0};
+
   // The command every heartbeat reply carries (mirrors lifecycle_; written under mu_).
   std::atomic<Command> command_{Command::kContinue};
-
+  std::atomic<int64_t> announced_generation_{0};
   std::atomic<uint64_t> version_{0};
   std::atomic<uint64_t> major_version_{0};
 };

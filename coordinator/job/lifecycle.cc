@@ -20,7 +20,7 @@ constexpr Move kMoves[] = {
     {JobState::kRunning, JobState::kSucceeded},   {JobState::kRunning, JobState::kFailed},
     {JobState::kRecovering, JobState::kRunning},  {JobState::kRecovering, JobState::kStopping},
     {JobState::kRecovering, JobState::kFailed},   {JobState::kStopping, JobState::kStopped},
-    {JobState::kStopping, JobState::kFailed},
+    {JobState::kStopping, JobState::kFailed},     {JobState::kStopping, JobState::kRecovering},
 };
 
 }  // namespace
@@ -39,6 +39,8 @@ Command Lifecycle::command() const {
     case JobState::kStopping:
     case JobState::kStopped:
       return Command::kCheckpointAndStop;
+    case JobState::kRecovering:
+      return stop_requested() ? Command::kCheckpointAndStop : Command::kContinue;
     default:
       return Command::kContinue;
   }
@@ -56,9 +58,20 @@ bool Lifecycle::Succeed() { return MoveTo(JobState::kSucceeded); }
 
 bool Lifecycle::RequestStop(const std::string& reason) {
   if (state_ == JobState::kStopping) return true;
+  if (state_ == JobState::kRecovering) {
+    if (stop_reason_.empty()) stop_reason_ = reason;
+    return true;
+  }
   if (!MoveTo(JobState::kStopping)) return false;
   stop_reason_ = reason;
   return true;
+}
+
+bool Lifecycle::BeginRecovery() { return MoveTo(JobState::kRecovering); }
+
+bool Lifecycle::EndRecovery() {
+  if (state_ != JobState::kRecovering) return false;
+  return MoveTo(stop_requested() ? JobState::kStopping : JobState::kRunning);
 }
 
 bool Lifecycle::FinishStop() { return MoveTo(JobState::kStopped); }

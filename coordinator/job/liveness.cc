@@ -55,6 +55,15 @@ bool Liveness::Finish(int rank, RankState final_state, bool reported, absl::Time
   return true;
 }
 
+void Liveness::Revive(int rank, absl::Time now) {
+  Slot& s = slot(rank);
+  absl::MutexLock lock(&s.mu);
+  s.last_seen = now;
+  s.progress = ProgressReport();
+  s.state = RankState::kStarting;
+  s.reported = false;
+}
+
 std::optional<SilentRank> Liveness::TakeSilent(absl::Time now) {
   for (int r = 0; r < num_ranks_; ++r) {
     Slot& s = slot(r);

@@ -53,6 +53,9 @@ class Liveness {
   // Moves `rank` to a final state. With `reported` (ReportDone), returns false when a report was
   // already received (a retry: nothing changes); `now` counts as heard from.
   bool Finish(int rank, RankState final_state, bool reported, absl::Time now);
+  // A new worker took `rank`'s place (in-job recovery): the rank starts over, heard from at
+  // `now`, with no progress and no report yet.
+  void Revive(int rank, absl::Time now);
   // The lowest-numbered rank, not in a final state, silent for longer than the heartbeat
   // timeout at `now`; it becomes kLost. nullopt when none.
   std::optional<SilentRank> TakeSilent(absl::Time now);

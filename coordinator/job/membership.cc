@@ -8,8 +8,8 @@
 
 namespace ddp {
 
-Membership::Membership(int world_size, std::string nonce, int64_t generation)
-    : world_size_(world_size), nonce_(std::move(nonce)), generation_(generation) {}
+Membership::Membership(int world_size, std::string nonce, int64_t slurm_generation)
+    : world_size_(world_size), nonce_(std::move(nonce)), slurm_generation_(slurm_generation) {}
 
 absl::StatusOr<Membership::JoinResult> Membership::Join(const WorkerIdentity& who,
                                                         RegisterCallback& done,
@@ -19,25 +19,42 @@ absl::StatusOr<Membership::JoinResult> Membership::Join(const WorkerIdentity& wh
     return absl::FailedPreconditionError(
         "nonce mismatch: the dist_file is stale (written by another coordinator start)");
   }
-  const auto key = std::make_pair(who.node_rank, who.local_rank);
+  const Key key(who.node_rank, who.local_rank);
   auto it = slots_.find(key);
   const bool same_process =
       it != slots_.end() && it->second.who.host == who.host && it->second.who.pid == who.pid;
-  if (it != slots_.end() && !same_process) {
+  const bool replacing = it != slots_.end() && it->second.vacant && !same_process;
+  if (it != slots_.end() && !same_process && !(replacing && forming_next())) {
     return absl::AlreadyExistsError(absl::StrCat("node ", who.node_rank, " local rank ",
                                                  who.local_rank, " is already registered by ",
                                                  it->second.who.host, " pid ", it->second.who.pid));
   }
   if (!refusal.ok()) return refusal;
   if (same_process) {
-    if (world_complete()) {
+    Slot& slot = it->second;
+    if (slot.vacant) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("node ", who.node_rank, " local rank ", who.local_rank, " pid ", who.pid,
+                       " was lost; a new process must take its place"));
+    }
+    if (slot.joined == current_ && !forming_next()) {
       // A retry after a lost reply: the same assignment at once.
-      out->Add(
-          [done = std::move(done), a = Assignment(RankOf(key.first, key.second))] { done(a); });
+      const std::shared_ptr<const RankTable> t = table();
+      out->Add([done = std::move(done),
+                a = AssignmentIn(*t, RankOf(key.first, key.second), {}, false)] { done(a); });
     } else {
-      it->second.waiting.push_back(std::move(done));
+      slot.waiting.push_back(std::move(done));
     }
     return JoinResult{};
+  }
+  if (replacing) {
+    Slot& slot = it->second;
+    slot.who = who;
+    slot.vacant = false;
+    slot.joined = forming_;
+    slot.committed_step = -1;
+    slot.waiting.push_back(std::move(done));
+    return JoinResult{true, GenerationComplete()};
   }
   if (world_complete() || registered() >= world_size_) {
     return absl::ResourceExhaustedError(
@@ -45,26 +62,95 @@ absl::StatusOr<Membership::JoinResult> Membership::Join(const WorkerIdentity& wh
   }
   Slot& slot = slots_[key];
   slot.who = who;
+  slot.joined = forming_;
   slot.waiting.push_back(std::move(done));
-  JoinResult result;
-  result.new_slot = true;
-  result.world_full = registered() == world_size_;
-  return result;
+  return JoinResult{true, GenerationComplete()};
 }
 
-void Membership::Complete(Completions* out) {
+absl::StatusOr<bool> Membership::Rejoin(int rank, int64_t committed_step, RegisterCallback& done) {
+  const std::shared_ptr<const RankTable> t = table();
+  if (t == nullptr || rank < 0 || rank >= t->size()) {
+    return absl::FailedPreconditionError("no rank table to rejoin from");
+  }
+  const WorkerIdentity& w = t->ranks[static_cast<size_t>(rank)];
+  Slot& slot = slots_.at(Key(w.node_rank, w.local_rank));
+  if (slot.who.pid != w.pid) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("rank ", rank, " (pid ", w.pid, ") was replaced by pid ", slot.who.pid));
+  }
+  // The member was declared lost (silent) but is alive: it may take its slot back until a
+  // replacement does.
+  slot.vacant = false;
+  slot.joined = current_ + 1;
+  slot.committed_step = committed_step;
+  slot.waiting.push_back(std::move(done));
+  return forming_next() && GenerationComplete();
+}
+
+void Membership::BeginNext() {
+  if (!forming_next()) forming_ = current_ + 1;
+}
+
+void Membership::Vacate(int rank, const std::string& fate, const absl::Status& error,
+                        Completions* out) {
+  const std::shared_ptr<const RankTable> t = table();
+  if (t == nullptr || rank < 0 || rank >= t->size()) return;
+  const WorkerIdentity& w = t->ranks[static_cast<size_t>(rank)];
+  auto it = slots_.find(Key(w.node_rank, w.local_rank));
+  if (it == slots_.end()) return;
+  Slot& slot = it->second;
+  slot.vacant = true;
+  slot.vacated = true;
+  slot.joined = -1;
+  slot.fate = fate;
+  for (RegisterCallback& cb : slot.waiting) out->Add([cb = std::move(cb), error] { cb(error); });
+  slot.waiting.clear();
+}
+
+void Membership::NoteFailedStart(int node_rank, int local_rank, const std::string& fate) {
+  auto it = slots_.find(Key(node_rank, local_rank));
+  if (it != slots_.end() && it->second.vacant) it->second.fate = absl::StrCat("its start ", fate);
+}
+
+bool Membership::GenerationComplete() const {
+  if (static_cast<int>(slots_.size()) != world_size_) return false;
+  for (const auto& [key, slot] : slots_) {
+    if (slot.vacant || slot.joined != forming_) return false;
+  }
+  return true;
+}
+
+std::vector<int> Membership::Complete(const GenerationNote& note, Completions* out) {
+  auto t = std::make_shared<RankTable>();
+  t->generation = forming_;
+  t->store_prefix = absl::StrCat("gen", slurm_generation_, "/m", forming_);
   std::set<int> nodes;
-  for (const auto& [key, slot] : slots_) nodes.insert(key.first);
-  num_nodes_ = static_cast<int>(nodes.size());
-  ranks_.reserve(slots_.size());
-  for (const auto& [key, slot] : slots_) ranks_.push_back(slot.who);
+  bool state_from_peers = false;
+  std::vector<int> revived;
+  for (const auto& [key, slot] : slots_) {
+    nodes.insert(key.first);
+    if (slot.committed_step >= 0) state_from_peers = true;
+    if (slot.vacated) revived.push_back(t->size());
+    t->ranks.push_back(slot.who);
+  }
+  t->num_nodes = static_cast<int>(nodes.size());
+  num_nodes_ = t->num_nodes;
+  current_ = forming_;
+  {
+    absl::MutexLock lock(&table_mu_);
+    table_ = t;
+  }
   complete_.store(true, std::memory_order_release);
   int rank = 0;
   for (auto& [key, slot] : slots_) {
-    const RankAssignment a = Assignment(rank++);
+    const RankAssignment a = AssignmentIn(*t, rank++, note, state_from_peers);
     for (RegisterCallback& cb : slot.waiting) out->Add([cb = std::move(cb), a] { cb(a); });
     slot.waiting.clear();
+    slot.vacated = false;
+    slot.committed_step = -1;
+    slot.fate.clear();
   }
+  return revived;
 }
 
 void Membership::FailWaiters(const absl::Status& error, Completions* out) {
@@ -74,16 +160,29 @@ void Membership::FailWaiters(const absl::Status& error, Completions* out) {
   }
 }
 
+int Membership::registered() const {
+  int n = 0;
+  for (const auto& [key, slot] : slots_) n += slot.vacant ? 0 : 1;
+  return n;
+}
+
 std::vector<WorkerIdentity> Membership::Registered() const {
   std::vector<WorkerIdentity> out;
   out.reserve(slots_.size());
-  for (const auto& [key, slot] : slots_) out.push_back(slot.who);
+  for (const auto& [key, slot] : slots_) {
+    if (!slot.vacant) out.push_back(slot.who);
+  }
   return out;
 }
 
 const WorkerIdentity* Membership::Find(int node_rank, int local_rank) const {
-  auto it = slots_.find({node_rank, local_rank});
+  auto it = slots_.find(Key(node_rank, local_rank));
   return it == slots_.end() ? nullptr : &it->second.who;
+}
+
+bool Membership::vacant(int node_rank, int local_rank) const {
+  auto it = slots_.find(Key(node_rank, local_rank));
+  return it != slots_.end() && it->second.vacant;
 }
 
 std::string Membership::MissingWorkers() const {
@@ -106,11 +205,10 @@ std::string Membership::MissingWorkers() const {
     std::string host;
     for (int l = 0; l < local; ++l) {
       const WorkerIdentity* w = Find(node, l);
-      if (w == nullptr) {
+      if (w == nullptr || vacant(node, l)) {
         missing.push_back(l);
-      } else {
-        host = w->host;
       }
+      if (w != nullptr) host = w->host;
     }
     if (missing.empty()) continue;
     parts.push_back(absl::StrCat("node ", node, host.empty() ? "" : absl::StrCat(" (", host, ")"),
@@ -120,54 +218,102 @@ std::string Membership::MissingWorkers() const {
   return absl::StrCat(head, "; missing ", absl::StrJoin(parts, "; "));
 }
 
+std::string Membership::MissingMembers() const {
+  std::vector<std::string> parts;
+  int rank = 0;
+  for (const auto& [key, slot] : slots_) {
+    const std::string where =
+        absl::StrCat("rank ", rank++, " (node ", key.first, " local rank ", key.second, ", ");
+    if (slot.vacant) {
+      parts.push_back(absl::StrCat(where, "replacement not registered",
+                                   slot.fate.empty() ? "" : "; ", slot.fate, ")"));
+    } else if (slot.joined != forming_) {
+      parts.push_back(absl::StrCat(where, "pid ", slot.who.pid, " did not rejoin)"));
+    }
+  }
+  return parts.empty() ? "nobody missing" : absl::StrJoin(parts, "; ");
+}
+
 std::string Membership::DescribeWorker(const WorkerIdentity& w) {
   return absl::StrCat("worker (host ", w.host, ", node ", w.node_rank, ", local rank ",
                       w.local_rank, ", pid ", w.pid, ")");
 }
 
-int Membership::num_ranks() const { return world_complete() ? static_cast<int>(ranks_.size()) : 0; }
+std::shared_ptr<const RankTable> Membership::table() const {
+  absl::MutexLock lock(&table_mu_);
+  return table_;
+}
+
+int Membership::num_ranks() const {
+  const std::shared_ptr<const RankTable> t = table();
+  return t == nullptr ? 0 : t->size();
+}
+
+WorkerIdentity Membership::who(int rank) const { return table()->ranks[static_cast<size_t>(rank)]; }
 
 int Membership::RankOf(int node_rank, int local_rank) const {
-  const int n = num_ranks();
-  for (int r = 0; r < n; ++r) {
-    if (who(r).node_rank == node_rank && who(r).local_rank == local_rank) return r;
+  const std::shared_ptr<const RankTable> t = table();
+  if (t == nullptr) return -1;
+  for (int r = 0; r < t->size(); ++r) {
+    const WorkerIdentity& w = t->ranks[static_cast<size_t>(r)];
+    if (w.node_rank == node_rank && w.local_rank == local_rank) return r;
   }
   return -1;
 }
 
 absl::Status Membership::CheckWorker(int rank, int pid) const {
-  if (!world_complete()) {
+  const std::shared_ptr<const RankTable> t = table();
+  if (t == nullptr) {
     return absl::FailedPreconditionError("the world is not complete yet: register first");
   }
-  const int n = num_ranks();
+  const int n = t->size();
   if (rank < 0 || rank >= n) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is outside 0..", n - 1));
   }
-  if (who(rank).pid != pid) {
+  const int owner = t->ranks[static_cast<size_t>(rank)].pid;
+  if (owner != pid) {
     return absl::PermissionDeniedError(
-        absl::StrCat("rank ", rank, " is registered to pid ", who(rank).pid, ", not ", pid));
+        absl::StrCat("rank ", rank, " is registered to pid ", owner, ", not ", pid));
   }
   return absl::OkStatus();
 }
 
-RankAssignment Membership::Assignment(int rank) const {
-  const WorkerIdentity& w = who(rank);
-  return RankAssignment{rank,        world_size_, w.local_rank, w.local_world_size,
-                        w.node_rank, num_nodes_,  generation_};
+RankAssignment Membership::AssignmentIn(const RankTable& t, int rank, const GenerationNote& note,
+                                        bool state_from_peers) const {
+  const WorkerIdentity& w = t.ranks[static_cast<size_t>(rank)];
+  RankAssignment a;
+  a.rank = rank;
+  a.world_size = t.size();
+  a.local_rank = w.local_rank;
+  a.local_world_size = w.local_world_size;
+  a.node_rank = w.node_rank;
+  a.num_nodes = t.num_nodes;
+  a.generation = slurm_generation_;
+  a.membership_generation = t.generation;
+  a.store_prefix = t.store_prefix;
+  a.state_from_peers = state_from_peers;
+  a.restarts = note.restarts;
+  a.recovery_cause = note.cause;
+  a.recovery_seconds = note.seconds;
+  return a;
 }
 
-std::string Membership::Describe(int rank) const {
-  const WorkerIdentity& w = who(rank);
+std::string Membership::DescribeIn(const RankTable& t, int rank) {
+  const WorkerIdentity& w = t.ranks[static_cast<size_t>(rank)];
   return absl::StrCat("rank ", rank, " (host ", w.host, ", node ", w.node_rank, ", local rank ",
                       w.local_rank, ", pid ", w.pid, ")");
 }
 
-std::vector<std::string> Membership::RankTable() const {
+std::string Membership::Describe(int rank) const { return DescribeIn(*table(), rank); }
+
+std::vector<std::string> Membership::RankTableLines() const {
   std::vector<std::string> lines;
-  for (int r = 0; r < num_ranks(); ++r) {
-    lines.push_back(absl::StrCat("rank ", r, " = node ", who(r).node_rank, " local ",
-                                 who(r).local_rank, " (host ", who(r).host, ", pid ", who(r).pid,
-                                 ")"));
+  const std::shared_ptr<const RankTable> t = table();
+  if (t == nullptr) return lines;
+  for (int r = 0; r < t->size(); ++r) {
+    const WorkerIdentity& w = t->ranks[static_cast<size_t>(r)];
+    lines.push_back(absl::StrCat("rank ", r, " = node ", w.node_rank, " local ", w.local_rank,
+                                 " (host ", w.host, ", pid ", w.pid, ")"));
   }
   return lines;
 }

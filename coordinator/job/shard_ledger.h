@@ -27,6 +27,9 @@ class ShardLedger {
   // INVALID_ARGUMENT (nothing recorded) for a disagreeing rank or an epoch going backwards.
   absl::StatusOr<ShardAssignment> Assign(int rank, const ShardRequest& request,
                                          std::optional<int64_t> checkpoint_consumed);
+  // A new membership generation (in-job recovery) agrees on its epochs afresh: the ranks resume
+  // the epoch in progress from their synced position, which differs from the first request.
+  void Reset() { agreed_.clear(); }
 
  private:
   const int world_size_;

@@ -21,7 +21,7 @@ h1{font-size:18px;margin:0;font-weight:600}.dim{color:var(--dim)}
 .badge{padding:3px 10px;border-radius:12px;font-weight:600;font-size:12px;letter-spacing:.5px}
 .s-RUNNING{background:#1f6feb33;color:var(--blue)}.s-SUCCEEDED{background:#23863633;color:var(--ok)}
 .s-FAILED{background:#da363333;color:var(--bad)}.s-STOPPING{background:#9e6a0333;color:var(--warn)}
-.s-REGISTERING{background:#8957e533;color:var(--violet)}
+.s-REGISTERING{background:#8957e533;color:var(--violet)}.s-RECOVERING{background:#9e6a0333;color:var(--warn)}
 main{padding:16px 22px;display:grid;gap:16px}
 .cards{display:grid;grid-template-columns:repeat(6,1fr);gap:12px}
 .card{background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:10px 14px}
@@ -103,7 +103,11 @@ function render(s){
   if(s.state==="FAILED"){al.style.display="block";
     al.innerHTML="<b>Job failed"+(s.failed_rank!==null?" \u2014 rank "+s.failed_rank:"")+(s.failure?" ("+esc(s.failure.cause)+")":"")+":</b> "+esc(s.failure_reason);}
   else if(s.state==="STOPPING"){al.style.display="block";al.style.borderColor="var(--warn)";al.innerHTML="<b>Stopping:</b> "+esc(s.stop_reason);}
+  else if(s.state==="RECOVERING"&&s.lost_ranks&&s.lost_ranks.length){const l=s.lost_ranks[s.lost_ranks.length-1];
+    al.style.display="block";al.style.borderColor="var(--warn)";
+    al.innerHTML="<b>Recovering"+(l.rank!==null?" \u2014 rank "+l.rank:"")+" ("+esc(l.cause)+"), restart "+s.restarts+" of "+s.max_restarts+":</b> "+esc(l.text);}
   else al.style.display="none";
+  if(s.restarts>0)$("gen").textContent+=` \u00b7 restarts ${s.restarts}/${s.max_restarts}`+(s.last_recovery_seconds!==null?` \u00b7 last recovery ${s.last_recovery_seconds.toFixed(1)}s`:"");
   if(s.stall&&s.state!=="FAILED"){al.style.display="block";al.style.borderColor="var(--bad)";
     al.innerHTML="<b>Stalled \u2014 rank "+s.stall.rank+"</b> in "+esc(s.stall.phase)+" for "+fmt(s.stall.seconds,1)+"s (peers: "+esc(Object.entries(s.stall.peers).map(([p,n])=>n+" in "+p).join(", "))+")"+(s.state==="STOPPING"?" \u00b7 stopping: "+esc(s.stop_reason):"");}
   const med=median(s.ranks.filter(r=>!TERMINAL.has(r.state)).map(r=>r.step));

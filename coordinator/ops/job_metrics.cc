@@ -53,6 +53,17 @@ void RenderJobMetrics(const JobStatus& s, std::string* out) {
                   s.uptime_seconds);
   AppendPromGauge(out, "ddp_checkpoint_step", "Step of the last committed checkpoint (-1 none)",
                   s.checkpoint_epoch >= 0 ? static_cast<double>(s.checkpoint_step) : -1.0);
+  // In-job recovery: a counter of restarts used (it only grows over the job's life).
+  AppendPromHeader(out, "ddp_restarts_total", "counter",
+                   "Workers replaced in place (in-job recovery) since the job started");
+  absl::StrAppend(out, "ddp_restarts_total ", s.restarts, "\n");
+  AppendPromGauge(out, "ddp_max_restarts", "Restarts the job may use (--max-restarts)",
+                  s.max_restarts);
+  AppendPromGauge(out, "ddp_last_recovery_seconds",
+                  "Seconds from the last loss to its new membership generation (-1 none)",
+                  s.last_recovery_seconds);
+  AppendPromGauge(out, "ddp_membership_generation", "The coordinator's rank-table generation",
+                  static_cast<double>(s.membership_generation));
   AppendPromGauge(out, "ddp_stalled_rank",
                   "The rank stalled longest (stuck in a working phase while peers wait; -1 none)",
                   s.stall.present() ? s.stall.rank : -1);

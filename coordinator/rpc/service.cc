@@ -180,9 +180,23 @@ void CoordinatorService::AddWorkerMethods() {
                [this](const pb::ReportLostRequest& req, pb::ReportLostReply* resp, Done done) {
                  LostWorker lost = FromProto(req);
                  lost.what = ClampReason(lost.what);
-                 absl::StatusOr<std::string> who = job_->ReportLost(lost);
-                 if (who.ok()) resp->set_description(*who);
-                 done(who.status());
+                 absl::StatusOr<LostDecision> decision = job_->ReportLost(lost);
+                 if (decision.ok()) ToProto(*decision, resp);
+                 done(decision.status());
+               }));
+  AddUnary("Rejoin", kWorkerRoles, kMessage,
+           Typed<pb::RejoinRequest, pb::RegisterReply>(
+               "Rejoin", [this](const pb::RejoinRequest& req, pb::RegisterReply* resp, Done done) {
+                 RejoinRequest request = FromProto(req);
+                 request.reason = ClampReason(request.reason);
+                 if (request.committed_step < 0 || request.membership_generation < 0) {
+                   return done(absl::InvalidArgumentError("Rejoin: negative step or generation"));
+                 }
+                 job_->Rejoin(req.worker().rank(), req.worker().pid(), request,
+                              [resp, done](absl::StatusOr<RankAssignment> result) {
+                                if (result.ok()) ToProto(*result, resp);
+                                done(result.status());
+                              });
                }));
 }
 

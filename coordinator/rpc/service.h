@@ -8,7 +8,8 @@
 //   method                                                    token role    request bound
 //   Hello                                                     any           1 KiB
 //   Register GetShard Heartbeat CommitCheckpoint ReportDone   worker        4..64 KiB
-//   ReportLost StoreGet StoreAdd StoreDelete StoreNumKeys     worker        1..64 KiB
+//   ReportLost Rejoin StoreGet StoreAdd StoreDelete           worker        1..64 KiB
+//   StoreNumKeys                                              worker        1 KiB
 //   StoreSet StoreCompareSet StoreCheck StoreWait             worker        kMaxRequestBytes
 //   GetStatus WatchStatus                                     view/control  1 KiB
 //   Stop                                                      control       64 KiB

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "client/operator_client.h"
 #include "common/dist_file.h"
@@ -53,6 +54,92 @@ TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
   EXPECT_EQ(status->state, JobState::kRunning);
   EXPECT_EQ(status->ranks.size(), 1u);
   EXPECT_EQ(status->ranks[0].host, "me");
+}
+
+// In-job recovery over the wire: a launcher's ReportLost gets RESPAWN, the survivor's Rejoin and
+// the replacement's Register both answer with the next membership generation and its store prefix.
+TEST(CoordinatorClientTest, ReportLostRejoinAndReplacementOverTheWire) {
+  auto contents = NewDistFileContents("rec", 0, "", 0);
+  ASSERT_TRUE(contents.ok());
+  JobConfig config;
+  config.job_id = "rec";
+  config.nonce = contents->nonce;
+  config.world_size = 2;
+  config.max_restarts = 1;
+  Job job(config, MonotonicClock::Get());
+  KvStore store;
+  ServerOptions options;
+  options.tokens = {contents->token, contents->view_token, contents->control_token};
+  auto server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
+  ASSERT_TRUE(server.ok()) << server.status();
+  ConnectOptions o;
+  o.address = (*server)->address();
+  o.token = contents->view_token;
+  // Rejoin is a worker's call: the view token is refused on the call's headers.
+  auto viewer = ConnectToCoordinator(o);
+  ASSERT_TRUE(viewer.ok()) << viewer.status();
+  auto refused = (*viewer)->Rejoin(RejoinRequest{}, absl::Seconds(5));
+  EXPECT_TRUE(absl::IsPermissionDenied(refused.status())) << refused.status();
+  o.token = contents->token;
+  auto survivor = ConnectToCoordinator(o);
+  auto victim = ConnectToCoordinator(o);
+  auto launcher = ConnectToCoordinator(o);
+  auto replacement = ConnectToCoordinator(o);
+  ASSERT_TRUE(survivor.ok() && victim.ok() && launcher.ok() && replacement.ok());
+  auto who = [&](int local_rank, int pid) {
+    WorkerIdentity w;
+    w.host = "me";
+    w.local_rank = local_rank;
+    w.local_world_size = 2;
+    w.pid = pid;
+    w.nonce = contents->nonce;
+    return w;
+  };
+  absl::StatusOr<RankAssignment> first = absl::UnknownError("not run");
+  std::thread t([&] { first = (*survivor)->Register(who(0, 100), absl::Seconds(10)); });
+  auto second = (*victim)->Register(who(1, 101), absl::Seconds(10));
+  t.join();
+  ASSERT_TRUE(first.ok() && second.ok()) << first.status() << second.status();
+  EXPECT_EQ(first->membership_generation, 0);
+
+  auto decision = (*launcher)->ReportLost(LostWorker{0, 1, 101, "killed by signal 9", 9, 0});
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->action, LostAction::kRespawn);
+  EXPECT_THAT(decision->description, HasSubstr("rank 1"));
+
+  absl::StatusOr<RankAssignment> rejoined = absl::UnknownError("not run");
+  std::thread r([&] {
+    RejoinRequest request;
+    request.membership_generation = 0;
+    request.committed_step = 7;
+    request.reason = "peer reset";
+    rejoined = (*survivor)->Rejoin(request, absl::Seconds(10));
+  });
+  auto replaced = (*replacement)->Register(who(1, 102), absl::Seconds(10));
+  r.join();
+  ASSERT_TRUE(rejoined.ok()) << rejoined.status();
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_EQ(rejoined->membership_generation, 1);
+  EXPECT_EQ(replaced->membership_generation, 1);
+  EXPECT_EQ(replaced->rank, 1);
+  EXPECT_EQ(rejoined->store_prefix, replaced->store_prefix);
+  EXPECT_NE(rejoined->store_prefix, first->store_prefix);
+  EXPECT_TRUE(replaced->state_from_peers);
+  EXPECT_EQ(replaced->restarts, 1);
+
+  // Restarts exhausted: the next loss is answered STOP and fails the job naming both ranks.
+  decision = (*launcher)->ReportLost(LostWorker{0, 1, 102, "killed by signal 9", 9, 0});
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->action, LostAction::kStop);
+  o.token = contents->view_token;
+  auto op = OperatorClient::Connect(o);
+  ASSERT_TRUE(op.ok());
+  auto status = (*op)->GetStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->state, JobState::kFailed);
+  EXPECT_EQ(status->restarts, 1);
+  EXPECT_EQ(status->lost_ranks.size(), 2u);
+  EXPECT_THAT(status->failure.text, HasSubstr("restarts exhausted"));
 }
 
 TEST(CoordinatorClientTest, AbsentServerFailsWithinTheDeadlineNamingTheAddress) {

@@ -135,6 +135,25 @@ TEST(JobStatusTest, ToJsonHasTheContractFields) {
   EXPECT_EQ(json.back(), '}');
 }
 
+TEST(JobStatusTest, RecoveryFieldsExtendTheContract) {
+  JobStatus s;
+  s.state = JobState::kRecovering;
+  std::string json = ToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"state\":\"RECOVERING\""));
+  EXPECT_THAT(json, HasSubstr("\"restarts\":0"));
+  EXPECT_THAT(json, HasSubstr("\"last_recovery_seconds\":null"));
+  s.restarts = 2;
+  s.max_restarts = 3;
+  s.last_recovery_seconds = 1.5;
+  s.lost_ranks.push_back({{2, FailureKind::kSignal, "rank 2 killed by signal 9"}, 4.0, true});
+  json = ToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"restarts\":2"));
+  EXPECT_THAT(json, HasSubstr("\"last_recovery_seconds\":1.5"));
+  EXPECT_THAT(json, HasSubstr("\"lost_ranks\":[{\"rank\":2,\"cause\":\"signal\",\"text\":"
+                              "\"rank 2 killed by signal 9\""));
+  EXPECT_THAT(json, HasSubstr("\"replaced\":true"));
+}
+
 TEST(JobStatusTest, FailedJobNamesTheRankAndTheTypedCause) {
   JobStatus s;
   s.state = JobState::kFailed;

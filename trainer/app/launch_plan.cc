@@ -138,6 +138,8 @@ std::vector<std::string> CoordinatorCommand(const LaunchPlan& plan, const Traine
       absl::StrCat(config.registration_timeout_s),
       "--heartbeat-timeout",
       absl::StrCat(config.heartbeat_timeout_s),
+      "--max-restarts",
+      absl::StrCat(config.max_restarts),
       "--stall-timeout",
       absl::StrCat(config.stall_timeout_s),
       "--stop-timeout",

@@ -27,7 +27,8 @@ class LauncherRun {
       : plan_(plan),
         options_(options),
         task_(plan.base.local_mode ? "local" : absl::StrCat("node ", plan.base.node_rank, " task")),
-        supervisor_({SIGTERM, SIGUSR1, SIGINT}) {}
+        supervisor_({SIGTERM, SIGUSR1, SIGINT}),
+        policy_(options.report_lost ? options.max_respawns : 0) {}
 
   int Run() {
     if (plan_.start_coordinator && !StartCoordinator()) return kExitFailed;
@@ -139,19 +140,33 @@ class LauncherRun {
   }
 
   void OnWorkerExit(int id, const ExitStatus& status) {
-    const FailurePolicy::Decision d = policy_.OnWorkerExit(status);
+    const FailurePolicy::Decision d = policy_.OnWorkerExit(status, supervisor_.starts(id) > 1);
     if (!d.failure) return;
     const int local_rank = LocalRankOf(id);
     const pid_t pid = supervisor_.pid(id);
-    std::string rank;
+    LostDecision decision;  // kStop when nobody was asked
     if (d.report_lost && options_.report_lost) {
-      rank = options_.report_lost(
+      decision = options_.report_lost(
           LostWorker{plan_.base.node_rank, local_rank, static_cast<int>(pid), status.Describe(),
                      status.signal(), status.signaled() ? 0 : status.code()});
     }
+    const std::string& rank = decision.description;
     const std::string who =
         rank.empty() ? absl::StrCat("(local rank ", local_rank, ", pid ", pid, ")") : rank;
-    switch (d.action) {
+    FailurePolicy::Action action = d.action;
+    if (d.ask &&
+        !(action == FailurePolicy::Action::kRespawn && decision.action == LostAction::kRespawn)) {
+      const bool stop = decision.action != LostAction::kWait;
+      // A STOP with a description is the coordinator's: the job failed (restarts exhausted).
+      policy_.OnRespawnDeclined(status, stop, stop && !decision.description.empty());
+      if (!stop) {
+        Log(task_, absl::StrCat("worker ", who, " ", status.Describe(),
+                                "; not started again (the coordinator decides at its deadline)"));
+        return;
+      }
+      action = FailurePolicy::Action::kStopOthers;
+    }
+    switch (action) {
       case FailurePolicy::Action::kNone:
         Log(task_, absl::StrCat("worker ", who, " ", status.Describe()));
         return;

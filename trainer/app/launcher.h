@@ -6,7 +6,9 @@
 // Supervision rules (README, "Launcher supervision"):
 //   - SIGTERM, SIGUSR1 and SIGINT to the task are forwarded to its workers.
 //   - The first worker that fails (trainer/launcher/failure_policy.h) gets its peers stopped:
-//     SIGTERM, then SIGKILL after timeouts.worker_stop_grace.
+//     SIGTERM, then SIGKILL after timeouts.worker_stop_grace. With max_respawns > 0 (the job's
+//     --max-restarts) it is reported to the coordinator first, and started again on the same
+//     local rank (and so the same GPU) when the coordinator answers RESPAWN.
 //   - Once every worker has ended, the coordinator (task 0) may linger (--linger) after a
 //     successful job so operators can read the outcome; after a failed or stopped job it gets
 //     coordinator_failed_wait. Then SIGTERM, coordinator_stop_grace, SIGKILL. A signal to the
@@ -28,8 +30,10 @@ namespace ddp {
 
 // A worker killed by a signal cannot tell the coordinator why it vanished; its peers only see a
 // broken connection. A LostReporter tells the coordinator which worker died and how, and returns
-// the worker's global rank description for the launcher's log ("" if unknown).
-using LostReporter = std::function<std::string(const LostWorker&)>;
+// the coordinator's decision: the worker's global rank description for the launcher's log (""
+// if unknown) and whether to respawn it (in-job recovery), stop the other workers, or wait.
+// An unreachable coordinator reads {"", kStop}.
+using LostReporter = std::function<LostDecision(const LostWorker&)>;
 
 struct LauncherOptions {
   // What each worker runs (WorkerCommand); the worker's placement travels in its environment.
@@ -38,7 +42,10 @@ struct LauncherOptions {
   // plan.start_coordinator.
   std::vector<std::string> coordinator_command;
   SupervisionTimeouts timeouts;
-  LostReporter report_lost;  // optional
+  LostReporter report_lost;  // optional; without it nothing is respawned
+  // Upper bound on this task's respawns (the job-wide --max-restarts; the coordinator decides
+  // each one). 0: fail fast.
+  int max_respawns = 0;
 };
 
 // Runs the plan; returns the task's exit code (common/exit_codes.h).

@@ -33,7 +33,7 @@ std::string ExecutableDir() {
 ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
   const ddp::WorkerPlacement base = plan.base;
   return [base, api = std::shared_ptr<ddp::CoordinatorApi>()](
-             const ddp::LostWorker& lost) mutable -> std::string {
+             const ddp::LostWorker& lost) mutable -> ddp::LostDecision {
     if (api == nullptr) {
       ddp::ConnectOptions co;
       co.dist_file = base.dist_file;
@@ -45,7 +45,7 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
       if (!connected.ok()) {
         std::fprintf(stderr, "ddp-trainer: cannot report the lost worker to the coordinator: %s\n",
                      std::string(connected.status().message()).c_str());
-        return "";
+        return ddp::LostDecision{};
       }
       api = std::move(*connected);
     }
@@ -53,7 +53,7 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
     if (!who.ok()) {
       std::fprintf(stderr, "ddp-trainer: coordinator did not take the lost worker report: %s\n",
                    std::string(who.status().message()).c_str());
-      return "";
+      return ddp::LostDecision{};
     }
     return *who;
   };
@@ -81,7 +81,12 @@ int main(int argc, char** argv) {
                      std::string(placement.status().message()).c_str());
         return ddp::kExitUsage;
       }
-      return ddp::RunWorker(*config, *placement);
+      auto hold = ddp::TestHold::FromEnv(env);
+      if (!hold.ok()) {
+        std::fprintf(stderr, "ddp-trainer: %s\n", std::string(hold.status().message()).c_str());
+        return ddp::kExitUsage;
+      }
+      return ddp::RunWorker(*config, *placement, *hold);
     }
     auto plan = ddp::PlanLaunch(*config, env, ddp::CountVisibleGpus(env), getpid());
     if (!plan.ok()) {
@@ -95,6 +100,7 @@ int main(int argc, char** argv) {
     options.coordinator_command = ddp::CoordinatorCommand(*plan, *config, options.timeouts,
                                                           ExecutableDir() + "/ddp-coordinator");
     options.report_lost = LostReporter(*plan);
+    options.max_respawns = config->max_restarts;
     return ddp::RunLauncher(*plan, options);
   } catch (const std::exception& e) {
     // The one boundary where exceptions (c10::Error, std::) become an exit code.

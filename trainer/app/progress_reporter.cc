@@ -34,6 +34,18 @@ void ProgressReporter::Update(const ProgressReport& report) {
   latest_ = report;
 }
 
+ProgressReport ProgressReporter::latest() const {
+  absl::MutexLock lock(&mu_);
+  return latest_;
+}
+
+void ProgressReporter::SetOwnGeneration(int64_t generation) { own_generation_.store(generation); }
+
+void ProgressReporter::OnNewerGeneration(std::function<void()> callback) {
+  absl::MutexLock lock(&callback_mu_);
+  on_newer_generation_ = std::move(callback);
+}
+
 std::optional<std::string> ProgressReporter::abort_reason() const {
   absl::MutexLock lock(&mu_);
   if (!abort_cause_) return std::nullopt;
@@ -98,6 +110,16 @@ void ProgressReporter::SendOnce() {
                  reply->reason.c_str());
     std::fflush(stderr);  // not stdout: a stuck training thread may hold its lock
     _exit(reply->exit_code);
+  }
+  if (reply.ok()) {
+    announced_generation_.store(reply->membership_generation);
+    const int64_t own = own_generation_.load();
+    absl::MutexLock lock(&callback_mu_);
+    if (reply->membership_generation > own && reply->membership_generation > notified_generation_ &&
+        on_newer_generation_) {
+      notified_generation_ = reply->membership_generation;
+      on_newer_generation_();
+    }
   }
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();

@@ -2,6 +2,11 @@
 // coordinator's commands. Update() never blocks the training step: it overwrites a one-slot
 // mailbox (the bounded queue) that the reporter thread heartbeats about once a second.
 //
+// Membership generations (in-job recovery): every reply names the newest generation; once it is
+// newer than the worker's own (SetOwnGeneration), newer_generation() turns true and the callback
+// given to OnNewerGeneration runs once on the reporter thread (to abort a communicator that a
+// collective may be blocked on).
+//
 // Commands: CHECKPOINT_AND_STOP sets stop_requested(); ABORT sets abort_reason() (updated by
 // every later ABORT reply: the coordinator may name the root cause a moment later). If the
 // coordinator stays unreachable longer than `unreachable_timeout`, abort_reason() says so. When
@@ -24,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -51,6 +57,8 @@ class ProgressReporter {
 
   // The report's step_phase and phase_seconds are replaced by MarkPhase's when one was marked.
   void Update(const ProgressReport& report);
+  // The report Update() last stored (e.g. to change only its phase).
+  ProgressReport latest() const;
   // The training thread enters `phase` now. Cheap: one atomic store.
   void MarkPhase(StepPhase phase);
   // A collective wait begins (true) or ends (false), on any thread: the phase is kAllreduce
@@ -70,6 +78,16 @@ class ProgressReporter {
   // Called by the training thread once it has acted on an abort (disarms the forced exit).
   void AcknowledgeAbort() { abort_acknowledged_.store(true); }
 
+  // The membership generation this worker belongs to (set at start and after each rejoin).
+  void SetOwnGeneration(int64_t generation);
+  // The newest generation a heartbeat reply announced.
+  int64_t announced_generation() const { return announced_generation_.load(); }
+  // A newer generation than this worker's own is forming: leave the process group and rejoin.
+  bool newer_generation() const { return announced_generation() > own_generation_.load(); }
+  // `callback` runs on the reporter thread each time a reply first announces a generation newer
+  // than the own one. Must be thread-safe and quick; replaces an earlier one (nullptr: none).
+  void OnNewerGeneration(std::function<void()> callback);
+
  private:
   void Loop();
   void SendOnce();
@@ -81,6 +99,11 @@ class ProgressReporter {
   const ProgressReporterOptions options_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> abort_acknowledged_{false};
+  std::atomic<int64_t> own_generation_{0};
+  std::atomic<int64_t> announced_generation_{0};
+  absl::Mutex callback_mu_;
+  std::function<void()> on_newer_generation_ ABSL_GUARDED_BY(callback_mu_);
+  int64_t notified_generation_ ABSL_GUARDED_BY(callback_mu_) = 0;
   std::atomic<const std::atomic<bool>*> stop_signal_{nullptr};
   // The phase in the top 8 bits, the steady-clock nanoseconds since start_ when it began below;
   // 0: never marked.

@@ -79,7 +79,11 @@ std::pair<int64_t, int64_t> TopkCorrect(const at::Tensor& logits, const at::Tens
 class Loop {
  public:
   explicit Loop(const TrainingContext& ctx)
-      : ctx_(ctx), c_(ctx.config), pos_(ctx.position), start_step_(ctx.position.step) {}
+      : ctx_(ctx),
+        c_(ctx.config),
+        pos_(ctx.position),
+        start_step_(ctx.run_start_step),
+        result_(ctx.result) {}
 
   absl::StatusOr<LoopResult> Run() {
     PlanSchedule();
@@ -93,12 +97,20 @@ class Loop {
       }
       RETURN_IF_ERROR(FinishEpoch());
     }
+    // A replacement rank 0 that joined after the last epoch's checkpoint still leaves one for
+    // final.pt.
+    if (result_.checkpoint.empty() && !c_.checkpoint_dir.empty()) {
+      RETURN_IF_ERROR(Checkpoint(CheckpointKind::kFinal));
+    }
     PrintSummary(started);
     return result_;
   }
 
  private:
   int Rank() { return ctx_.comm.process_group().getRank(); }
+  void Hold(TestHold::Point point) {
+    if (ctx_.hold != nullptr) ctx_.hold->At(point, Rank(), pos_.step);
+  }
   int World() { return ctx_.comm.process_group().getSize(); }
   bool IsRank0() { return Rank() == 0; }
   // The phase the coordinator's stall rule sees (progress_reporter.h); one atomic store.
@@ -145,7 +157,8 @@ class Loop {
                                            pos_.epoch, c_.workers, ctx_.model.device()));
     const int64_t batches = loader->num_batches();
     ctx_.model.model().train(true);
-    StepRunner runner(ctx_.model, ctx_.comm, pos_, {c_.bf16, &ctx_.session.reporter()});
+    StepRunner runner(ctx_.model, ctx_.comm, pos_,
+                      {c_.bf16, c_.max_restarts > 0, &ctx_.session.reporter()});
     EpochMeters meters;
     for (int64_t i = 0;; ++i) {
       MarkPhase(StepPhase::kData);
@@ -155,6 +168,8 @@ class Loop {
       const double lr = LearningRate(schedule_, pos_.epoch, pos_.step);
       ASSIGN_OR_RETURN(const StepResult step, runner.Run(*batch, lr));
       AdvanceData(span, i);
+      if (ctx_.recovery != nullptr) ctx_.recovery->OnStepCommitted();
+      Hold(TestHold::Point::kStep);
       RecordStep(step, i, batches, lr, data_s, meters);
       RETURN_IF_ERROR(CheckAbort());
       ASSIGN_OR_RETURN(const bool stop, AgreeToStop());
@@ -236,12 +251,18 @@ class Loop {
     ctx_.session.reporter().Update(r);
   }
 
-  // The coordinator said abort (another rank failed): stop here, naming it.
+  // The coordinator said abort (another rank failed): stop here, naming it. Or it announced a
+  // newer membership generation (a rank was lost, the job recovers): leave this group.
   absl::Status CheckAbort() {
     ProgressReporter& reporter = ctx_.session.reporter();
     if (auto reason = reporter.abort_reason()) {
       reporter.AcknowledgeAbort();
       return absl::AbortedError(*reason);
+    }
+    if (reporter.newer_generation()) {
+      return absl::UnavailableError(absl::StrCat("membership generation ",
+                                                 reporter.announced_generation(),
+                                                 " is forming at the coordinator"));
     }
     return absl::OkStatus();
   }
@@ -322,6 +343,7 @@ class Loop {
     s.consumed_world_size = pos_.consumed > 0 ? pos_.consumed_world_size : World();
     s.seed = c_.seed;
     s.dataset_size = ctx_.data.train().size();
+    Hold(TestHold::Point::kCheckpoint);
     ASSIGN_OR_RETURN(const SavedCheckpoint saved, ctx_.checkpoints->Save(std::move(s), kind));
     if (saved.path.empty()) {
       Print(absl::StrCat("warning: ", saved.warning));
@@ -356,6 +378,7 @@ class Loop {
         auto [a, b] = TopkCorrect(logits.to(at::kFloat), batch->labels.to(device));
         c1 += a;
         c5 += b;
+        if (count == 0) Hold(TestHold::Point::kEval);
         count += batch->labels.size(0);
       }
     }
@@ -377,9 +400,9 @@ class Loop {
   const TrainerConfig& c_;
   TrainingPosition& pos_;
   const int64_t start_step_;
+  LoopResult& result_;
   ScheduleOptions schedule_;
   int64_t steps_per_epoch_ = 0;
-  LoopResult result_;
 };
 
 }  // namespace

@@ -5,19 +5,23 @@
 #include <signal.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "trainer/app/checkpoint_store.h"
@@ -29,6 +33,7 @@
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/coordinator_session.h"
 #include "trainer/worker/data_stage.h"
+#include "trainer/worker/in_job_recovery.h"
 #include "trainer/worker/model_stage.h"
 
 namespace ddp {
@@ -69,6 +74,45 @@ void InstallStopSignals() {
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// Seconds since this process was started (exec, dynamic loading of LibTorch and static
+// initializers happen before main): /proc/self/stat's start time against /proc/uptime, in clock
+// ticks. -1 when unknown.
+double SecondsSinceProcessStart() {
+  std::ifstream stat("/proc/self/stat");
+  std::ifstream uptime("/proc/uptime");
+  std::string line;
+  double up = 0;
+  if (!std::getline(stat, line) || !(uptime >> up)) return -1;
+  std::istringstream fields(line.substr(line.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return up - std::stod(field) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return -1;
+}
+
+// Where a worker's start-up went: process start to main, then each stage. A replacement prints
+// it (its start-up is part of a recovery; bench/recovery.sh reads the line).
+class StartupTimes {
+ public:
+  StartupTimes() : last_(absl::Now()), before_main_(SecondsSinceProcessStart()) {}
+  void Mark(const char* what) {
+    const absl::Time now = absl::Now();
+    absl::StrAppend(&text_, ", ", what, " ",
+                    absl::StrFormat("%.2f", absl::ToDoubleSeconds(now - last_)), " s");
+    last_ = now;
+  }
+  std::string Describe() const {
+    return absl::StrCat(absl::StrFormat("%.2f", before_main_), " s to main (exec, LibTorch load)",
+                        text_);
+  }
+
+ private:
+  absl::Time last_;
+  const double before_main_;
+  std::string text_;
+};
+
 int Fail(const std::string& prefix, int code, const std::string& message) {
   std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), FirstLine(message).c_str());
   return code;
@@ -98,14 +142,22 @@ absl::StatusOr<at::Device> ChooseDevice(const TrainerConfig& c, const WorkerPlac
 // Rank 0 picks the checkpoint (the folder's run, see CheckpointStore) and loads it into its model
 // stage. Its position then has the highest committed step, so the state sync that follows the
 // process group's construction hands its weights, momentum and position to every rank.
+// A replacement in a job that recovers (`from_peers`) takes its state from the survivors, never
+// a file; as rank 0 it only adopts the folder's current run, for the checkpoints it writes next.
 absl::StatusOr<TrainingPosition> LoadStartPoint(const TrainerConfig& c, int rank,
                                                 const DataStage& data, ModelStage& model,
                                                 CheckpointStore& checkpoints,
-                                                const std::string& prefix) {
+                                                const std::string& prefix, bool from_peers) {
   TrainingPosition start;
   if (rank != 0) return start;
-  ASSIGN_OR_RETURN(ResumePlan plan, checkpoints.PlanResume({c.resume, c.seed, data.train().size(),
-                                                            c.epochs, c.force_resume}));
+  ASSIGN_OR_RETURN(ResumePlan plan,
+                   checkpoints.PlanResume({from_peers ? "auto" : c.resume, c.seed,
+                                           data.train().size(), c.epochs, c.force_resume}));
+  if (from_peers) {
+    std::printf("%scontinuing run %s; the state comes from the other ranks\n", prefix.c_str(),
+                checkpoints.run_id().c_str());
+    return start;
+  }
   for (const auto& f : checkpoints.removed_temp_files()) {
     std::printf("%sremoved %s, a temp file of a writer that is gone\n", prefix.c_str(), f.c_str());
   }
@@ -145,22 +197,30 @@ struct TrainOutcome {
   absl::StatusOr<LoopResult> result;
 };
 
-// The worker's one exception boundary. Everything that runs collectives lives inside it: the
+// The worker's exception boundaries. Everything that runs collectives lives inside them: the
 // communication stage is built here and ends here — shut down when training ended normally,
-// aborted when it failed or an exception unwinds through it.
+// aborted when it failed or an exception unwinds through it. Each run of the training loop has
+// its own boundary, so that a failed collective (a peer lost) can be recovered from in place
+// (trainer/worker/in_job_recovery.h) and the loop run again from the synced position.
 TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataStage& data,
                    ModelStage& model, CoordinatorSession& session, CheckpointStore& checkpoints,
-                   const std::string& host_memory, const std::string& pipeline_note) {
+                   const std::string& host_memory, const std::string& pipeline_note,
+                   const TestHold& hold) {
   TrainOutcome out{true, absl::UnknownError("not started")};
   out.result = RunGuarded("training step failed", [&]() -> absl::StatusOr<LoopResult> {
-    const std::string& prefix = session.log_prefix();
-    const RankAssignment& rank = session.rank();
-    ASSIGN_OR_RETURN(TrainingPosition position,
-                     LoadStartPoint(c, rank.rank, data, model, checkpoints, prefix));
+    // Copies: the session's rank changes with each membership generation.
+    const std::string prefix = session.log_prefix();
+    const RankAssignment rank = session.rank();
+    ASSIGN_OR_RETURN(
+        TrainingPosition position,
+        LoadStartPoint(c, rank.rank, data, model, checkpoints, prefix, rank.state_from_peers));
     const auto options = CommunicationOptions(c, p, model.device());
     CommunicationStage comm(session.Store(options.process_group.timeout), options, model, position);
-    RETURN_IF_ERROR(
-        comm.Connect(absl::StrCat("gen", p.generation), rank.rank, rank.world_size).status());
+    InJobRecovery recovery(comm, session, position,
+                           {absl::Seconds(c.registration_timeout_s + 30), c.max_restarts, &hold});
+    RETURN_IF_ERROR(c.max_restarts > 0
+                        ? recovery.Connect()
+                        : comm.Connect(rank.store_prefix, rank.rank, rank.world_size).status());
     if (rank.rank == 0) {
       std::printf("%s%d workers (%s backend, %s); model %s; data %s (%ld train, %ld test)\n",
                   prefix.c_str(), rank.world_size, comm.process_group().getBackendName().c_str(),
@@ -178,11 +238,20 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
       std::fflush(stdout);
     }
     out.in_setup = false;
-    absl::StatusOr<LoopResult> result =
-        RunTrainingLoop({c, data, model, session, comm, position, g_signal_stop,
-                         rank.rank == 0 ? &checkpoints : nullptr});
-    if (!result.ok()) comm.MarkFailed();
-    return result;
+    LoopResult so_far;
+    const TrainingContext ctx{
+        c,      data,          model,         session,
+        comm,   position,      g_signal_stop, rank.rank == 0 ? &checkpoints : nullptr,
+        so_far, position.step, &recovery,     &hold};
+    for (;;) {
+      absl::StatusOr<LoopResult> result =
+          RunGuarded("training step failed", [&] { return RunTrainingLoop(ctx); });
+      if (result.ok()) return result;
+      comm.MarkFailed();
+      // --max-restarts 0 fails fast, as it always did (the coordinator names the lost rank).
+      if (c.max_restarts == 0 || !InJobRecovery::Recoverable(result.status())) return result;
+      RETURN_IF_ERROR(recovery.Recover(result.status()));
+    }
   });
   return out;
 }
@@ -236,6 +305,11 @@ int Finish(const TrainerConfig& c, CoordinatorSession& session, CheckpointStore&
         reason = absl::StrCat(*why, " (", reason, ")");
         code = kExitAborted;
       }
+    } else if (auto cause = session.reporter().abort_cause();
+               cause && cause->rank == session.rank().rank) {
+      // A rejoin refused with this rank's own collective error: the death that caused it is
+      // about to be named (the failure is revisable for a moment).
+      if (auto why = AwaitRootCause(c, session)) reason = *why;
     }
     return Fail(prefix, code, reason);
   }
@@ -265,7 +339,8 @@ int Finish(const TrainerConfig& c, CoordinatorSession& session, CheckpointStore&
 
 }  // namespace
 
-int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
+int RunWorker(const TrainerConfig& c, const WorkerPlacement& p, const TestHold& hold) {
+  StartupTimes startup;
   std::string prefix = absl::StrCat("[node ", p.node_rank, " local ", p.local_rank, "] ");
   InstallStopSignals();
   const std::string host_memory = TuneHostAllocator();  // before the first tensor
@@ -291,6 +366,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   absl::StatusOr<DataStage> data =
       RunGuarded("opening the data", [&] { return DataStage::Open(c); });
   if (!data.ok()) return Fail(prefix, kExitUsage, std::string(data.status().message()));
+  startup.Mark("data");
   absl::StatusOr<at::Device> device = ChooseDevice(c, p);
   if (!device.ok()) return Fail(prefix, kExitUsage, std::string(device.status().message()));
   // cuDNN picks the fastest convolution algorithm per shape (the recipe's cudnn.benchmark = True).
@@ -302,12 +378,18 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p) {
   absl::StatusOr<ModelStage> model = RunGuarded(
       "building the model", [&] { return ModelStage::Create(c, data->train(), *device); });
   if (!model.ok()) return Fail(prefix, kExitUsage, std::string(model.status().message()));
+  startup.Mark("model");
   auto session = CoordinatorSession::Open(c, p);
   if (!session.ok()) return Fail(prefix, kExitFailed, std::string(session.status().message()));
+  if ((*session)->rank().membership_generation > 0) {
+    startup.Mark("coordinator and registration (until the generation formed)");
+    std::fprintf(stderr, "%sreplacement start-up: %s\n", (*session)->log_prefix().c_str(),
+                 startup.Describe().c_str());
+  }
   const ReporterHooks hooks((*session)->reporter());
 
   const TrainOutcome outcome =
-      Train(c, p, *data, *model, **session, **checkpoints, host_memory, *pipeline_note);
+      Train(c, p, *data, *model, **session, **checkpoints, host_memory, *pipeline_note, hold);
   return Finish(c, **session, **checkpoints, outcome);
 }
 

@@ -12,11 +12,14 @@
 
 #include "trainer/app/config.h"
 #include "trainer/app/launch_plan.h"
+#include "trainer/worker/test_hold.h"
 
 namespace ddp {
 
-// Returns the process exit code (config.h).
-int RunWorker(const TrainerConfig& config, const WorkerPlacement& placement);
+// Returns the process exit code (config.h). `hold` freezes the worker at a chosen point for
+// end-to-end tests (trainer/worker/test_hold.h; the default never holds).
+int RunWorker(const TrainerConfig& config, const WorkerPlacement& placement,
+              const TestHold& hold = TestHold());
 
 }  // namespace ddp
 

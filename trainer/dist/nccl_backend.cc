@@ -29,9 +29,12 @@ c10::intrusive_ptr<c10d::Backend> NewNcclBackend(const c10::intrusive_ptr<c10d::
                                                  std::chrono::milliseconds timeout,
                                                  int cuda_device) {
 #ifdef DDP_WITH_NCCL
-  // Async error handling: a failed or timed-out collective tears the communicator down and
-  // surfaces as an exception instead of a hang. Respect a user's explicit choice.
-  setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", /*overwrite=*/0);
+  // Async error handling, mode 2 (CleanUpOnly): a failed or timed-out collective aborts the
+  // communicator and surfaces as an error in the worker, which recovers in place (in-job
+  // recovery) or exits naming the failure itself. Mode 1 (TearDown, torch's usual choice) would
+  // let the watchdog kill the process, and with it a survivor that was about to rejoin. Respect
+  // a user's explicit choice.
+  setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
   c10::cuda::set_device(static_cast<c10::DeviceIndex>(cuda_device));
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;

@@ -10,7 +10,7 @@ void FailurePolicy::RecordFailure(int code) {
   }
 }
 
-FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status) {
+FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status, bool respawned) {
   Decision d;
   const int code = status.code();
   if (code == kExitOk) return d;
@@ -22,9 +22,18 @@ FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status) {
   d.first = !stopping_;
   // Only a death nobody asked for: not a worker being stopped, nor one after a forwarded signal.
   d.report_lost = d.first && !forwarded_ && status.signaled();
-  if (d.first && !forwarded_ && respawns_left_ > 0) {
-    --respawns_left_;
-    d.action = Action::kRespawn;
+  // kExitAborted: the coordinator failed the job; kExitUsage: a new start fails the same way.
+  const bool respawnable = status.signaled() || (code != kExitAborted && code != kExitUsage);
+  if (d.first && !forwarded_ && recovery_ && (respawnable || (respawned && code == kExitUsage))) {
+    // In-job recovery: the coordinator decides (RESPAWN, STOP or WAIT).
+    d.report_lost = true;
+    d.ask = true;
+    if (respawns_left_ > 0 && respawnable) {
+      --respawns_left_;
+      d.action = Action::kRespawn;
+    } else {
+      d.action = Action::kStopOthers;
+    }
     return d;
   }
   if (d.first) {
@@ -33,6 +42,11 @@ FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status) {
   }
   RecordFailure(code);
   return d;
+}
+
+void FailurePolicy::OnRespawnDeclined(const ExitStatus& status, bool stop_others, bool job_failed) {
+  if (stop_others) stopping_ = true;
+  RecordFailure(job_failed ? kExitAborted : status.code());
 }
 
 void FailurePolicy::OnLaunchFailure() {

@@ -3,8 +3,11 @@
 //   exit 0                     nothing; the worker is done
 //   exit kExitResumable        nothing; the task ends resumable unless something failed
 //   any other end, first one   stop the other workers (or respawn the worker, while respawns
-//                              are left and no stop was asked for); a death by signal that
-//                              nobody asked for is reported to the coordinator as a lost rank
+//                              are left, no stop was asked for and the end is not kExitAborted
+//                              or kExitUsage); a death by signal that nobody asked for is
+//                              reported to the coordinator as a lost rank, and so is every end
+//                              that would be respawned: the coordinator has the last word
+//                              (OnRespawnDeclined)
 //   any other end, later       nothing more (the others are being stopped already)
 // The task's exit code: kExitOk, else kExitResumable, else the first failure's code when it is
 // kExitAborted or kExitUsage, else kExitFailed.
@@ -25,18 +28,29 @@ class FailurePolicy {
     bool failure = false;      // the end counts as a failure
     bool first = false;        // ... and it is the first one
     bool report_lost = false;  // tell the coordinator which rank died and how
+    // In-job recovery: the coordinator's answer to the report decides; unless the worker is
+    // respawned, call OnRespawnDeclined.
+    bool ask = false;
   };
 
   // `max_respawns`: how many times this task may start a failed worker again (the in-job
   // recovery of a later wave); 0 fails fast, as every release so far has.
-  explicit FailurePolicy(int max_respawns = 0) : respawns_left_(max_respawns) {}
+  explicit FailurePolicy(int max_respawns = 0)
+      : recovery_(max_respawns > 0), respawns_left_(max_respawns) {}
 
   // A signal (SIGTERM, SIGUSR1, SIGINT) was forwarded to the workers: deaths from now on were
   // asked for, and are neither respawned nor reported as lost.
   void OnSignalForwarded() { forwarded_ = true; }
-  Decision OnWorkerExit(const ExitStatus& status);
+  // `respawned`: this end is of a worker started again (a replacement); with recovery on, its
+  // failed start (even bad flags or data, exit kExitUsage) is the coordinator's to judge.
+  Decision OnWorkerExit(const ExitStatus& status, bool respawned = false);
   // The launcher could not start a worker (or had to give up on one): the task fails.
   void OnLaunchFailure();
+  // A Decision with `ask` was not carried out as a respawn (the coordinator answered STOP or
+  // WAIT, or was unreachable): the end counts as a failure after all; `stop_others` stops this
+  // task's other workers. `job_failed`: the coordinator failed the job (STOP), and the task
+  // reports kExitAborted as its workers do.
+  void OnRespawnDeclined(const ExitStatus& status, bool stop_others, bool job_failed = false);
 
   int task_exit_code() const { return result_; }
   bool stopping() const { return stopping_; }
@@ -44,6 +58,7 @@ class FailurePolicy {
  private:
   void RecordFailure(int code);
 
+  const bool recovery_;
   int respawns_left_;
   bool forwarded_ = false;
   bool stopping_ = false;  // a failure is stopping the other workers

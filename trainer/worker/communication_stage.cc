@@ -20,7 +20,21 @@ CommunicationStage::~CommunicationStage() {
 
 void CommunicationStage::MarkFailed() { pg_.MarkFailed(); }
 
+void CommunicationStage::Interrupt() {
+  interrupted_.store(true, std::memory_order_release);
+  c10::intrusive_ptr<c10d::Backend> backend;
+  {
+    absl::MutexLock lock(&interrupt_mu_);
+    backend = abortable_;
+  }
+  if (backend) AbortProcessGroup(*backend).IgnoreError();
+}
+
 absl::Status CommunicationStage::Disconnect() {
+  {
+    absl::MutexLock lock(&interrupt_mu_);
+    abortable_.reset();
+  }
   if (ddp_) {
     std::vector<size_t> order = ddp_->gradient_order();
     if (!order.empty()) gradient_order_ = std::move(order);
@@ -34,6 +48,7 @@ absl::StatusOr<int> CommunicationStage::Connect(const std::string& prefix, int r
                                                 int world_size) {
   // A failed teardown of the old group must not stop the new one from being built.
   Disconnect().IgnoreError();
+  interrupted_.store(false, std::memory_order_release);
   ASSIGN_OR_RETURN(
       ProcessGroupHandle pg,
       ProcessGroupHandle::Create(store_, prefix, rank, world_size, options_.process_group));
@@ -53,6 +68,11 @@ absl::StatusOr<int> CommunicationStage::Connect(const std::string& prefix, int r
   pg_ = std::move(pg);
   ddp_ = *std::move(ddp);
   ++connects_;
+  {
+    absl::MutexLock lock(&interrupt_mu_);
+    if (pg_.backend().getBackendName() == "nccl") abortable_ = pg_.shared();
+  }
+  if (interrupted()) Interrupt();  // an interrupt that came while connecting
   return root;
 }
 

@@ -18,18 +18,27 @@
 //
 // Never cache comm.ddp() or comm.process_group() across a Connect.
 //
-// Thread safety: the training thread only.
+// Interrupt() may come from another thread (the heartbeat thread, when the coordinator announces
+// a newer membership generation): it aborts an NCCL group's communicators so that work blocked
+// on a dead peer fails at once instead of at NCCL's timeout. Gloo has no abort (its collectives
+// fail as the dead peer's and then the other survivors' connections close). interrupted() stays
+// true until the next Connect: a step that ran while it turned true must not be committed.
+//
+// Thread safety: the training thread only, except Interrupt() and interrupted() (any thread).
 #ifndef SLURM_DDP_TRAINER_WORKER_COMMUNICATION_STAGE_H_
 #define SLURM_DDP_TRAINER_WORKER_COMMUNICATION_STAGE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "trainer/dist/ddp.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/dist/process_group_handle.h"
@@ -60,6 +69,9 @@ class CommunicationStage {
   absl::Status Disconnect();
   // A collective of the current group failed: end it with an abort.
   void MarkFailed();
+  // From any thread: see above.
+  void Interrupt();
+  bool interrupted() const { return interrupted_.load(std::memory_order_acquire); }
 
   bool connected() const { return ddp_ != nullptr; }
   DistributedDataParallel& ddp() { return *ddp_; }
@@ -78,6 +90,10 @@ class CommunicationStage {
   int connects_ = 0;
   ProcessGroupHandle pg_;  // declared before ddp_: outlives it
   std::unique_ptr<DistributedDataParallel> ddp_;
+  std::atomic<bool> interrupted_{false};
+  absl::Mutex interrupt_mu_;
+  // The connected group when its backend can be aborted from another thread (NCCL).
+  c10::intrusive_ptr<c10d::Backend> abortable_ ABSL_GUARDED_BY(interrupt_mu_);
 };
 
 }  // namespace ddp

@@ -56,7 +56,24 @@ CoordinatorSession::CoordinatorSession(std::unique_ptr<CoordinatorApi> api, Rank
     : api_(std::move(api)),
       rank_(rank),
       log_prefix_(absl::StrCat("[rank ", rank.rank, "] ")),
-      reporter_(api_.get(), ReporterOptions(heartbeat_timeout_s, log_prefix_)) {}
+      reporter_(api_.get(), ReporterOptions(heartbeat_timeout_s, log_prefix_)) {
+  reporter_.SetOwnGeneration(rank_.membership_generation);
+}
+
+absl::StatusOr<RankAssignment> CoordinatorSession::Rejoin(int64_t committed_step,
+                                                          const std::string& reason,
+                                                          absl::Duration timeout) {
+  RejoinRequest request;
+  request.membership_generation = rank_.membership_generation;
+  request.committed_step = committed_step;
+  request.reason = reason.substr(0, reason.find('\n'));
+  absl::StatusOr<RankAssignment> next = api_->Rejoin(request, timeout);
+  if (!next.ok()) return next.status();
+  rank_ = *next;
+  log_prefix_ = absl::StrCat("[rank ", rank_.rank, "] ");
+  reporter_.SetOwnGeneration(rank_.membership_generation);
+  return next;
+}
 
 c10::intrusive_ptr<c10d::Store> CoordinatorSession::Store(std::chrono::milliseconds timeout) {
   return c10::make_intrusive<CoordinatorStore>(*api_, "", timeout);

@@ -1,8 +1,9 @@
 // A worker's session with its job's coordinator: found through the dist_file, registered for a
 // global rank, heartbeating progress in the background (ProgressReporter, which also carries the
-// coordinator's stop and abort commands back), the c10d store that process groups rendezvous
-// through, and the worker's outcome reported at the end. It outlives every process group built
-// on its store.
+// coordinator's stop and abort commands and its newest membership generation back), the c10d
+// store that process groups rendezvous through, rejoining the next membership generation after
+// a failure (in-job recovery), and the worker's outcome reported at the end. It outlives every
+// process group built on its store.
 //
 // Thread safety: the training thread owns it; api() is safe from any thread (CoordinatorApi's
 // contract), and so is reporter().
@@ -36,6 +37,7 @@ class CoordinatorSession {
   CoordinatorSession& operator=(const CoordinatorSession&) = delete;
 
   CoordinatorApi& api() { return *api_; }
+  // This worker's place in its current membership generation (changes with Rejoin).
   const RankAssignment& rank() const { return rank_; }
   ProgressReporter& reporter() { return reporter_; }
   const std::string& log_prefix() const { return log_prefix_; }  // "[rank 3] "
@@ -43,13 +45,19 @@ class CoordinatorSession {
   // The coordinator's c10d store (CoordinatorStore), blocking calls bounded by `timeout`.
   c10::intrusive_ptr<c10d::Store> Store(std::chrono::milliseconds timeout);
 
+  // Leaves the current membership generation and joins the next (blocking, bounded by
+  // `timeout`): the new place becomes rank(). ABORTED with the coordinator's reason when the job
+  // cannot recover.
+  absl::StatusOr<RankAssignment> Rejoin(int64_t committed_step, const std::string& reason,
+                                        absl::Duration timeout);
+
   // Tells the coordinator how this worker ended; a failure to tell it is a warning (rank 0).
   void ReportOutcome(const absl::Status& outcome);
 
  private:
   std::unique_ptr<CoordinatorApi> api_;
-  const RankAssignment rank_;
-  const std::string log_prefix_;
+  RankAssignment rank_;
+  std::string log_prefix_;
   ProgressReporter reporter_;  // last: stops before the client goes
 };
 

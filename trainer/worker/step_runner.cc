@@ -1,7 +1,9 @@
 #include "trainer/worker/step_runner.h"
 
 #include <ATen/ops/cross_entropy_loss.h>
+#include <torch/cuda.h>
 
+#include "absl/status/status.h"
 #include "common/status_macros.h"
 #include "trainer/dist/ddp_step.h"
 #include "trainer/worker/autocast_guard.h"
@@ -16,6 +18,17 @@ absl::StatusOr<StepResult> StepRunner::Run(const data::Batch& batch, double lr) 
   at::Tensor loss = Loss(logits, in.labels);
   Mark(StepPhase::kBackward);  // its gradient allreduce waits are marked by WaitForWork's hook
   RETURN_IF_ERROR(step.Backward(loss));
+  if (options_.confirm_reduction && model_.device().is_cuda()) {
+    // The host waits for the gradients' reduction: to the stall rule, a collective wait.
+    if (options_.phases != nullptr) options_.phases->MarkCollectiveWait(true);
+    torch::cuda::synchronize(model_.device().index());
+    if (options_.phases != nullptr) options_.phases->MarkCollectiveWait(false);
+  }
+  if (comm_.interrupted()) {
+    // DdpStep's destructor clears the gradients of a step that never reached its optimizer.
+    return absl::UnavailableError(
+        "the step was interrupted: a newer membership generation is forming");
+  }
   Mark(StepPhase::kOptimizer);
   RETURN_IF_ERROR(step.ApplyOptimizer([&] { model_.optimizer().Step(lr); }));
   ++position_.step;

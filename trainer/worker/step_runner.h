@@ -27,6 +27,13 @@ at::Tensor ModelInput(const ModelStage& model, const at::Tensor& images);
 
 struct StepOptions {
   bool bf16 = false;  // autocast forward to bfloat16 (CUDA only; ignored on CPU)
+  // In-job recovery on a CUDA device: wait on the host for the gradients' reduction before the
+  // optimizer runs, and fail the step (UNAVAILABLE, nothing applied) when the communication
+  // stage was interrupted meanwhile. An NCCL collective aborted mid-way leaves garbage in its
+  // buffers without an error; this keeps that garbage out of the weights, so that a rank's
+  // committed step is always one its device finished (the state sync depends on it). Costs the
+  // host's run-ahead into the next step (the optimizer is enqueued after the reduction ends).
+  bool confirm_reduction = false;
   // Told of each phase as the step enters it (forward, backward, optimizer); may be null.
   ProgressReporter* phases = nullptr;
 };

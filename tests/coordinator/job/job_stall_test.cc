@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/exit_codes.h"
 #include "coordinator/job/job.h"
 #include "gmock/gmock.h"
@@ -31,8 +32,10 @@ class JobStallTest : public ::testing::Test {
  protected:
   // Two ranks (rank r is pid r + 1), registered and running.
   std::unique_ptr<Job> MakeJob(absl::Duration stall_timeout, absl::Duration stop_timeout,
-                               absl::Duration suspend_threshold = absl::InfiniteDuration()) {
+                               absl::Duration suspend_threshold = absl::InfiniteDuration(),
+                               int max_restarts = 0) {
     JobConfig c;
+    c.max_restarts = max_restarts;
     c.job_id = "j";
     c.world_size = 2;
     c.heartbeat_timeout = absl::Seconds(10);
@@ -60,7 +63,7 @@ class JobStallTest : public ::testing::Test {
       clock_.Advance(absl::Seconds(1));
       elapsed_ += 1;
       for (int r = 0; r < 2; ++r) {
-        auto reply = job.Heartbeat(r, r + 1, beat(r, elapsed_));
+        auto reply = job.Heartbeat(r, pids_[r], beat(r, elapsed_));
         EXPECT_TRUE(reply.ok()) << reply.status();
         if (reply.ok()) replies[static_cast<size_t>(r)] = *reply;
       }
@@ -80,6 +83,7 @@ class JobStallTest : public ::testing::Test {
 
   FakeClock clock_;
   double elapsed_ = 0;
+  int pids_[2] = {1, 2};  // by rank: who Run() heartbeats as
 };
 
 TEST_F(JobStallTest, ADataHangFailsTheJobNamingTheRankAndItsPhase) {
@@ -253,6 +257,65 @@ TEST_F(JobStallTest, AStopThatCompletesInTimeIsNotTouched) {
   EXPECT_EQ(s.state, JobState::kStopped);
   EXPECT_EQ(s.stop_reason, "operator request");
   EXPECT_FALSE(s.stall.present());
+}
+
+TEST_F(JobStallTest, WithARestartLeftOnlyTheStalledRankIsToldToExitAndIsReplaced) {
+  auto job = MakeJob(absl::Seconds(5), absl::Seconds(60), absl::InfiniteDuration(),
+                     /*max_restarts=*/1);
+  const auto hang = DataHang();
+  std::vector<HeartbeatReply> replies = Run(*job, 7, hang);
+
+  JobStatus s = job->Status();
+  EXPECT_EQ(s.state, JobState::kRunning) << "a restart is left: the job does not fail";
+  ASSERT_TRUE(s.stall.present());
+  EXPECT_EQ(s.stall.rank, 1);
+  EXPECT_EQ(s.restarts, 0) << "the restart is used when the launcher reports the worker's end";
+  EXPECT_EQ(replies[0].command, Command::kContinue);
+  EXPECT_EQ(replies[1].command, Command::kExit);
+  EXPECT_EQ(replies[1].exit_code, kExitFailed);
+  EXPECT_THAT(replies[1].reason, HasSubstr("stalled in data"));
+  EXPECT_THAT(absl::StrJoin(s.events, "\n"), HasSubstr("told to exit (stalled)"));
+
+  // Its launcher sees it exit and reports it: the job recovers, the worker is started again.
+  auto lost = job->ReportLost(LostWorker{1, 0, 2, "exited with code 1", 0, kExitFailed});
+  ASSERT_TRUE(lost.ok()) << lost.status();
+  EXPECT_EQ(lost->action, LostAction::kRespawn);
+  s = job->Status();
+  EXPECT_EQ(s.state, JobState::kRecovering);
+  EXPECT_EQ(s.restarts, 1);
+  ASSERT_EQ(s.lost_ranks.size(), 1u);
+  EXPECT_EQ(s.lost_ranks[0].cause.rank, 1);
+
+  RejoinRequest rejoin;
+  rejoin.committed_step = 10;
+  rejoin.reason = "Connection reset by peer";
+  absl::Status survivor = absl::UnknownError("no reply");
+  job->Rejoin(0, 1, rejoin, [&](absl::StatusOr<RankAssignment> r) { survivor = r.status(); });
+  WorkerIdentity replacement;
+  replacement.host = "host1";
+  replacement.node_rank = 1;
+  replacement.pid = 3;
+  absl::StatusOr<RankAssignment> joined = absl::UnknownError("no reply");
+  job->Register(replacement, [&](absl::StatusOr<RankAssignment> r) { joined = std::move(r); });
+  EXPECT_TRUE(survivor.ok()) << survivor;
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_EQ(joined->rank, 1);
+  s = job->Status();
+  EXPECT_EQ(s.state, JobState::kRunning);
+  EXPECT_EQ(s.membership_generation, 1);
+  EXPECT_FALSE(s.stall.present()) << "the new generation starts unjudged";
+  auto beat = job->Heartbeat(1, 3, Progress(10, StepPhase::kForward, 0));
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  EXPECT_EQ(beat->command, Command::kContinue) << "the replacement is not told to exit";
+  pids_[1] = 3;
+
+  // No restart left: the next stall fails the job, naming the rank.
+  replies = Run(*job, 7, DataHang());
+  s = job->Status();
+  ASSERT_EQ(s.state, JobState::kFailed);
+  EXPECT_EQ(s.failure.kind, FailureKind::kStall);
+  EXPECT_EQ(s.failure.rank, 1);
+  EXPECT_EQ(replies[1].command, Command::kAbort);
 }
 
 }  // namespace

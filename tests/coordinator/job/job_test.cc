@@ -334,7 +334,8 @@ TEST_F(JobTest, LostWorkerFailsTheJobNamingItsRank) {
   EXPECT_EQ(job->Status().state, JobState::kRunning);
   auto who = job->ReportLost(Killed(1, 1, 13));
   ASSERT_TRUE(who.ok()) << who.status();
-  EXPECT_EQ(*who, "rank 3 (host host1, node 1, local rank 1, pid 13)");
+  EXPECT_EQ(who->description, "rank 3 (host host1, node 1, local rank 1, pid 13)");
+  EXPECT_EQ(who->action, LostAction::kStop) << "no restarts: the launcher stops the others";
   JobStatus s = job->Status();
   EXPECT_EQ(s.state, JobState::kFailed);
   EXPECT_EQ(s.failure.rank, 3);

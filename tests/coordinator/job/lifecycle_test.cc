@@ -23,7 +23,8 @@ Lifecycle At(JobState state) {
       l.Start();
       break;
     case JobState::kRecovering:
-      ADD_FAILURE() << "no move into RECOVERING exists yet";
+      l.Start();
+      l.BeginRecovery();
       break;
     case JobState::kStopping:
       l.Start();
@@ -53,7 +54,7 @@ TEST(LifecycleTest, TheTransitionTable) {
       {JobState::kRunning, JobState::kSucceeded},   {JobState::kRunning, JobState::kFailed},
       {JobState::kRecovering, JobState::kRunning},  {JobState::kRecovering, JobState::kStopping},
       {JobState::kRecovering, JobState::kFailed},   {JobState::kStopping, JobState::kStopped},
-      {JobState::kStopping, JobState::kFailed},
+      {JobState::kStopping, JobState::kFailed},     {JobState::kStopping, JobState::kRecovering},
   };
   for (JobState from : kAllJobStates) {
     for (JobState to : kAllJobStates) {
@@ -77,9 +78,9 @@ TEST(LifecycleTest, MovesFromEveryReachableState) {
       {"Succeed", [](Lifecycle& l) { return l.Succeed(); }, JobState::kSucceeded},
       {"FinishStop", [](Lifecycle& l) { return l.FinishStop(); }, JobState::kStopped},
       {"Fail", [](Lifecycle& l) { return l.Fail(kLost, absl::InfinitePast()); }, JobState::kFailed},
+      {"BeginRecovery", [](Lifecycle& l) { return l.BeginRecovery(); }, JobState::kRecovering},
   };
   for (JobState from : kAllJobStates) {
-    if (from == JobState::kRecovering) continue;
     for (const Move& m : moves) {
       Lifecycle l = At(from);
       const bool want = Lifecycle::Allowed(from, m.target);
@@ -98,6 +99,7 @@ TEST(LifecycleTest, CommandAndExitCodePerState) {
   const std::vector<Case> cases = {
       {JobState::kRegistering, Command::kContinue, kExitFailed},
       {JobState::kRunning, Command::kContinue, kExitFailed},
+      {JobState::kRecovering, Command::kContinue, kExitFailed},
       {JobState::kStopping, Command::kCheckpointAndStop, kExitFailed},
       {JobState::kStopped, Command::kCheckpointAndStop, kExitResumable},
       {JobState::kSucceeded, Command::kContinue, kExitOk},
@@ -126,6 +128,42 @@ TEST(LifecycleTest, StopReasonAndFailureStayApart) {
   Lifecycle registering;
   EXPECT_FALSE(registering.RequestStop("too early"));
   EXPECT_EQ(registering.state(), JobState::kRegistering);
+}
+
+TEST(LifecycleTest, ARecoveryEndsWhereTheJobWasHeading) {
+  struct Case {
+    const char* name;
+    std::function<void(Lifecycle&)> drive;  // from RUNNING to the end of one recovery
+    JobState want;
+    Command command_during;
+  };
+  const std::vector<Case> cases = {
+      {"plain", [](Lifecycle& l) { l.BeginRecovery(); }, JobState::kRunning, Command::kContinue},
+      {"stop asked during it",
+       [](Lifecycle& l) {
+         l.BeginRecovery();
+         EXPECT_TRUE(l.RequestStop("preempted"));
+         EXPECT_EQ(l.state(), JobState::kRecovering) << "the stop waits for the recovery";
+       },
+       JobState::kStopping, Command::kCheckpointAndStop},
+      {"begun while stopping",
+       [](Lifecycle& l) {
+         l.RequestStop("preempted");
+         EXPECT_TRUE(l.BeginRecovery());
+       },
+       JobState::kStopping, Command::kCheckpointAndStop},
+  };
+  for (const Case& c : cases) {
+    Lifecycle l = At(JobState::kRunning);
+    c.drive(l);
+    EXPECT_EQ(l.state(), JobState::kRecovering) << c.name;
+    EXPECT_EQ(l.command(), c.command_during) << c.name;
+    EXPECT_TRUE(l.EndRecovery()) << c.name;
+    EXPECT_EQ(l.state(), c.want) << c.name;
+    EXPECT_FALSE(l.EndRecovery()) << c.name << ": no recovery left to end";
+  }
+  Lifecycle failed = At(JobState::kFailed);
+  EXPECT_FALSE(failed.BeginRecovery());
 }
 
 TEST(LifecycleTest, ReattributionOnlyWithinTheWindowAndForAnotherRank) {

@@ -32,7 +32,7 @@ std::vector<absl::StatusOr<RankAssignment>> JoinAll(Membership& m,
     if (!joined.ok()) {
       out[i] = joined.status();
     } else if (joined->world_full) {
-      m.Complete(&done);
+      m.Complete(GenerationNote{}, &done);
     }
   }
   done.Run();
@@ -177,10 +177,110 @@ TEST(MembershipTest, CheckWorkerAndDescriptions) {
   EXPECT_EQ(m.Describe(1), "rank 1 (host host1, node 1, local rank 0, pid 11)");
   EXPECT_EQ(Membership::DescribeWorker(Who(1, 0, 1, 11)),
             "worker (host host1, node 1, local rank 0, pid 11)");
-  EXPECT_EQ(m.RankTable(),
+  EXPECT_EQ(m.RankTableLines(),
             (std::vector<std::string>{"rank 0 = node 0 local 0 (host host0, pid 10)",
                                       "rank 1 = node 1 local 0 (host host1, pid 11)"}));
   EXPECT_EQ(m.RankOf(7, 0), -1);
+}
+
+// A recovery in a 2x2 job: rank 2's worker is lost, survivors rejoin with their steps, a new
+// process takes the vacant slot; the next generation keeps the ranks, names the new pid, has its
+// own store prefix and says that the state comes from peers.
+TEST(MembershipTest, TheNextGenerationReplacesAVacantSlot) {
+  Membership m(4, "n", 3);
+  auto first = JoinAll(m, {Who(0, 0, 2, 10), Who(0, 1, 2, 11), Who(1, 0, 2, 12), Who(1, 1, 2, 13)});
+  ASSERT_TRUE(first[2].ok());
+  EXPECT_EQ(first[2]->membership_generation, 0);
+  EXPECT_EQ(first[2]->store_prefix, "gen3/m0");
+  EXPECT_FALSE(first[2]->state_from_peers);
+  EXPECT_EQ(m.current(), 0);
+  EXPECT_FALSE(m.forming_next());
+
+  Completions done;
+  m.BeginNext();
+  EXPECT_TRUE(m.forming_next());
+  EXPECT_EQ(m.forming(), 1);
+  m.Vacate(2, "killed by signal 9", absl::AbortedError("lost"), &done);
+  EXPECT_TRUE(m.vacant(1, 0));
+  EXPECT_EQ(m.registered(), 3);
+  EXPECT_TRUE(m.CheckWorker(2, 12).ok()) << "the published table changes only at completion";
+
+  std::vector<absl::StatusOr<RankAssignment>> next(4, absl::UnknownError("no reply"));
+  for (int r : {0, 1, 3}) {
+    Membership::RegisterCallback cb = [&next, r](absl::StatusOr<RankAssignment> a) { next[r] = a; };
+    auto complete = m.Rejoin(r, /*committed_step=*/r == 3 ? 41 : 40, cb);
+    ASSERT_TRUE(complete.ok()) << complete.status();
+    EXPECT_FALSE(*complete);
+  }
+  EXPECT_EQ(m.MissingMembers(),
+            "rank 2 (node 1 local rank 0, replacement not registered; killed by signal 9)");
+  // An occupied slot is refused to another process.
+  Membership::RegisterCallback cb = [&next](absl::StatusOr<RankAssignment> a) { next[2] = a; };
+  EXPECT_TRUE(
+      absl::IsAlreadyExists(m.Join(Who(1, 1, 2, 99), cb, absl::OkStatus(), &done).status()));
+  auto joined = m.Join(Who(1, 0, 2, 20), cb, absl::OkStatus(), &done);
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_TRUE(joined->new_slot);
+  EXPECT_TRUE(joined->world_full);
+  const std::vector<int> revived =
+      m.Complete(GenerationNote{1, {2, FailureKind::kSignal, "x"}, 0.5}, &done);
+  done.Run();
+  EXPECT_EQ(revived, std::vector<int>{2});
+  EXPECT_EQ(m.current(), 1);
+  EXPECT_FALSE(m.forming_next());
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_TRUE(next[r].ok()) << r << ": " << next[r].status();
+    EXPECT_EQ(next[r]->rank, r);
+    EXPECT_EQ(next[r]->world_size, 4);
+    EXPECT_EQ(next[r]->membership_generation, 1);
+    EXPECT_EQ(next[r]->store_prefix, "gen3/m1");
+    EXPECT_TRUE(next[r]->state_from_peers);
+    EXPECT_EQ(next[r]->restarts, 1);
+    EXPECT_EQ(next[r]->recovery_cause.rank, 2);
+  }
+  EXPECT_TRUE(m.CheckWorker(2, 20).ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(m.CheckWorker(2, 12)));
+}
+
+TEST(MembershipTest, RejoinRulesAndFailedStarts) {
+  Membership m(2, "", 0);
+  JoinAll(m, {Who(0, 0, 2, 10), Who(0, 1, 2, 11)});
+  Completions done;
+  absl::Status got = absl::UnknownError("no reply");
+  Membership::RegisterCallback cb = [&got](absl::StatusOr<RankAssignment> a) { got = a.status(); };
+  // A rejoin before any recovery began is held (the owner waits for the loss).
+  auto early = m.Rejoin(0, 5, cb);
+  ASSERT_TRUE(early.ok());
+  EXPECT_FALSE(*early);
+  EXPECT_TRUE(absl::IsUnknown(got)) << "held, not answered";
+  m.BeginNext();
+  m.Vacate(1, "lost: no heartbeat", absl::AbortedError("lost"), &done);
+  m.NoteFailedStart(0, 1, "exited with code 2");
+  EXPECT_EQ(
+      m.MissingMembers(),
+      "rank 1 (node 0 local rank 1, replacement not registered; its start exited with code 2)");
+  // The member declared lost by silence is alive after all: it may take its slot back.
+  absl::Status back = absl::UnknownError("no reply");
+  Membership::RegisterCallback cb2 = [&back](absl::StatusOr<RankAssignment> a) {
+    back = a.status();
+  };
+  auto reclaimed = m.Rejoin(1, 5, cb2);
+  ASSERT_TRUE(reclaimed.ok()) << reclaimed.status();
+  EXPECT_TRUE(*reclaimed);
+  EXPECT_EQ(m.Complete(GenerationNote{}, &done), std::vector<int>{1});
+  done.Run();
+  EXPECT_TRUE(got.ok()) << got;
+  EXPECT_TRUE(back.ok()) << back;
+  // Failing the waiters answers a held rejoin.
+  absl::Status failed = absl::OkStatus();
+  Membership::RegisterCallback cb3 = [&failed](absl::StatusOr<RankAssignment> a) {
+    failed = a.status();
+  };
+  ASSERT_TRUE(m.Rejoin(1, 6, cb3).ok());
+  m.FailWaiters(absl::AbortedError("job failed"), &done);
+  done.Run();
+  EXPECT_TRUE(absl::IsAborted(failed)) << failed;
+  EXPECT_TRUE(absl::IsFailedPrecondition(m.Rejoin(7, 0, cb3).status()));
 }
 
 }  // namespace

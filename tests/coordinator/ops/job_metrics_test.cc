@@ -22,6 +22,20 @@ RankStatus Rank(int rank, RankState state, int64_t step) {
   return r;
 }
 
+TEST(JobMetricsTest, RestartsCounterAndLastRecovery) {
+  JobStatus s;
+  s.state = JobState::kRunning;
+  s.restarts = 2;
+  s.max_restarts = 3;
+  s.last_recovery_seconds = 1.25;
+  std::string out;
+  RenderJobMetrics(s, &out);
+  EXPECT_THAT(out, HasSubstr("# TYPE ddp_restarts_total counter"));
+  EXPECT_THAT(out, HasSubstr("ddp_restarts_total 2\n"));
+  EXPECT_THAT(out, HasSubstr("ddp_last_recovery_seconds 1.25\n"));
+  EXPECT_THAT(out, HasSubstr("ddp_job_state{state=\"RECOVERING\"} 0"));
+}
+
 TEST(JobMetricsTest, StatesAndRanks) {
   struct Case {
     const char* name;

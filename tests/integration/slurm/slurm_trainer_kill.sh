@@ -3,7 +3,8 @@
 # running step started with `srun -K` (2 nodes x 2 workers, world 4, CPU/Gloo): the whole step
 # ends within 30 s with a non-zero exit, the output names the lost rank (global rank and pid),
 # ddpctl status (polled while the coordinator is still up) shows the job FAILED on that rank,
-# and no process of the job is left.
+# and no process of the job is left. Fail-fast (--max-restarts 0): with restarts left the job
+# recovers in place instead (README, "When a worker dies: in-job recovery").
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/trainer_lib.sh"
 tr_require
@@ -14,7 +15,7 @@ body() {
   note "srun -K -N2 --ntasks-per-node=1 ddp-trainer --nprocs-per-node 2 (long data set)"
   srun -K --job-name=killme --chdir="$w" -N2 --ntasks-per-node=1 "$TR_TRAINER" --nprocs-per-node 2 \
     --backend gloo --data synthetic:262144x1x8x8:10 --arch mlp --batch-size 16 --workers 0 \
-    --epochs 2 --print-freq 200 --heartbeat-timeout 5 >"$w/out" 2>&1 &
+    --epochs 2 --print-freq 200 --heartbeat-timeout 5 --max-restarts 0 >"$w/out" 2>&1 &
   local srun_pid=$!
   wait_eval 30 "job id" '[[ -n "$(squeue -h -n killme -o %i)" ]]' || fail "no job"
   job=$(squeue -h -n killme -o %i | head -1)

@@ -177,6 +177,7 @@ TEST(LaunchPlan, CoordinatorCommandSpellsOutEveryTimeout) {
   TrainerConfig config = Config(2);
   config.registration_timeout_s = 45;
   config.heartbeat_timeout_s = 2.5;
+  config.max_restarts = 2;
   config.stall_timeout_s = 30;
   config.stop_timeout_s = 45.5;
   SupervisionTimeouts timeouts;
@@ -197,6 +198,8 @@ TEST(LaunchPlan, CoordinatorCommandSpellsOutEveryTimeout) {
                                       "45",
                                       "--heartbeat-timeout",
                                       "2.5",
+                                      "--max-restarts",
+                                      "2",
                                       "--stall-timeout",
                                       "30",
                                       "--stop-timeout",

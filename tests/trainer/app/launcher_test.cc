@@ -77,7 +77,7 @@ TEST(Launcher, FailedWorkerStopsItsPeersEvenIfTheyIgnoreSigterm) {
   std::vector<LostWorker> lost;
   o.report_lost = [&lost](const LostWorker& w) {
     lost.push_back(w);
-    return std::string("rank 7 (test)");
+    return LostDecision{"rank 7 (test)", LostAction::kStop};
   };
   const absl::Time start = absl::Now();
   EXPECT_EQ(RunLauncher(Plan(3, false), o), kExitFailed);
@@ -90,6 +90,48 @@ TEST(Launcher, FailedWorkerStopsItsPeersEvenIfTheyIgnoreSigterm) {
   unlink(ready.c_str());
 }
 
+// In-job recovery: the coordinator answers RESPAWN, the launcher starts the killed worker again
+// on the same local rank, and the task succeeds once the new run does.
+TEST(Launcher, RespawnsAKilledWorkerWhenTheCoordinatorSaysSo) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.max_respawns = 3;
+  const std::string once = absl::StrCat(::testing::TempDir(), "/launcher_respawn_", getpid());
+  unlink(once.c_str());
+  o.worker_command = Worker(absl::StrCat("0) sleep 0.3 ;;", "1) if [ -e ", once,
+                                         " ]; then exit 0; fi; touch ", once, "; kill -9 $$ ;;"));
+  std::vector<LostWorker> lost;
+  o.report_lost = [&lost](const LostWorker& w) {
+    lost.push_back(w);
+    return LostDecision{"rank 1 (test)", LostAction::kRespawn};
+  };
+  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitOk);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].local_rank, 1);
+  EXPECT_EQ(lost[0].signal, SIGKILL);
+  ExpectNoChildLeft();
+  unlink(once.c_str());
+}
+
+// The coordinator answers STOP (restarts exhausted): the others are stopped, and the task ends
+// with the aborted code, as its workers do.
+TEST(Launcher, StopsThePeersWhenTheCoordinatorRefusesARespawn) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.max_respawns = 3;
+  o.worker_command = Worker("0) trap '' TERM; exec sleep 60 ;; 1) kill -9 $$ ;;");
+  int reports = 0;
+  o.report_lost = [&reports](const LostWorker&) {
+    ++reports;
+    return LostDecision{"rank 1 (test)", LostAction::kStop};
+  };
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitAborted);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(reports, 1);
+  ExpectNoChildLeft();
+}
+
 TEST(Launcher, AbortedWorkerGivesTheAbortedCode) {
   LauncherOptions o;
   o.timeouts = Fast();
@@ -97,7 +139,7 @@ TEST(Launcher, AbortedWorkerGivesTheAbortedCode) {
   int reports = 0;
   o.report_lost = [&reports](const LostWorker&) {
     ++reports;
-    return std::string();
+    return LostDecision{};
   };
   EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitAborted);
   EXPECT_EQ(reports, 0) << "an exit code is not a lost worker";
@@ -116,7 +158,7 @@ TEST(Launcher, ForwardsSignalsToWorkersAndEndsResumable) {
   int reports = 0;
   o.report_lost = [&reports](const LostWorker&) {
     ++reports;
-    return std::string();
+    return LostDecision{};
   };
   EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitResumable);
   EXPECT_EQ(reports, 0);

@@ -65,7 +65,10 @@ class FakeApi : public CoordinatorApi {
     return absl::UnimplementedError("");
   }
   absl::Status ReportDone(const absl::Status&) override { return absl::UnimplementedError(""); }
-  absl::StatusOr<std::string> ReportLost(const LostWorker&) override {
+  absl::StatusOr<RankAssignment> Rejoin(const RejoinRequest&, absl::Duration) override {
+    return absl::UnimplementedError("");
+  }
+  absl::StatusOr<LostDecision> ReportLost(const LostWorker&) override {
     return absl::UnimplementedError("");
   }
 
@@ -132,6 +135,26 @@ TEST(ProgressReporter, AStopSignalIsReported) {
   signaled.store(true);
   reporter.Flush();
   EXPECT_TRUE(api.last()->stop_signaled);
+}
+
+TEST(ProgressReporter, ANewerGenerationIsAnnouncedOnceAndAPhaseMarkedDuringRecoveryIsSent) {
+  HeartbeatReply newer;
+  newer.membership_generation = 2;
+  FakeApi api(newer);
+  ProgressReporter reporter(&api, Options());
+  reporter.SetOwnGeneration(1);
+  std::atomic<int> calls{0};
+  reporter.OnNewerGeneration([&calls] { calls.fetch_add(1); });
+  reporter.Flush();
+  reporter.Flush();
+  EXPECT_EQ(reporter.announced_generation(), 2);
+  EXPECT_TRUE(reporter.newer_generation());
+  EXPECT_EQ(calls.load(), 1) << "once per generation";
+  reporter.MarkPhase(StepPhase::kRecovery);
+  reporter.Flush();
+  EXPECT_EQ(api.last()->step_phase, StepPhase::kRecovery);
+  reporter.SetOwnGeneration(2);
+  EXPECT_FALSE(reporter.newer_generation());
 }
 
 TEST(ProgressReporterDeathTest, ExitEndsTheProcessWithTheCoordinatorsCode) {

@@ -3,9 +3,11 @@ loopback, an imagefolder data set of small generated JPEGs in which one training
 that nobody writes (what a hung network file system looks like to a reader).
 
 Run as `python stall_e2e_test.py CASE` (CTest registers one test per case):
-  stall_data  the rank that opens the FIFO shows as `stalled` in phase `data` in
-              `ddpctl status --json` within 90 s of the hang, then the job fails with exit 4
-              naming that rank, within 3 minutes.
+  stall_data  (--max-restarts 0) the rank that opens the FIFO shows as `stalled` in phase
+              `data` in `ddpctl status --json` within 90 s of the hang, then the job fails with
+              exit 4 naming that rank, within 3 minutes.
+  stall_replaced  (--max-restarts 1) the stalled rank alone is told to exit and is replaced;
+              the replacement hangs on the same FIFO with no restart left: exit 4 naming it.
   stop_hung   `ddpctl stop` of the hung job ends it within --stop-timeout + 30 s, naming the
               stuck rank: exit 3 when a checkpoint was committed before the hang, else 1.
 Needs DDP_BIN_DIR (the built binaries) and Pillow in the test's Python (as bench/data does).
@@ -139,7 +141,8 @@ def check_hung_rank(hung):
 
 
 def case_stall_data(tmp):
-    proc, dist = start_job(tmp, ["--stall-timeout", "4"])
+    # Without restarts (fail fast): a stall with a restart left replaces the rank instead.
+    proc, dist = start_job(tmp, ["--stall-timeout", "4", "--max-restarts", "0"])
     s, _ = wait_for(dist, the_hang, 240, proc)
     if s is None:
         fail("no rank ever sat in data while its peer waited in allreduce", finish(proc, 30))
@@ -174,6 +177,23 @@ def case_stall_data(tmp):
     print(f"job ended exit {proc.returncode} {ended:.1f}s after the hang began")
 
 
+def case_stall_replaced(tmp):
+    """--max-restarts 1: the stalled rank alone is told to exit and is replaced; its replacement
+    reads the same FIFO, stalls again with no restart left, and the job fails naming it."""
+    proc, dist = start_job(tmp, ["--stall-timeout", "4", "--max-restarts", "1"])
+    out = finish(proc, 360)
+    if proc.returncode != EXIT["DDP_EXIT_ABORTED"]:
+        fail(f"ddp-trainer exited {proc.returncode}, want {EXIT['DDP_EXIT_ABORTED']}", out)
+    told = [l for l in out.splitlines() if "exiting (code 1)" in l and "told to exit" in l]
+    if len(told) != 1:
+        fail(f"want one stalled worker told to exit, saw {len(told)}", out)
+    if "restart 1 of 1" not in out and "restarts 1 of 1" not in out:
+        fail("the output does not show the one restart used", out)
+    if "stalled in data" not in out or "restarts exhausted" in told[0]:
+        fail("the job's failure does not name the stalled rank", out)
+    print(f"stalled worker replaced once, then the job failed: {told[0].strip()}")
+
+
 def case_stop_hung(tmp):
     stop_timeout = 15
     proc, dist = start_job(tmp, ["--stall-timeout", "600", "--stop-timeout", str(stop_timeout)])
@@ -204,7 +224,8 @@ def case_stop_hung(tmp):
 def main():
     case = sys.argv[1]
     with tempfile.TemporaryDirectory(prefix="ddp-stall-") as tmp:
-        {"stall_data": case_stall_data, "stop_hung": case_stop_hung}[case](tmp)
+        {"stall_data": case_stall_data, "stall_replaced": case_stall_replaced,
+         "stop_hung": case_stop_hung}[case](tmp)
     print(f"PASS {case}")
 
 

@@ -151,10 +151,11 @@ def case_resume_exact(tmp):
 
 
 def case_kill_worker(tmp):
-    """SIGKILL one worker mid-epoch: every process exits within 30 s, non-zero, naming the rank."""
+    """--max-restarts 0 (fail fast): SIGKILL one worker mid-epoch: every process exits within
+    30 s, non-zero, naming the rank. (With restarts the job recovers: recovery_e2e_test.py.)"""
     args = ["--data", "synthetic:100000x1x8x8:10", "--arch", "mlp", "--batch-size", "8",
             "--workers", "0", "--nprocs-per-node", "3", "--epochs", "50", "--heartbeat-timeout",
-            "3", "--job-id", "kill"]
+            "3", "--max-restarts", "0", "--job-id", "kill"]
     p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
 

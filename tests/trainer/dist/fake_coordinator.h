@@ -89,7 +89,10 @@ class FakeCoordinator : public CoordinatorApi {
     return absl::UnimplementedError("fake");
   }
   absl::Status ReportDone(const absl::Status&) override { return absl::OkStatus(); }
-  absl::StatusOr<std::string> ReportLost(const LostWorker&) override {
+  absl::StatusOr<RankAssignment> Rejoin(const RejoinRequest&, absl::Duration) override {
+    return absl::UnimplementedError("fake");
+  }
+  absl::StatusOr<LostDecision> ReportLost(const LostWorker&) override {
     return absl::UnimplementedError("fake");
   }
 

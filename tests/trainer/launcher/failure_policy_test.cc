@@ -89,6 +89,16 @@ TEST(FailurePolicy, Sequences) {
         {Killed(9), Action::kStopOthers, true, true},
         {Exited(kExitAborted), Action::kNone, true, false}},
        kExitFailed},
+      {"a crash is respawned (and reported) too",
+       2,
+       false,
+       {{Exited(kExitFailed), Action::kRespawn, true, true}},
+       kExitOk},
+      {"no respawn for an aborted job or bad flags",
+       2,
+       false,
+       {{Exited(kExitAborted), Action::kStopOthers, true, false}},
+       kExitAborted},
       {"no respawn after a forwarded signal",
        3,
        true,
@@ -103,12 +113,57 @@ TEST(FailurePolicy, Sequences) {
       SCOPED_TRACE(i);
       const Step& s = c.steps[i];
       const FailurePolicy::Decision d = policy.OnWorkerExit(s.status);
+      // The coordinator (not here) answers RESPAWN to a kRespawn and STOP to the rest.
+      if (d.ask && d.action != Action::kRespawn) policy.OnRespawnDeclined(s.status, true);
       EXPECT_EQ(d.action, s.action);
       EXPECT_EQ(d.failure, s.failure);
       EXPECT_EQ(d.report_lost, s.report_lost);
     }
     EXPECT_EQ(policy.task_exit_code(), c.task_exit_code);
   }
+}
+
+TEST(FailurePolicy, DeclinedRespawnFailsTheTask) {
+  FailurePolicy policy(3);
+  ASSERT_EQ(policy.OnWorkerExit(Killed(9)).action, Action::kRespawn);
+  EXPECT_EQ(policy.task_exit_code(), kExitOk);
+  policy.OnRespawnDeclined(Killed(9), /*stop_others=*/true);
+  EXPECT_TRUE(policy.stopping());
+  EXPECT_EQ(policy.task_exit_code(), kExitFailed);
+  // The others being stopped are not respawned.
+  EXPECT_EQ(policy.OnWorkerExit(Killed(15)).action, Action::kNone);
+}
+
+TEST(FailurePolicy, AReplacementThatCannotStartIsTheCoordinatorsToJudge) {
+  FailurePolicy policy(3);
+  ASSERT_EQ(policy.OnWorkerExit(Killed(9)).action, Action::kRespawn);
+  const FailurePolicy::Decision d = policy.OnWorkerExit(Exited(kExitUsage), /*respawned=*/true);
+  EXPECT_TRUE(d.ask);
+  EXPECT_TRUE(d.report_lost);
+  EXPECT_EQ(d.action, Action::kStopOthers);  // never started again
+  // The coordinator answers WAIT (the job's deadline decides): the others keep running.
+  policy.OnRespawnDeclined(Exited(kExitUsage), /*stop_others=*/false);
+  EXPECT_FALSE(policy.stopping());
+  EXPECT_EQ(policy.task_exit_code(), kExitUsage);
+  // A first worker with bad flags is not asked about: it fails the task as always.
+  FailurePolicy fresh(3);
+  EXPECT_FALSE(fresh.OnWorkerExit(Exited(kExitUsage)).ask);
+}
+
+TEST(FailurePolicy, RestartsExhaustedAtTheCoordinatorAbortTheTask) {
+  FailurePolicy policy(3);
+  const FailurePolicy::Decision d = policy.OnWorkerExit(Killed(9));
+  ASSERT_TRUE(d.ask);
+  policy.OnRespawnDeclined(Killed(9), /*stop_others=*/true, /*job_failed=*/true);
+  EXPECT_EQ(policy.task_exit_code(), kExitAborted);
+}
+
+TEST(FailurePolicy, WaitKeepsTheOthersRunning) {
+  FailurePolicy policy(3);
+  ASSERT_EQ(policy.OnWorkerExit(Killed(9)).action, Action::kRespawn);
+  policy.OnRespawnDeclined(Killed(9), /*stop_others=*/false);
+  EXPECT_FALSE(policy.stopping());
+  EXPECT_EQ(policy.task_exit_code(), kExitFailed);
 }
 
 TEST(FailurePolicy, LaunchFailureFailsTheTaskAndStops) {

@@ -1,0 +1,213 @@
+// Job's in-job recovery (proto/coordinator.proto, RECOVERY): lost workers, survivors rejoining,
+// the next membership generation, and the recovery's deadlines. Same class and lock as job.cc.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/job/failure_causes.h"
+#include "coordinator/job/job.h"
+
+namespace ddp {
+
+absl::StatusOr<LostDecision> Job::ReportLost(const LostWorker& lost) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  const WorkerIdentity* w = membership_.Find(lost.node_rank, lost.local_rank);
+  const bool vacant = membership_.vacant(lost.node_rank, lost.local_rank);
+  if (w == nullptr || (w->pid != lost.pid && !vacant)) {
+    return absl::NotFoundError(absl::StrCat("no registered worker at node ", lost.node_rank,
+                                            " local rank ", lost.local_rank, " with pid ",
+                                            lost.pid));
+  }
+  const std::string worker = Membership::DescribeWorker(*w);
+  if (!membership_.world_complete()) {
+    FailLocked(CauseOfLostWorker(-1, worker, lost), absl::StatusCode::kAborted,
+               absl::InfinitePast(), &out);
+    return LostDecision{worker, LostAction::kStop};
+  }
+  const int rank = membership_.RankOf(lost.node_rank, lost.local_rank);
+  if (rank < 0) return absl::InternalError("registered worker has no rank");
+  if (vacant) {
+    if (w->pid == lost.pid) {
+      // Already lost (silent); the recovery awaits its replacement.
+      return LostDecision{membership_.Describe(rank),
+                          recovery_.in_progress() ? LostAction::kRespawn : LostAction::kStop};
+    }
+    // A replacement that died before it registered: not started again; the deadline decides.
+    WorkerIdentity replacement = *w;
+    replacement.pid = lost.pid;
+    const std::string who = Membership::DescribeWorker(replacement);
+    membership_.NoteFailedStart(lost.node_rank, lost.local_rank, lost.what);
+    EventLocked(absl::StrCat("replacement for rank ", rank, " ", who, " ", lost.what,
+                             " before registering; not started again"),
+                &out);
+    return LostDecision{who, FinishedLocked() ? LostAction::kStop : LostAction::kWait};
+  }
+  // The slot's worker: a member of the current table, or a replacement that registered for the
+  // generation being formed and died before it was complete.
+  const std::string who = membership_.who(rank).pid == lost.pid
+                              ? membership_.Describe(rank)
+                              : absl::StrCat("rank ", rank, " replacement ", worker);
+  const RankState state = liveness_.Sample(rank, clock_->Now()).state;
+  if (IsFinal(state) && state != RankState::kLost && !FinishedLocked()) {
+    // It reported its outcome before dying: nothing to recover.
+    EventLocked(absl::StrCat(who, " ", lost.what, " after reporting"), &out);
+    return LostDecision{who, LostAction::kWait};
+  }
+  const LostAction action = LoseRankLocked(rank, CauseOfLostWorker(rank, who, lost), &out);
+  return LostDecision{who, action};
+}
+
+LostAction Job::LoseRankLocked(int rank, const FailureCause& cause, Completions* out) {
+  const absl::Time now = clock_->Now();
+  liveness_.Finish(rank, RankState::kLost, /*reported=*/false, now);
+  if (FinishedLocked()) {
+    const int earlier_rank = lifecycle_.failure().rank;
+    if (lifecycle_.Reattribute(cause, now)) {
+      // The earlier report (typically a peer's "connection reset" in a collective) followed from
+      // this death: the dead rank is the cause.
+      EventLocked(absl::StrCat("root cause: ", cause.text, " (",
+                               earlier_rank >= 0 ? membership_.Describe(earlier_rank) : "a peer",
+                               " failed after it)"),
+                  out);
+    } else {
+      EventLocked(cause.text, out);
+    }
+    return LostAction::kStop;
+  }
+  recovery_.Lose(cause, now);
+  if (!recovery_.CanRestart() || ranks_done_ > 0) {
+    FailureCause final_cause = recovery_.ExhaustedCause(cause);
+    if (ranks_done_ > 0 && recovery_.CanRestart()) {
+      absl::StrAppend(&final_cause.text, "; cannot recover: ", ranks_done_,
+                      " rank(s) already finished");
+    }
+    recovery_.Abandon();
+    FailLocked(final_cause, absl::StatusCode::kAborted, absl::InfinitePast(), out);
+    return LostAction::kStop;
+  }
+  recovery_.UseRestart();
+  membership_.Vacate(rank, cause.text, absl::AbortedError(cause.text), out);
+  BeginRecoveryLocked(cause, out);
+  return LostAction::kRespawn;
+}
+
+void Job::BeginRecoveryLocked(const FailureCause& cause, Completions* out) {
+  const bool already = recovery_.in_progress();
+  recovery_.Begin(cause, clock_->Now());
+  membership_.BeginNext();
+  early_rejoin_at_ = absl::InfiniteFuture();
+  const std::string budget =
+      absl::StrCat("restart ", recovery_.restarts(), " of ", recovery_.max_restarts());
+  if (already) {
+    EventLocked(absl::StrCat("also lost during the recovery: ", cause.text, "; ", budget), out);
+  } else {
+    lifecycle_.BeginRecovery();
+    StateChangedLocked(absl::StrCat(cause.text, "; ", budget, "; forming membership generation ",
+                                    membership_.forming()),
+                       out);
+  }
+  AnnounceGenerationLocked();
+  if (membership_.GenerationComplete()) CompleteRecoveryLocked(out);
+}
+
+void Job::CompleteRecoveryLocked(Completions* out) {
+  const absl::Time now = clock_->Now();
+  const GenerationNote note{recovery_.restarts(), recovery_.cause(), recovery_.Elapsed(now)};
+  const std::vector<int> revived = membership_.Complete(note, out);
+  for (int rank : revived) liveness_.Revive(rank, now);
+  recovery_.End(now, revived);
+  shards_.Reset();
+  early_rejoin_at_ = absl::InfiniteFuture();
+  ClearExitOrdersLocked();
+  // The stall rule counts time in a phase from here: the new generation's rendezvous and state
+  // sync are not a stall.
+  judged_since_ = now;
+  stalls_.clear();
+  lifecycle_.EndRecovery();
+  AnnounceGenerationLocked();
+  StateChangedLocked(
+      absl::StrCat("membership generation ", membership_.current(), " complete after ",
+                   SecondsText(absl::Seconds(recovery_.last_seconds())),
+                   revived.empty() ? std::string(" (same members)")
+                                   : absl::StrCat(revived.size() == 1 ? " (rank " : " (ranks ",
+                                                  absl::StrJoin(revived, ","), " replaced)"),
+                   lifecycle_.stop_requested() ? "; the stop goes on" : ""),
+      out);
+  for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
+}
+
+void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done) {
+  absl::Status error = membership_.CheckWorker(rank, pid);
+  Completions out;
+  if (error.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (lifecycle_.state() == JobState::kFailed) {
+      error = absl::AbortedError(lifecycle_.failure().text);
+    } else if (FinishedLocked()) {
+      error = absl::FailedPreconditionError(
+          absl::StrCat("job already finished (", JobStateName(lifecycle_.state()), ")"));
+    } else if (request.membership_generation < membership_.current()) {
+      error = absl::FailedPreconditionError(absl::StrCat(
+          "rank ", rank, " rejoins from membership generation ", request.membership_generation,
+          " but generation ", membership_.current(), " is complete"));
+    } else {
+      const std::string who = membership_.Describe(rank);
+      absl::StatusOr<bool> complete = membership_.Rejoin(rank, request.committed_step, done);
+      if (!complete.ok()) {
+        error = complete.status();
+      } else {
+        events_.LogOnly(
+            absl::StrCat(who, " rejoins at step ", request.committed_step, ": ", request.reason),
+            &out);
+        const absl::Time now = clock_->Now();
+        if (recovery_.in_progress()) {
+          if (*complete) CompleteRecoveryLocked(&out);
+        } else if (!recovery_.CanRestart() || ranks_done_ > 0) {
+          // Fail fast, as a failed collective always did; a death reported soon after is
+          // likely what broke it (revisable).
+          FailLocked(CauseOfWorkerOutcome(rank, who, absl::UnavailableError(request.reason)),
+                     absl::StatusCode::kAborted, now + kRootCauseWindow, &out);
+        } else if (early_rejoin_at_ == absl::InfiniteFuture()) {
+          early_rejoin_at_ = now;  // wait for the loss that broke it (TickRecoveryLocked)
+          early_rejoin_who_ = who;
+          early_rejoin_what_ = request.reason;
+        }
+      }
+    }
+  }
+  if (!error.ok()) done(error);
+}
+
+void Job::TickRecoveryLocked(absl::Time now, Completions* out) {
+  if (FinishedLocked()) return;
+  if (recovery_.in_progress()) {
+    if (now < recovery_.deadline()) return;
+    recovery_.Abandon();
+    FailLocked(CauseOfRecoveryTimeout(config_.recovery_timeout, membership_.MissingMembers()),
+               absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), out);
+    return;
+  }
+  if (early_rejoin_at_ == absl::InfiniteFuture() || now - early_rejoin_at_ < kRootCauseWindow) {
+    return;
+  }
+  const FailureCause cause =
+      CauseOfUnexplainedCollectiveFailure(early_rejoin_who_, early_rejoin_what_);
+  early_rejoin_at_ = absl::InfiniteFuture();
+  if (!recovery_.CanRestart() || ranks_done_ > 0) {
+    FailLocked(recovery_.ExhaustedCause(cause), absl::StatusCode::kAborted, absl::InfinitePast(),
+               out);
+    return;
+  }
+  recovery_.UseRestart();
+  BeginRecoveryLocked(cause, out);
+}
+
+void Job::AnnounceGenerationLocked() {
+  announced_generation_.store(std::max<int64_t>(0, membership_.forming()),
+                              std::memory_order_release);
+}
+
+}  // namespace ddp

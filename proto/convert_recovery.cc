@@ -1,0 +1,107 @@
+// The in-job recovery part of proto/convert.h: lost-worker decisions, Rejoin, and the recovery
+// fields of rank assignments and job status.
+#include <string>
+#include <utility>
+
+#include "proto/convert.h"
+
+namespace ddp {
+
+namespace pb = ::slurm_ddp::v1;
+
+namespace {
+
+constexpr std::pair<LostAction, pb::LostAction> kLostActions[] = {
+    {LostAction::kStop, pb::LOST_ACTION_STOP},
+    {LostAction::kRespawn, pb::LOST_ACTION_RESPAWN},
+    {LostAction::kWait, pb::LOST_ACTION_WAIT},
+};
+
+}  // namespace
+
+pb::LostAction ToProto(LostAction in) {
+  for (const auto& [a, b] : kLostActions) {
+    if (a == in) return b;
+  }
+  return pb::LOST_ACTION_STOP;
+}
+
+LostAction FromProto(pb::LostAction in) {
+  for (const auto& [a, b] : kLostActions) {
+    if (b == in) return a;
+  }
+  return LostAction::kStop;
+}
+
+void ToProto(const LostDecision& in, pb::ReportLostReply* out) {
+  out->set_description(in.description);
+  out->set_action(ToProto(in.action));
+}
+
+LostDecision FromProto(const pb::ReportLostReply& in) {
+  LostDecision d;
+  d.description = in.description();
+  d.action = FromProto(in.action());
+  return d;
+}
+
+void ToProto(const RejoinRequest& in, pb::RejoinRequest* out) {
+  out->set_membership_generation(in.membership_generation);
+  out->set_committed_step(in.committed_step);
+  out->set_reason(in.reason);
+}
+
+RejoinRequest FromProto(const pb::RejoinRequest& in) {
+  RejoinRequest r;
+  r.membership_generation = in.membership_generation();
+  r.committed_step = in.committed_step();
+  r.reason = in.reason();
+  return r;
+}
+
+void RecoveryToProto(const RankAssignment& in, pb::RegisterReply* out) {
+  out->set_membership_generation(in.membership_generation);
+  out->set_store_prefix(in.store_prefix);
+  out->set_state_from_peers(in.state_from_peers);
+  out->set_restarts(in.restarts);
+  if (!in.recovery_cause.empty()) ToProto(in.recovery_cause, out->mutable_recovery_cause());
+  out->set_recovery_seconds(in.recovery_seconds);
+}
+
+void RecoveryFromProto(const pb::RegisterReply& in, RankAssignment* out) {
+  out->membership_generation = in.membership_generation();
+  out->store_prefix = in.store_prefix();
+  out->state_from_peers = in.state_from_peers();
+  out->restarts = in.restarts();
+  if (in.has_recovery_cause()) out->recovery_cause = FromProto(in.recovery_cause());
+  out->recovery_seconds = in.recovery_seconds();
+}
+
+void RecoveryToProto(const JobStatus& in, pb::JobStatus* out) {
+  out->set_restarts(in.restarts);
+  out->set_max_restarts(in.max_restarts);
+  out->set_last_recovery_seconds(in.last_recovery_seconds);
+  out->set_membership_generation(in.membership_generation);
+  for (const LostRank& l : in.lost_ranks) {
+    pb::LostRank* p = out->add_lost_ranks();
+    ToProto(l.cause, p->mutable_cause());
+    p->set_at_seconds(l.at_seconds);
+    p->set_replaced(l.replaced);
+  }
+}
+
+void RecoveryFromProto(const pb::JobStatus& in, JobStatus* out) {
+  out->restarts = in.restarts();
+  out->max_restarts = in.max_restarts();
+  out->last_recovery_seconds = in.last_recovery_seconds();
+  out->membership_generation = in.membership_generation();
+  out->lost_ranks.reserve(static_cast<size_t>(in.lost_ranks_size()));
+  for (const pb::LostRank& p : in.lost_ranks()) {
+    LostRank& l = out->lost_ranks.emplace_back();
+    l.cause = FromProto(p.cause());
+    l.at_seconds = p.at_seconds();
+    l.replaced = p.replaced();
+  }
+}
+
+}  // namespace ddp

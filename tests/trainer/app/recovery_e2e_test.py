@@ -1,0 +1,412 @@
+"""End-to-end tests of in-job recovery: real ddp-trainer processes (4 local CPU workers, Gloo on
+loopback), real SIGKILLs. A run that loses workers ends with a final.pt bitwise equal to the
+uninterrupted run with the same flags; and the limits (a second death during a recovery,
+restarts exhausted, a replacement that cannot start or never registers, a stop during a
+recovery) end as documented.
+
+Victims are frozen at a chosen point by the worker's test hook (DDP_TEST_HOLD,
+trainer/worker/test_hold.h) and then SIGKILLed, so each kill happens exactly where the case says.
+
+Run as `python recovery_e2e_test.py CASE` (CTest registers one test per case). Needs DDP_BIN_DIR
+and Python torch. The uninterrupted reference run is cached under DDP_E2E_CACHE (keyed by the
+binary and the flags) so that the cases share it.
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.jit._pickle  # noqa: F401  (restore_type_tag, see model_state)
+
+BIN = os.environ["DDP_BIN_DIR"]
+TRAINER = os.path.join(BIN, "ddp-trainer")
+DDPCTL = os.path.join(BIN, "ddpctl")
+CACHE = os.environ.get("DDP_E2E_CACHE", os.path.join(tempfile.gettempdir(), "ddp-e2e-cache"))
+# 4 workers, 512 samples, batch 16: 8 steps per epoch, 3 epochs = 24 steps; checkpoints every 4.
+BASE = ["--data", "synthetic:512x1x8x8:10", "--arch", "mlp", "--batch-size", "16",
+        "--workers", "0", "--print-freq", "4", "--heartbeat-timeout", "5", "--nprocs-per-node",
+        "4", "--epochs", "3", "--seed", "11", "--checkpoint-every", "4", "--max-restarts", "3",
+        "--registration-timeout", "60"]
+STEPS_PER_EPOCH = 8
+MALLOC_ENV = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+
+
+def with_flags(extra):
+    """BASE with `extra` (flag, value pairs) replacing the same flags' values or appended."""
+    args, extra = list(BASE), list(extra)
+    for flag, value in zip(extra[0::2], extra[1::2]):
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    return args
+
+
+def clean_env(extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SLURM") and k not in MALLOC_ENV and k != "DDP_TEST_HOLD"}
+    env.update(extra or {})
+    return env
+
+
+def expect(cond, msg, output=""):
+    if not cond:
+        sys.exit(f"FAIL: {msg}\n{output[-8000:]}")
+
+
+def model_state(path):
+    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
+        ckpt = torch.load(path)
+    expect(isinstance(ckpt, dict) and "model" in ckpt, f"{path} is not a checkpoint dict")
+    return ckpt
+
+
+def same_model(a_path, b_path):
+    """Bitwise: every tensor of the model, the momentum, the step and the epoch."""
+    a, b = model_state(a_path), model_state(b_path)
+    expect(a["step"] == b["step"] and a["epoch"] == b["epoch"],
+           f"positions differ: {a['epoch']}/{a['step']} vs {b['epoch']}/{b['step']}")
+    for k in a["model"]:
+        expect(torch.equal(a["model"][k], b["model"][k]), f"{k} differs from the reference")
+    for k in a["optimizer"]["momentum_buffer"]:
+        expect(torch.equal(a["optimizer"]["momentum_buffer"][k],
+                           b["optimizer"]["momentum_buffer"][k]), f"momentum {k} differs")
+
+
+def reference(extra=()):
+    """final.pt of the uninterrupted run with BASE + extra (cached per binary and flags)."""
+    st = os.stat(TRAINER)
+    key = hashlib.sha256(json.dumps([BASE, list(extra), st.st_size, st.st_mtime_ns]).encode())
+    folder = os.path.join(CACHE, key.hexdigest()[:16])
+    final = os.path.join(folder, "ck", "final.pt")
+    if os.path.exists(final):
+        return final
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    p = subprocess.run([TRAINER] + with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id",
+                                                         "ref"],
+                       cwd=folder, env=clean_env(), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=600)
+    expect(p.returncode == 0, f"reference run exited {p.returncode}", p.stdout)
+    return final
+
+
+class Job:
+    """A ddp-trainer run in its own session (so the test can kill everything it started)."""
+
+    def __init__(self, tmp, name, extra=(), holds=(), env=None):
+        self.tmp, self.name = tmp, name
+        self.dist = os.path.join(tmp, f"dist_file.{name}")
+        hold = ",".join(f"{point}:{rank}:{step}:{os.path.join(tmp, f'held-{i}')}"
+                        for i, (point, rank, step) in enumerate(holds))
+        extra_env = dict(env or {})
+        if hold:
+            extra_env["DDP_TEST_HOLD"] = hold
+        self.args = with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id", name]
+        self.p = subprocess.Popen([TRAINER] + self.args, cwd=tmp, env=clean_env(extra_env),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
+        self.started = time.time()
+
+    def held(self, index, timeout=120):
+        """Pid of the worker frozen by hold `index`, once it is stopped."""
+        marker = os.path.join(self.tmp, f"held-{index}")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if os.path.exists(marker):
+                with open(marker) as f:
+                    text = f.read().strip()
+                if text and state_of(int(text)) == "T":
+                    return int(text)
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.kill()
+        sys.exit(f"FAIL: hold {index} never stopped a worker\n{self.output()[-6000:]}")
+
+    def workers(self):
+        out = subprocess.run(["pgrep", "-s", str(self.p.pid), "-f", "--", "--internal-worker"],
+                             stdout=subprocess.PIPE, text=True).stdout.split()
+        return [int(x) for x in out]
+
+    def status(self):
+        st = subprocess.run([DDPCTL, "status", "--json", "--dist-file", self.dist],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return json.loads(st.stdout) if st.returncode == 0 else None
+
+    def wait_status(self, until, timeout=120, every=0.1):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = self.status()
+            if s is not None and until(s):
+                return s
+            time.sleep(every)
+        self.kill()
+        sys.exit(f"FAIL: status never matched\n{self.output()[-6000:]}")
+
+    def finish(self, timeout=300):
+        try:
+            self._out = self.p.communicate(timeout=timeout)[0]
+        except subprocess.TimeoutExpired:
+            self.kill()
+            sys.exit(f"FAIL: job {self.name} still running after {timeout} s\n{self.output()}")
+        return self.p.returncode, self._out
+
+    def output(self):
+        return getattr(self, "_out", "")
+
+    def kill(self):
+        try:
+            os.killpg(self.p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self._out = self.p.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            pass
+
+    def coordinator_log(self):
+        with open(self.dist + ".coordinator.log") as f:
+            return f.read()
+
+
+def state_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def rank_of(job, pid):
+    s = job.status()
+    for r in (s or {}).get("ranks", []):
+        if r["pid"] == pid:
+            return r["rank"]
+    return None
+
+
+def recovered_ok(job, code, out, restarts, final_ref):
+    expect(code == 0, f"job exited {code}, want 0", out)
+    same_model(os.path.join(job.tmp, "ck", "final.pt"), final_ref)
+    log = job.coordinator_log()
+    expect(f"restart {restarts} of 3" in log, f"the coordinator log shows no restart {restarts}",
+           log)
+    lines = [l for l in out.splitlines() if re.match(r"\[rank 0\] recovery \d+: ", l)]
+    expect(len(lines) >= 1, "rank 0 printed no recovery line", out)
+    for l in lines:
+        m = re.search(r"training resumed at step \d+, ([0-9.]+) s after", l)
+        expect(m, f"recovery line without its duration: {l}")
+        print(l)
+
+
+# --- exactness ---------------------------------------------------------------------------------
+
+def case_rank0_killed(tmp):
+    """Rank 0 is SIGKILLed after step 5; its replacement gets the state from the survivors."""
+    ref = reference()
+    job = Job(tmp, "r0", holds=[("step", 0, 5)])
+    victim = job.held(0)
+    os.kill(victim, signal.SIGKILL)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 1, ref)
+    expect(re.search(r"recovery 1: rank 0 \(host [^,]+, node 0, local rank 0, pid %d\) killed by "
+                     r"signal 9" % victim, out), "rank 0's line does not name the lost rank", out)
+    expect("resuming from" not in out, "a checkpoint file was read", out)
+
+
+def case_middle_rank_killed(tmp):
+    """A middle rank is SIGKILLed at whatever moment it is in (no hold): mid-step, mid-allreduce
+    or between steps; the run still ends bitwise equal."""
+    extra = ["--data", "synthetic:8192x1x8x8:10", "--epochs", "1", "--checkpoint-every", "0"]
+    ref = reference(extra)
+    job = Job(tmp, "mid", extra=extra)
+    s = job.wait_status(lambda s: s["state"] == "RUNNING" and s["step"] >= 20, every=0.05)
+    victim = next(r["pid"] for r in s["ranks"] if r["rank"] == 2)
+    os.kill(victim, signal.SIGKILL)
+    code, out = job.finish()
+    expect(code == 0, f"job exited {code}", out)
+    same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+    expect("restart 1 of 3" in job.coordinator_log(), "no restart in the log", job.coordinator_log())
+
+
+def case_two_ranks_killed(tmp):
+    """Rank 1 dies after step 3, rank 3 after step 13 (in the next epoch): two recoveries."""
+    ref = reference()
+    job = Job(tmp, "two", holds=[("step", 1, 3), ("step", 3, 13)])
+    os.kill(job.held(0), signal.SIGKILL)
+    os.kill(job.held(1), signal.SIGKILL)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 2, ref)
+    s_log = job.coordinator_log()
+    expect("membership generation 2 complete" in s_log, "no second generation", s_log)
+
+
+def case_kill_during_checkpoint(tmp):
+    """Rank 0 dies as it is about to write the checkpoint of step 12: that checkpoint is never
+    committed, no temp file is left, training goes on."""
+    ref = reference()
+    job = Job(tmp, "ck", holds=[("checkpoint", 0, 12)])
+    os.kill(job.held(0), signal.SIGKILL)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 1, ref)
+    left = [f for f in os.listdir(os.path.join(tmp, "ck")) if "tmp" in f]
+    expect(not left, f"temp files left in the checkpoint folder: {left}")
+
+
+def case_kill_during_eval(tmp):
+    """Rank 2 dies during the evaluation after epoch 0: the evaluation is done again."""
+    ref = reference()
+    job = Job(tmp, "ev", holds=[("eval", 2, STEPS_PER_EPOCH)])
+    os.kill(job.held(0), signal.SIGKILL)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 1, ref)
+    expect(len(re.findall(r"\* Epoch 0: test Acc@1", out)) == 1,
+           "epoch 0's evaluation was not reported exactly once", out)
+
+
+def case_kill_while_stopping(tmp):
+    """A stop is asked while rank 1 is frozen after step 5; rank 1 is then killed. The job
+    recovers, stops at its next agreement (exit 3), and a resume ends bitwise equal."""
+    ref = reference()
+    job = Job(tmp, "stop", holds=[("step", 1, 5)])
+    victim = job.held(0)
+    st = subprocess.run([DDPCTL, "stop", "--dist-file", job.dist, "--wait", "0"],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    job.wait_status(lambda s: s["state"] == "STOPPING")
+    os.kill(victim, signal.SIGKILL)
+    code, out = job.finish()
+    expect(code == 3, f"stopped job exited {code}, want 3 ({st.stdout})", out)
+    expect("restart 1 of 3" in job.coordinator_log(), "no recovery", job.coordinator_log())
+    again = Job(tmp, "stop2")
+    code, out = again.finish()
+    expect(code == 0, f"resumed job exited {code}", out)
+    expect("resuming from" in out, "the second run did not resume", out)
+    same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+
+
+# --- limits ------------------------------------------------------------------------------------
+
+def case_second_death_during_recovery(tmp):
+    """Ranks 1 and 2 are frozen after step 5; rank 1 is killed, and rank 2 while the job
+    recovers: both are replaced in the same recovery (2 restarts), the result is exact."""
+    ref = reference()
+    job = Job(tmp, "second", holds=[("step", 1, 5), ("step", 2, 5)])
+    first, second = job.held(0), job.held(1)
+    os.kill(first, signal.SIGKILL)
+    job.wait_status(lambda s: s["state"] == "RECOVERING")
+    os.kill(second, signal.SIGKILL)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 2, ref)
+    log = job.coordinator_log()
+    expect("also lost during the recovery" in log, "the second death was not part of it", log)
+
+
+def case_restarts_exhausted(tmp):
+    """--max-restarts 1 and two ranks lost: exit 4 naming both."""
+    job = Job(tmp, "exh", extra=["--max-restarts", "1"], holds=[("step", 1, 5), ("step", 3, 9)])
+    first = job.held(0)
+    os.kill(first, signal.SIGKILL)
+    second = job.held(1)
+    os.kill(second, signal.SIGKILL)
+    code, out = job.finish(timeout=120)
+    expect(code == 4, f"job exited {code}, want 4", out)
+    named = re.search(r"rank 3 \(host [^)]*pid %d\) killed by signal 9; restarts exhausted \(1 of 1 "
+                      r"used\); lost before: rank 1 \(host [^)]*pid %d\) killed by signal 9"
+                      % (second, first), out)
+    expect(named, "the failure does not name both lost ranks", out)
+
+
+def write_idx(folder, n_train, n_test):
+    """A tiny MNIST-format data set (28x28, 10 classes)."""
+    os.makedirs(folder)
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        with open(os.path.join(folder, f"{prefix}-images-idx3-ubyte"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, n, 28, 28))
+            f.write(bytes((i * 7 + j) % 251 for i in range(n) for j in range(28 * 28)))
+        with open(os.path.join(folder, f"{prefix}-labels-idx1-ubyte"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, n))
+            f.write(bytes(i % 10 for i in range(n)))
+
+
+def case_replacement_cannot_start(tmp):
+    """The data disappears after the start: the replacement exits at once (not respawned again);
+    at the registration deadline the job fails naming the slot and how its start ended."""
+    data = os.path.join(tmp, "data")
+    write_idx(data, 512, 64)
+    job = Job(tmp, "bad", extra=["--data", f"mnist:{data}", "--registration-timeout", "30"],
+              holds=[("step", 2, 3)])
+    victim = job.held(0)
+    shutil.rmtree(data)
+    os.kill(victim, signal.SIGKILL)
+    code, out = job.finish(timeout=180)
+    expect(code not in (0, 3), f"job exited {code}", out)
+    log = job.coordinator_log()
+    expect(re.search(r"recovery timed out after 30s: rank 2 \(node 0 local rank 2, replacement "
+                     r"not registered; its start exited with code 2\)", log),
+           "the failure does not name the replacement that could not start", log)
+    expect("not started again" in log, "the failed start was respawned", log)
+    expect(time.time() - job.started < 170, "took too long")
+
+
+def case_replacement_never_registers(tmp):
+    """The replacement blocks forever opening its data (a FIFO nobody writes): the job fails at
+    the registration deadline naming the slot."""
+    data = os.path.join(tmp, "data")
+    write_idx(data, 512, 64)
+    job = Job(tmp, "hang", extra=["--data", f"mnist:{data}", "--registration-timeout", "30"],
+              holds=[("step", 1, 3)])
+    victim = job.held(0)
+    images = os.path.join(data, "train-images-idx3-ubyte")
+    os.remove(images)
+    os.mkfifo(images)
+    os.kill(victim, signal.SIGKILL)
+    code, out = job.finish(timeout=180)
+    expect(code not in (0, 3), f"job exited {code}", out)
+    log = job.coordinator_log()
+    expect(re.search(r"recovery timed out after 30s: rank 1 \(node 0 local rank 1, replacement "
+                     r"not registered[;)]", log), "the failure does not name the missing slot", log)
+    expect(not job.workers(), f"workers left running: {job.workers()}")
+
+
+def case_stop_during_recovery(tmp):
+    """Rank 3 is killed after step 5 while rank 0 is held before rejoining: a stop asked during
+    the recovery waits for it, then the job checkpoints and exits 3; a resume ends exact."""
+    ref = reference()
+    job = Job(tmp, "sdr", holds=[("step", 3, 5), ("rejoin", 0, 5)])
+    os.kill(job.held(0), signal.SIGKILL)
+    survivor = job.held(1)
+    subprocess.run([DDPCTL, "stop", "--dist-file", job.dist, "--wait", "0"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    s = job.wait_status(lambda s: s["state"] == "RECOVERING" and s["stop_reason"])
+    expect(s["restarts"] == 1 and s["lost_ranks"] and s["lost_ranks"][0]["rank"] == 3,
+           f"status during the recovery: {s}")
+    os.kill(survivor, signal.SIGCONT)
+    code, out = job.finish()
+    expect(code == 3, f"job exited {code}, want 3", out)
+    log = job.coordinator_log()
+    expect("the stop goes on" in log, "the recovery did not hand over to the stop", log)
+    again = Job(tmp, "sdr2")
+    code, out = again.finish()
+    expect(code == 0, f"resumed job exited {code}", out)
+    same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+
+
+CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
+
+if __name__ == "__main__":
+    name = sys.argv[1]
+    tmp = tempfile.mkdtemp(prefix=f"ddp-recovery-{name}-")
+    try:
+        CASES[name](tmp)
+        print(f"PASS {name}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

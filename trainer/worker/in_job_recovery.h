@@ -1,0 +1,93 @@
+// In-job recovery, the worker's side (proto/coordinator.proto, RECOVERY): when a collective or
+// store call fails because a peer is gone, or the coordinator announces a newer membership
+// generation, the worker aborts its process group, keeps its model, optimizer and position,
+// rejoins the next generation at the coordinator, builds the new group under that generation's
+// store prefix and takes the state of the most advanced rank (CommunicationStage::Connect, the
+// same path as the start). No checkpoint file is read. A replacement worker joins through
+// Register and takes the same path from Connect on.
+//
+//   InJobRecovery recovery(comm, session, position, options);
+//   RETURN_IF_ERROR(recovery.Connect());                 // the session's generation
+//   for (;;) {
+//     absl::Status st = TrainSomeSteps();                // recovery.OnStepCommitted() per step
+//     if (st.ok() || !InJobRecovery::Recoverable(st)) return st;
+//     RETURN_IF_ERROR(recovery.Recover(st));             // ABORTED: the job cannot recover
+//   }
+//
+// Rank 0 prints one line per recovery, at the first step committed after it: who was lost and
+// why (the coordinator's cause), the restarts used, how long it took, where the state came from,
+// and the wall-clock time of that step (bench/recovery.sh reads it).
+//
+// While it lives, a heartbeat reply that names a newer generation interrupts the communication
+// stage from the heartbeat thread (CommunicationStage::Interrupt).
+//
+// Thread safety: the training thread only (the interrupt hook is the one exception, above).
+#ifndef SLURM_DDP_TRAINER_WORKER_IN_JOB_RECOVERY_H_
+#define SLURM_DDP_TRAINER_WORKER_IN_JOB_RECOVERY_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/failure_cause.h"
+#include "trainer/worker/communication_stage.h"
+#include "trainer/worker/coordinator_session.h"
+#include "trainer/worker/test_hold.h"
+#include "trainer/worker/training_position.h"
+
+namespace ddp {
+
+class InJobRecovery {
+ public:
+  struct Options {
+    absl::Duration rejoin_timeout = absl::Seconds(120);  // one Rejoin answer at most
+    int max_restarts = 0;                                // for the log line
+    const TestHold* hold = nullptr;  // end-to-end tests: the "rejoin" point (test_hold.h)
+  };
+
+  InJobRecovery(CommunicationStage& comm, CoordinatorSession& session, TrainingPosition& position,
+                Options options);
+  ~InJobRecovery();  // unhooks the heartbeat interrupt
+  InJobRecovery(const InJobRecovery&) = delete;
+  InJobRecovery& operator=(const InJobRecovery&) = delete;
+
+  // Builds the group of the session's current generation; a recoverable failure on the way
+  // (a peer lost while connecting) goes on as Recover.
+  absl::Status Connect();
+  // `why` ended the current group: abort it, rejoin, build the next one; again while building
+  // fails recoverably. ABORTED with the coordinator's reason when the job cannot recover.
+  absl::Status Recover(const absl::Status& why);
+  // A failed collective or store call (UNAVAILABLE, DEADLINE_EXCEEDED: a peer is gone or the
+  // coordinator announced a newer generation), which Recover handles.
+  static bool Recoverable(const absl::Status& status);
+  // Call after each committed step (cheap): prints the pending recovery line on rank 0.
+  void OnStepCommitted();
+
+  int recoveries() const { return recoveries_; }
+
+ private:
+  struct Pending {
+    int index = 0;       // 1 for the first recovery this worker saw
+    FailureCause cause;  // the coordinator's
+    int restarts = 0;
+    double coordinator_seconds = 0;               // loss -> generation complete, at the coordinator
+    std::chrono::steady_clock::time_point since;  // when this worker saw the failure (or began)
+    bool replacement = false;  // this worker is a replacement (it saw no failure)
+    int root = 0;
+    int64_t root_step = 0;
+  };
+  absl::Status ConnectOnce();
+
+  CommunicationStage& comm_;
+  CoordinatorSession& session_;
+  TrainingPosition& position_;
+  const Options options_;
+  int recoveries_ = 0;
+  std::optional<Pending> pending_;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_TRAINER_WORKER_IN_JOB_RECOVERY_H_
