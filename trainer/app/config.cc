@@ -79,13 +79,14 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                  "A replacement must register within --registration-timeout")
       ->check(CLI::Range(0, 1000000))
       ->group(job);
-  app.add_option("--stall-timeout", c.stall_timeout_s,
-                 absl::StrCat("Seconds a rank may sit in one working phase while a peer waits in "
-                              "a collective before it is stalled: with a restart left "
-                              "(--max-restarts) it is replaced, else the job fails naming it (exit ",
-                              kExitAborted,
-                              "); 0: max(60 s, 20x the median step time); checkpoint, eval and "
-                              "the first step get 10x"))
+  app.add_option(
+         "--stall-timeout", c.stall_timeout_s,
+         absl::StrCat("Seconds a rank may sit in one working phase while a peer waits in "
+                      "a collective before it is stalled: with a restart left "
+                      "(--max-restarts) it is replaced, else the job fails naming it (exit ",
+                      kExitAborted,
+                      "); 0: max(60 s, 20x the median step time); checkpoint, eval and "
+                      "the first step get 10x"))
       ->check(CLI::NonNegativeNumber)
       ->group(job);
   app.add_option("--stop-timeout", c.stop_timeout_s,
