@@ -13,7 +13,7 @@ source "$(dirname "$0")/kit_lib.sh"
 source "$(dirname "$0")/trainer_lib.sh"
 tr_require
 
-RQ_DATA=${RQ_DATA:-synthetic:16384x1x8x8:10}   # world 2, batch 16: 512 steps per epoch
+RQ_DATA=${RQ_DATA:-synthetic:8192x1x8x8:10}   # world 2, batch 16: 256 steps per epoch
 RQ_SEED=7
 
 job_restarts_is() { [[ "$(job_field "$1" Restarts)" == "$2" ]]; }

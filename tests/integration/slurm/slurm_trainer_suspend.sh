@@ -13,7 +13,7 @@ SUSPEND_S=${SUSPEND_S:-12}  # > 2 x --heartbeat-timeout
 
 body() {
   local w=$T_WORK/susp job df step
-  job=$(DATA=synthetic:32768x1x8x8:10 EPOCHS=1 PRINT_FREQ=200 \
+  job=$(DATA=synthetic:8192x1x8x8:10 EPOCHS=1 PRINT_FREQ=50 \
         EXTRA_ARGS="--workers 0 --heartbeat-timeout 5 --no-eval" \
         tr_submit susp --gres=gpu:1 --cpus-per-task=1) || fail sbatch
   df=$w/dist_file.$job

@@ -278,8 +278,9 @@ def case_bad_input(tmp):
 
 
 def case_accuracy(tmp):
-    """The demo configuration learns: >= 85% test accuracy on the real Fashion-MNIST."""
-    p = run(["--nprocs-per-node", "4", "--data", "fashion-mnist", "--arch", "cnn", "--epochs", "2",
+    """The demo's model and workers learn: >= 85% test accuracy on the real Fashion-MNIST after
+    one epoch (the demo runs two; one epoch gives about 89.6%)."""
+    p = run(["--nprocs-per-node", "4", "--data", "fashion-mnist", "--arch", "cnn", "--epochs", "1",
              "--print-freq", "100", "--job-id", "acc"], tmp, timeout=1500, check=OK)
     m = re.findall(r"test Acc@1 ([0-9.]+)", p.stdout)
     expect(m, "no test accuracy printed", p.stdout)
