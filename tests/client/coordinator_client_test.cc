@@ -19,34 +19,54 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
-  auto contents = NewDistFileContents("rt", 0, "", 0);
-  ASSERT_TRUE(contents.ok());
-  JobConfig config;
-  config.job_id = "rt";
-  config.nonce = contents->nonce;
-  config.world_size = 1;
-  Job job(config, MonotonicClock::Get());
+// A Job of `world_size` ranks behind a real CoordinatorServer on a free port, with the three
+// tokens of a fresh dist_file; connect() builds ConnectOptions for the server with one token.
+struct LiveCoordinator {
+  LiveCoordinator(const std::string& job_id, int world_size, int max_restarts)
+      : contents(*NewDistFileContents(job_id, 0, "", 0)),
+        job(Config(job_id, contents.nonce, world_size, max_restarts), MonotonicClock::Get()) {
+    ServerOptions options;
+    options.tokens = {contents.token, contents.view_token, contents.control_token};
+    server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
+  }
+  static JobConfig Config(const std::string& job_id, const std::string& nonce, int world_size,
+                          int max_restarts) {
+    JobConfig config;
+    config.job_id = job_id;
+    config.nonce = nonce;
+    config.world_size = world_size;
+    config.max_restarts = max_restarts;
+    return config;
+  }
+  ConnectOptions connect(const std::string& token) const {
+    ConnectOptions o;
+    o.address = (*server)->address();
+    o.token = token;
+    return o;
+  }
+
+  DistFileContents contents;
+  Job job;
   KvStore store;
-  ServerOptions options;
-  options.tokens = {contents->token, contents->view_token, contents->control_token};
-  auto server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
-  ASSERT_TRUE(server.ok()) << server.status();
-  ConnectOptions o;
-  o.address = (*server)->address();
-  o.token = contents->token;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server;
+};
+
+TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
+  LiveCoordinator c("rt", /*world_size=*/1, /*max_restarts=*/0);
+  ASSERT_TRUE(c.server.ok()) << c.server.status();
+  ConnectOptions o = c.connect(c.contents.token);
   auto api = ConnectToCoordinator(o);
   ASSERT_TRUE(api.ok()) << api.status();
   WorkerIdentity who;
   who.host = "me";
-  who.nonce = contents->nonce;
+  who.nonce = c.contents.nonce;
   auto rank = (*api)->Register(who, absl::Seconds(5));
   ASSERT_TRUE(rank.ok()) << rank.status();
   EXPECT_EQ(rank->rank, 0);
   EXPECT_EQ(rank->world_size, 1);
   EXPECT_EQ(*(*api)->StoreAdd("x", 41), 41);
   EXPECT_EQ(*(*api)->StoreAdd("x", 1), 42);
-  o.token = contents->view_token;
+  o.token = c.contents.view_token;
   auto op = OperatorClient::Connect(o);
   ASSERT_TRUE(op.ok()) << op.status();
   auto status = (*op)->GetStatus();
@@ -59,22 +79,10 @@ TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
 // In-job recovery over the wire: a launcher's ReportLost gets RESPAWN, the survivor's Rejoin and
 // the replacement's Register both answer with the next membership generation and its store prefix.
 TEST(CoordinatorClientTest, ReportLostRejoinAndReplacementOverTheWire) {
-  auto contents = NewDistFileContents("rec", 0, "", 0);
-  ASSERT_TRUE(contents.ok());
-  JobConfig config;
-  config.job_id = "rec";
-  config.nonce = contents->nonce;
-  config.world_size = 2;
-  config.max_restarts = 1;
-  Job job(config, MonotonicClock::Get());
-  KvStore store;
-  ServerOptions options;
-  options.tokens = {contents->token, contents->view_token, contents->control_token};
-  auto server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
-  ASSERT_TRUE(server.ok()) << server.status();
-  ConnectOptions o;
-  o.address = (*server)->address();
-  o.token = contents->view_token;
+  LiveCoordinator c("rec", /*world_size=*/2, /*max_restarts=*/1);
+  ASSERT_TRUE(c.server.ok()) << c.server.status();
+  const DistFileContents* contents = &c.contents;
+  ConnectOptions o = c.connect(contents->view_token);
   // Rejoin is a worker's call: the view token is refused on the call's headers.
   auto viewer = ConnectToCoordinator(o);
   ASSERT_TRUE(viewer.ok()) << viewer.status();

@@ -98,6 +98,11 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   app.add_option("--pg-timeout", c.pg_timeout_s, "Seconds before a stuck collective fails")
       ->check(CLI::PositiveNumber)
       ->group(job);
+  app.add_option("--linger", c.linger_s,
+                 "Seconds the coordinator (task 0) keeps serving status after a successful job, "
+                 "so that ddpctl and the dashboard can read the outcome; a signal ends it early")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->group(job);
 
   auto* data = "Data and model";
   app.add_option("--data", c.data,

@@ -26,6 +26,7 @@ struct TrainerConfig {
   double stall_timeout_s = 0;  // 0: derived from the median step time (coordinator)
   double stop_timeout_s = 60;  // a graceful stop ends within this (coordinator)
   double pg_timeout_s = 300;   // every collective fails after this long instead of hanging
+  double linger_s = 10;        // the coordinator keeps serving status this long after the end
   // In-job recovery: workers the job may replace in place, job-wide (0: a lost worker fails the
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
   int max_restarts = 3;

@@ -130,8 +130,12 @@ class LauncherRun {
         return;
       case SupervisorEvent::Kind::kExited:
         if (e.id == coordinator_) {
-          Log(task_, absl::StrCat("coordinator (pid ", supervisor_.pid(e.id), ") ",
-                                  e.status->Describe(), " while workers still run"));
+          // Exit 0: the job succeeded and the linger (--linger) ended while the workers were
+          // still on their way out; anything else is worth a line.
+          if (e.status->code() != kExitOk) {
+            Log(task_, absl::StrCat("coordinator (pid ", supervisor_.pid(e.id), ") ",
+                                    e.status->Describe(), " while workers still run"));
+          }
         } else {
           OnWorkerExit(e.id, *e.status);
         }

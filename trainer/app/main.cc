@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
     }
     ddp::LauncherOptions options;
     options.timeouts.signal_stop_deadline = absl::Seconds(config->stop_timeout_s + 30);
+    options.timeouts.coordinator_linger = absl::Seconds(config->linger_s);
     options.worker_command =
         ddp::WorkerCommand("/proc/self/exe", std::vector<std::string>(argv + 1, argv + argc));
     options.coordinator_command = ddp::CoordinatorCommand(*plan, *config, options.timeouts,

@@ -23,7 +23,7 @@ body() {
   mkdir -p "$w" "$ref"
   tr_slow_coordinator_bin "$slow" || fail "cannot prepare $slow"
   local flags=(--backend gloo --data "$RQ_DATA" --arch mlp --epochs 2 --batch-size 16 --lr 0.1
-               --seed "$RQ_SEED" --print-freq 100 --workers 0 --heartbeat-timeout 5)
+               --seed "$RQ_SEED" --print-freq 100 --workers 0 --heartbeat-timeout 5 --linger 0)
 
   note "uninterrupted reference run (srun, 2 nodes x 1 worker), in the background"
   srun --job-name=ref --chdir="$ref" -N2 --ntasks-per-node=1 --gres=gpu:1 "$TR_TRAINER" \

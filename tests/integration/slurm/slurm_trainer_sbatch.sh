@@ -18,7 +18,7 @@ submit_wait() {
   local w=$T_WORK/$name
   mkdir -p "$w"
   (cd "$w" && DDP_BIN_DIR=$TR_BIN BACKEND=gloo DATA=$TR_DATA ARCH=mlp EPOCHS=2 BATCH_SIZE=16 \
-     PRINT_FREQ=20 EXTRA_ARGS="--workers 0 --heartbeat-timeout 5" \
+     PRINT_FREQ=20 EXTRA_ARGS="--workers 0 --heartbeat-timeout 5 --linger 0" \
      sbatch --wait --parsable --export=ALL --output="$w/job.out" --time=10 "$@" "$KIT/$template" \
        >"$w/sbatch.out" 2>&1; echo $? >"$w/sbatch.rc")
 }

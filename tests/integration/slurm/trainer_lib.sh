@@ -12,8 +12,9 @@ TR_PY=$(ddp_torch_python) || fail "no Python with torch (set DDP_TORCH_PYTHON or
 # The small CPU configuration every test uses (world sizes 2..4, 2048 samples).
 TR_DATA=${TR_DATA:-synthetic:2048x1x8x8:10}
 # shellcheck disable=SC2034  # used by the tests that source this file
+# --linger 0: a finished job's step ends at once (no test reads a job's status after it succeeded).
 TR_FLAGS=(--backend gloo --data "$TR_DATA" --arch mlp --batch-size 16 --workers 0 --epochs 2
-          --print-freq 20 --heartbeat-timeout 5)
+          --print-freq 20 --heartbeat-timeout 5 --linger 0)
 
 tr_require() {  # fail early (before the cluster starts) when the build is missing
   local b
@@ -47,6 +48,7 @@ tr_submit() {
   mkdir -p "$T_WORK/$name"
   (cd "$T_WORK/$name" &&
    DDP_BIN_DIR=${DDP_BIN_DIR:-$TR_BIN} BACKEND=gloo ARCH=mlp BATCH_SIZE=16 \
+     EXTRA_ARGS="--linger 0 ${EXTRA_ARGS:-}" \
      sbatch --parsable --export=ALL --output="$T_WORK/$name/job.out" --nodes=2 --time=10 "$@" \
      "$KIT/multi-node.sbatch")
 }

@@ -27,7 +27,7 @@ import zlib
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainer_e2e_test import FAST, TRAINER, clean_env, expect, model_state, run  # noqa: E402
+from trainer_e2e_test import FAST, NO_LINGER, TRAINER, clean_env, expect, model_state, run  # noqa: E402
 
 SKIP = 77  # CTest: SKIP_RETURN_CODE
 ONE = FAST + ["--nprocs-per-node", "1"]
@@ -156,7 +156,7 @@ def case_flipped_byte(tmp):
 def case_umask(tmp):
     """Under umask 077 every checkpoint, final.pt, the manifest and the folder are private
     (they were 0644: anyone on a shared file system could read the weights)."""
-    p = subprocess.run([TRAINER] + ONE + ["--epochs", "1", "--checkpoint-dir", "ck/deeper",
+    p = subprocess.run([TRAINER] + NO_LINGER + ONE + ["--epochs", "1", "--checkpoint-dir", "ck/deeper",
                                           "--checkpoint-every", "8", "--job-id", "u"],
                        cwd=tmp, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=300, preexec_fn=lambda: os.umask(0o077))
@@ -177,7 +177,7 @@ def case_dead_temp(tmp):
     starts again, and said so."""
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, 256 << 10))
-    p = subprocess.run([TRAINER] + ONE + ["--epochs", "1", "--checkpoint-dir", "ck",
+    p = subprocess.run([TRAINER] + NO_LINGER + ONE + ["--epochs", "1", "--checkpoint-dir", "ck",
                                           "--checkpoint-every", "4", "--job-id", "d1"],
                        cwd=tmp, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=300, preexec_fn=small_files)

@@ -28,6 +28,8 @@ import torch.jit._pickle  # noqa: F401  (restore_type_tag, see model_state)
 
 BIN = os.environ["DDP_BIN_DIR"]
 TRAINER = os.path.join(BIN, "ddp-trainer")
+# A finished job ends at once: no test reads a job\'s status after it succeeded.
+NO_LINGER = ["--linger", "0"]
 DDPCTL = os.path.join(BIN, "ddpctl")
 CACHE = os.environ.get("DDP_E2E_CACHE", os.path.join(tempfile.gettempdir(), "ddp-e2e-cache"))
 # 4 workers, 512 samples, batch 16: 8 steps per epoch, 3 epochs = 24 steps; checkpoints every 4.
@@ -91,7 +93,7 @@ def reference(extra=()):
         return final
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    p = subprocess.run([TRAINER] + with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id",
+    p = subprocess.run([TRAINER] + NO_LINGER + with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id",
                                                          "ref"],
                        cwd=folder, env=clean_env(), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=600)
@@ -111,7 +113,7 @@ class Job:
         if hold:
             extra_env["DDP_TEST_HOLD"] = hold
         self.args = with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id", name]
-        self.p = subprocess.Popen([TRAINER] + self.args, cwd=tmp, env=clean_env(extra_env),
+        self.p = subprocess.Popen([TRAINER] + NO_LINGER + self.args, cwd=tmp, env=clean_env(extra_env),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   start_new_session=True)
         self.started = time.time()

@@ -19,6 +19,8 @@ import torch.jit._pickle  # noqa: F401  (restore_type_tag, see model_state)
 
 BIN = os.environ["DDP_BIN_DIR"]
 TRAINER = os.path.join(BIN, "ddp-trainer")
+# A finished job ends at once: no test reads a job\'s status after it succeeded.
+NO_LINGER = ["--linger", "0"]
 DDPCTL = os.path.join(BIN, "ddpctl")
 SRC = os.environ.get("DDP_SOURCE_DIR", os.path.dirname(__file__) + "/../../..")
 
@@ -48,7 +50,7 @@ def clean_env():
 
 
 def run(args, cwd, env=None, timeout=300, check=None):
-    p = subprocess.run([TRAINER] + args, cwd=cwd, env=env or clean_env(), timeout=timeout,
+    p = subprocess.run([TRAINER] + NO_LINGER + args, cwd=cwd, env=env or clean_env(), timeout=timeout,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if check is not None and p.returncode != check:
         sys.exit(f"FAIL: ddp-trainer {' '.join(args)} exited {p.returncode}, want {check}:\n"
@@ -118,7 +120,7 @@ def case_slurm_faked(tmp):
     procs = []
     for procid, localid, nodeid in layout:
         env = slurm_env("4242", 3, procid, localid, nodeid, 2, "2,1")
-        procs.append(subprocess.Popen([TRAINER] + FAST + ["--epochs", "1"], cwd=tmp, env=env,
+        procs.append(subprocess.Popen([TRAINER] + NO_LINGER + FAST + ["--epochs", "1"], cwd=tmp, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outs = [p.communicate(timeout=300)[0] for p in procs]
     for p, out in zip(procs, outs):
@@ -156,7 +158,7 @@ def case_kill_worker(tmp):
     args = ["--data", "synthetic:100000x1x8x8:10", "--arch", "mlp", "--batch-size", "8",
             "--workers", "0", "--nprocs-per-node", "3", "--epochs", "50", "--heartbeat-timeout",
             "3", "--max-restarts", "0", "--job-id", "kill"]
-    p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
+    p = subprocess.Popen([TRAINER] + NO_LINGER + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
     def pick_victim(st):
@@ -211,7 +213,7 @@ def case_suspend(tmp):
     args = ["--data", "synthetic:60000x1x8x8:10", "--arch", "mlp", "--batch-size", "8",
             "--workers", "0", "--nprocs-per-node", "2", "--epochs", "1", "--no-eval",
             "--heartbeat-timeout", "3", "--print-freq", "500", "--job-id", "susp"]
-    p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
+    p = subprocess.Popen([TRAINER] + NO_LINGER + args, cwd=tmp, env=clean_env(), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
     dist = os.path.join(tmp, "dist_file.susp")
     step = poll_status(dist, lambda st: st["state"] == "RUNNING" and
