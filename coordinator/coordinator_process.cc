@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <utility>
 
@@ -135,13 +136,17 @@ void CoordinatorProcess::OnSignal(int sig) {
 
 int CoordinatorProcess::RunUntilDone() {
   job_->WaitFinished(absl::InfiniteDuration());
+  absl::Duration linger = options_.linger;
   {
     const JobStatus s = job_->Status();
+    // Ranks still running when a job fails or stops learn it from their next heartbeat reply:
+    // the coordinator stays for that, whatever --linger says.
+    if (s.state != JobState::kSucceeded) linger = std::max(linger, kOutcomeLinger);
     const std::string reason = OutcomeReason(s);
     Log(absl::StrCat("job finished: ", OutcomeName(s.state), reason.empty() ? "" : ": ", reason,
-                     "; lingering ", absl::FormatDuration(options_.linger), " (a signal ends it)"));
+                     "; lingering ", absl::FormatDuration(linger), " (a signal ends it)"));
   }
-  end_linger_.WaitForNotificationWithTimeout(options_.linger);
+  end_linger_.WaitForNotificationWithTimeout(linger);
   // Read again: a late report may have named the failure's root cause while we lingered.
   const JobStatus final_status = job_->Status();
   if (http_) http_->Stop();

@@ -47,6 +47,7 @@ struct CoordinatorOptions {
   absl::Duration stall_timeout = absl::ZeroDuration();  // zero: from the job's pace (stall_rule.h)
   absl::Duration stop_timeout = absl::Seconds(60);
   int http_port = 0;  // 0: ephemeral; -1: no HTTP endpoint
+  // After a successful job; after one that failed or stopped, at least kOutcomeLinger.
   absl::Duration linger = absl::Seconds(10);
   std::string log_file;  // also append log lines here
 };
@@ -67,6 +68,8 @@ class CoordinatorProcess {
       const CoordinatorOptions& options, const EnvMap& env);
   ~CoordinatorProcess();
   CoordinatorProcess(const CoordinatorProcess&) = delete;
+  // The least a coordinator lingers after a job that failed or stopped.
+  static constexpr absl::Duration kOutcomeLinger = absl::Seconds(10);
   CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
 
   int RunUntilDone();

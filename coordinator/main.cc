@@ -7,6 +7,8 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/exit_codes.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
@@ -59,7 +61,11 @@ int main(int argc, char** argv) {
                  "HTTP port for the dashboard, /api/status and /metrics (0 = ephemeral, "
                  "-1 = no HTTP); the bound port is published in the dist_file")
       ->check(CLI::Range(-1, 65535));
-  app.add_option("--linger", linger_s, "Seconds to keep serving status after the job ends")
+  app.add_option("--linger", linger_s,
+                 absl::StrCat("Seconds to keep serving status after a successful job (after one "
+                              "that failed or stopped: at least ",
+                              absl::ToInt64Seconds(ddp::CoordinatorProcess::kOutcomeLinger),
+                              " s, so that every rank hears the outcome)"))
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-file", options.log_file, "Also append log lines to this file");
   try {
