@@ -20,7 +20,7 @@
 //   - every "job <STATE>" change the log sink receives is a move Lifecycle::Allowed permits
 //     (nothing leaves SUCCEEDED, STOPPED or FAILED), and Status().state is the last announced
 //     state; `finished` matches the state and never goes back; a failure cause is present exactly
-//     when FAILED.
+//     when FAILED, and then no Register or Rejoin callback is left waiting.
 // No crash and no undefined behaviour: ASan and UBSan.
 #include <algorithm>
 #include <cstddef>
@@ -482,6 +482,16 @@ void Harness::CheckStatus(const char* after) {
              absl::StrCat("state ", ddp::JobStateName(s.state), " with failure '", s.failure.text,
                           "' after ", after));
   FUZZ_CHECK(job_->Finished() == s.finished, after);
+  // A failure ends every wait (Register, Rejoin): no callback is left behind.
+  if (s.state == ddp::JobState::kFailed) {
+    for (const std::shared_ptr<Pending>& p : pending_) {
+      FUZZ_CHECK(p->answered, absl::StrCat("worker ", p->worker, " pid ", p->pid,
+                                           " still waits in a FAILED job after ", after));
+    }
+  }
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [](const std::shared_ptr<Pending>& p) { return p->answered; }),
+                 pending_.end());
 }
 
 void Harness::Run() {
