@@ -16,6 +16,7 @@ namespace ddp {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 WorkerIdentity Who(int node, int local, int pid) {
   WorkerIdentity w;
@@ -220,6 +221,27 @@ TEST_F(JobRecoveryTest, AStopDuringTheRecoveryTakesEffectAfterIt) {
     ASSERT_TRUE(job->ReportDone(r, r == 1 ? 21 : 10 + r, absl::CancelledError("stopped")).ok());
   }
   EXPECT_EQ(job->Status().state, JobState::kStopped);
+}
+
+// fuzz/regressions/job/stop-signal-during-recovery: a heartbeat's stop signal during a recovery
+// announced "job RECOVERING: checkpoint and stop ..." although the state did not change. It is
+// kept like an operator's graceful stop there, and the stop begins when the recovery ends.
+TEST_F(JobRecoveryTest, AStopSignalDuringTheRecoveryIsNoStateChange) {
+  auto job = Running(3);
+  ASSERT_EQ(job->ReportLost(Killed(0, 1, 11))->action, LostAction::kRespawn);
+  ProgressReport signaled;
+  signaled.stop_signaled = true;
+  EXPECT_EQ(job->Heartbeat(0, 10, signaled)->command, Command::kCheckpointAndStop);
+  JobStatus s = job->Status();
+  EXPECT_EQ(s.state, JobState::kRecovering);
+  EXPECT_THAT(s.stop_reason, HasSubstr("received a stop signal"));
+  EXPECT_THAT(s.events.back(), HasSubstr("checkpoint and stop (after the recovery): rank 0"));
+  for (const std::string& e : s.events) EXPECT_THAT(e, Not(HasSubstr("job RECOVERING: check")));
+  for (int r : {0, 2, 3}) Rejoin(*job, r, 9);
+  ASSERT_TRUE(Register(*job, Who(0, 1, 21))->ok());
+  s = job->Status();
+  EXPECT_EQ(s.state, JobState::kStopping);
+  EXPECT_THAT(s.events.back(), HasSubstr("the stop goes on"));
 }
 
 TEST_F(JobRecoveryTest, ARejoinWithNoLossKnownWaitsThenRecoversTheSameMembers) {
