@@ -87,6 +87,10 @@ class ProgressReporter {
   // `callback` runs on the reporter thread each time a reply first announces a generation newer
   // than the own one. Must be thread-safe and quick; replaces an earlier one (nullptr: none).
   void OnNewerGeneration(std::function<void()> callback);
+  // One heartbeat now, on the caller's thread (the periodic ones go on): a worker that has just
+  // rejoined learns the job's command (a stop asked during the recovery) before its next step,
+  // not up to a period later.
+  void SendNow() { SendOnce(); }
 
  private:
   void Loop();

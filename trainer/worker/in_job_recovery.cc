@@ -101,6 +101,7 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
     p.since = since;
     pending_ = p;
     absl::Status st = ConnectOnce();
+    if (st.ok()) reporter.SendNow();
     if (st.ok() || !Recoverable(st) || absl::Now() >= deadline) return st;
     reason = st;
   }
