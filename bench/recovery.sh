@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# In-job recovery speed (issue 14): from the SIGKILL of a worker to the first training step
+# In-job recovery speed: from the SIGKILL of a worker to the first training step
 # completed after it, for the demo's CNN (--arch cnn --data fashion-mnist) with 4 CPU workers,
 # over KILLS kills (ranks in turn, rank 0 included), and in the same run the old path (the job
 # fails, is started again and resumes from its last checkpoint). Prints every kill and the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end training throughput (issue 5): ddp-trainer vs the recipe in Python (DDP +
+# End-to-end training throughput: ddp-trainer vs the recipe in Python (DDP +
 # DistributedSampler + DataLoader, bench/trainer/python_recipe.py), same model, data, world size,
 # batch size, optimizer and threads, both measured in this run. Prints samples/s of each and
 # ratio = ours / python (> 1: we are faster). Targets: >= 1.2 on the MLP, >= 1.0 on ResNet-18.
