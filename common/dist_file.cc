@@ -171,56 +171,10 @@ absl::Status PublishDistFile(const std::string& path, const DistFileContents& co
 
 absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
                                               const DistFileExpectation& expect) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT)
-      return absl::NotFoundError(absl::StrCat("dist_file ", path, " does not exist"));
-    return ErrnoError("stat", path);
-  }
-  if (S_ISLNK(st.st_mode)) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("dist_file ", path, " is a symlink; refusing it"));
-  }
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT)
-      return absl::NotFoundError(absl::StrCat("dist_file ", path, " does not exist"));
-    if (errno == ELOOP)
-      return absl::PermissionDeniedError(
-          absl::StrCat("dist_file ", path, " is a symlink; refusing it"));
-    return ErrnoError("open", path);
-  }
-  if (::fstat(fd.get(), &st) != 0) return ErrnoError("fstat", path);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::PermissionDeniedError(absl::StrCat("dist_file ", path, " is not a regular file"));
-  }
-  if (st.st_uid != ::geteuid()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("dist_file ", path, " is owned by uid ", st.st_uid, ", not by this user"));
-  }
-  if ((st.st_mode & 077) != 0) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("dist_file ", path, " has mode ", absl::StrFormat("%04o", st.st_mode & 0777),
-                     " (group/others may read the token); it must be 0600"));
-  }
-  if (st.st_size > kMaxDistFileBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dist_file ", path, " is too large (", st.st_size, " bytes > 64 KiB)"));
-  }
-  std::string text(static_cast<size_t>(kMaxDistFileBytes) + 1, '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read", path);
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  if (got > static_cast<size_t>(kMaxDistFileBytes)) {
-    return absl::InvalidArgumentError(absl::StrCat("dist_file ", path, " is too large (> 64 KiB)"));
-  }
-  text.resize(got);
-  auto parsed = ParseDistFile(text);
+  absl::StatusOr<std::string> text =
+      ReadPrivateFile(path, "dist_file", static_cast<size_t>(kMaxDistFileBytes));
+  if (!text.ok()) return text.status();
+  auto parsed = ParseDistFile(*text);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", parsed.status().message()));
   }

@@ -15,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
@@ -170,6 +171,57 @@ std::vector<std::string> RemoveStaleTempFiles(const std::string& dir,
     if ((dead || old) && ::unlink(path.c_str()) == 0) removed.push_back(name);
   }
   return removed;
+}
+
+absl::StatusOr<std::string> ReadPrivateFile(const std::string& path, absl::string_view what,
+                                            size_t max_bytes) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat(what, " ", path, " does not exist"));
+    return ErrnoError("stat", path);
+  }
+  const auto symlink = [&] {
+    return absl::PermissionDeniedError(absl::StrCat(what, " ", path, " is a symlink; refusing it"));
+  };
+  if (S_ISLNK(st.st_mode)) return symlink();
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat(what, " ", path, " does not exist"));
+    if (errno == ELOOP) return symlink();
+    return ErrnoError("open", path);
+  }
+  if (::fstat(fd.get(), &st) != 0) return ErrnoError("fstat", path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::PermissionDeniedError(absl::StrCat(what, " ", path, " is not a regular file"));
+  }
+  if (st.st_uid != ::geteuid()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " ", path, " is owned by uid ", st.st_uid, ", not by this user"));
+  }
+  if ((st.st_mode & 077) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        what, " ", path, " has mode ", absl::StrFormat("%04o", st.st_mode & 0777),
+        " (group/others may read or change the token); it must be 0600: chmod 600 it"));
+  }
+  const auto too_large = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", path, " is too large (more than ", max_bytes, " bytes)"));
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) return too_large();
+  std::string text(max_bytes + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("read", path);
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > max_bytes) return too_large();
+  text.resize(got);
+  return text;
 }
 
 std::string HostName() {

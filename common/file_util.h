@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -73,6 +74,13 @@ std::optional<TempFileName> ParseTempFileName(absl::string_view name);
 std::vector<std::string> RemoveStaleTempFiles(const std::string& dir,
                                               const std::function<bool(absl::string_view)>& owned,
                                               absl::Duration max_age);
+
+// Reads a file that holds a secret (the dist_file, a token file), all of it. Refused with
+// PERMISSION_DENIED when it is a symlink, not a regular file, owned by another user, or open to
+// group or others (anything but 0600/0400); NOT_FOUND when missing; INVALID_ARGUMENT when larger
+// than `max_bytes`. `what` names the file in messages: "<what> <path> has mode 0644 ...".
+absl::StatusOr<std::string> ReadPrivateFile(const std::string& path, absl::string_view what,
+                                            size_t max_bytes);
 
 // This machine's host name as gethostname() reports it ("localhost" if it cannot).
 std::string HostName();

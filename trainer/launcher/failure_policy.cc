@@ -46,7 +46,9 @@ FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status, bo
 
 void FailurePolicy::OnRespawnDeclined(const ExitStatus& status, bool stop_others, bool job_failed) {
   if (stop_others) stopping_ = true;
-  RecordFailure(job_failed ? kExitAborted : status.code());
+  // A worker that ended with its own error code (not a signal) failed by itself: the job's
+  // failure is its own, and the task keeps its code (a failed stop checkpoint stays exit 1).
+  RecordFailure(job_failed && status.signaled() ? kExitAborted : status.code());
 }
 
 void FailurePolicy::OnLaunchFailure() {

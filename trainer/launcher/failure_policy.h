@@ -48,8 +48,9 @@ class FailurePolicy {
   void OnLaunchFailure();
   // A Decision with `ask` was not carried out as a respawn (the coordinator answered STOP or
   // WAIT, or was unreachable): the end counts as a failure after all; `stop_others` stops this
-  // task's other workers. `job_failed`: the coordinator failed the job (STOP), and the task
-  // reports kExitAborted as its workers do.
+  // task's other workers. `job_failed`: the coordinator failed the job (STOP); after a death by
+  // signal the task reports kExitAborted as its workers do, after a worker's own error exit
+  // that worker's code (its failure is the job's).
   void OnRespawnDeclined(const ExitStatus& status, bool stop_others, bool job_failed = false);
 
   int task_exit_code() const { return result_; }

@@ -158,6 +158,16 @@ TEST(FailurePolicy, RestartsExhaustedAtTheCoordinatorAbortTheTask) {
   EXPECT_EQ(policy.task_exit_code(), kExitAborted);
 }
 
+// A worker that failed by itself (exit 1, e.g. its stop checkpoint could not be written) is the
+// job's failure: the coordinator's STOP does not turn the task's code into kExitAborted.
+TEST(FailurePolicy, AWorkersOwnErrorExitKeepsItsCodeWhenTheJobFailed) {
+  FailurePolicy policy(3);
+  const FailurePolicy::Decision d = policy.OnWorkerExit(Exited(kExitFailed));
+  ASSERT_TRUE(d.ask);
+  policy.OnRespawnDeclined(Exited(kExitFailed), /*stop_others=*/true, /*job_failed=*/true);
+  EXPECT_EQ(policy.task_exit_code(), kExitFailed);
+}
+
 TEST(FailurePolicy, WaitKeepsTheOthersRunning) {
   FailurePolicy policy(3);
   ASSERT_EQ(policy.OnWorkerExit(Killed(9)).action, Action::kRespawn);
