@@ -218,19 +218,26 @@ absl::Status Job::Stop(bool graceful, const std::string& reason) {
   const std::string why = reason.empty() ? "operator request" : reason;
   const JobState state = lifecycle_.state();
   if (graceful && state == JobState::kStopping) return absl::OkStatus();
-  if (graceful && state == JobState::kRecovering) {
-    if (!lifecycle_.stop_requested() && lifecycle_.RequestStop(why)) {
-      command_.store(lifecycle_.command(), std::memory_order_release);
-      EventLocked(absl::StrCat("checkpoint and stop (after the recovery): ", why), &out);
-    }
+  if (graceful && state != JobState::kRegistering && RequestGracefulStopLocked(why, &out)) {
     return absl::OkStatus();
   }
-  if (graceful && state != JobState::kRegistering && lifecycle_.RequestStop(why)) {
-    StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
-  } else {
-    FailLocked(CauseOfOperatorStop(why), absl::StatusCode::kAborted, absl::InfinitePast(), &out);
-  }
+  FailLocked(CauseOfOperatorStop(why), absl::StatusCode::kAborted, absl::InfinitePast(), &out);
   return absl::OkStatus();
+}
+
+bool Job::RequestGracefulStopLocked(const std::string& why, Completions* out) {
+  if (lifecycle_.state() == JobState::kRecovering) {
+    // The state stays RECOVERING (no state change to announce); the stop is kept for when the
+    // new generation has formed.
+    if (!lifecycle_.stop_requested() && lifecycle_.RequestStop(why)) {
+      command_.store(lifecycle_.command(), std::memory_order_release);
+      EventLocked(absl::StrCat("checkpoint and stop (after the recovery): ", why), out);
+    }
+    return true;
+  }
+  if (!lifecycle_.RequestStop(why)) return false;
+  StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), out);
+  return true;
 }
 
 void Job::SuspendedLocked(absl::Duration gap, Completions* out) {

@@ -147,6 +147,10 @@ class Job {
 
  private:
   void CompleteRegistrationLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A graceful stop in RUNNING (to STOPPING) or RECOVERING (kept until the new generation has
+  // formed; no state change). False when the lifecycle refuses it.
+  bool RequestGracefulStopLocked(const std::string& why, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // --- in-job recovery (job_recovery.cc) ------------------------------------------------------
   // `rank` of the current table is lost with `cause`: recover (kRespawn) or fail (kStop).
   LostAction LoseRankLocked(int rank, const FailureCause& cause, Completions* out)

@@ -20,18 +20,8 @@ void Job::StopSignaled(int rank) {
   absl::MutexLock lock(&mu_);
   const JobState state = lifecycle_.state();
   if (state != JobState::kRunning && state != JobState::kRecovering) return;
-  const std::string why = absl::StrCat(membership_.Describe(rank), " received a stop signal");
-  if (state == JobState::kRecovering) {
-    // As Stop() during a recovery: the state stays RECOVERING (no state change to announce) and
-    // the stop is kept for when the recovery ends.
-    if (!lifecycle_.stop_requested() && lifecycle_.RequestStop(why)) {
-      command_.store(lifecycle_.command(), std::memory_order_release);
-      EventLocked(absl::StrCat("checkpoint and stop (after the recovery): ", why), &out);
-    }
-    return;
-  }
-  if (lifecycle_.RequestStop(why))
-    StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), &out);
+  RequestGracefulStopLocked(absl::StrCat(membership_.Describe(rank), " received a stop signal"),
+                            &out);
 }
 
 std::vector<RankView> Job::RankViewsLocked(absl::Time now, StepPace* pace) {
