@@ -24,6 +24,19 @@ CLANG_ARGS = -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 # The sanitizer runs of `make test` build without optimization: half the compile time of
 # RelWithDebInfo, and their unit tests are quick either way.
 SANITIZER_BUILD_TYPE ?= Debug
+# ccache, when installed (scripts/setup-deps.sh installs it), keeps its cache outside the clone
+# beside the PyTorch venv: a second clone, `git clean` or a CI rerun compiles only what changed.
+# CCACHE=0 builds without it. The sloppiness lets the precompiled LibTorch header be cached.
+CCACHE ?= 1
+SLURM_DDP_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/slurm-ddp
+export CCACHE_DIR ?= $(SLURM_DDP_CACHE)/ccache
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
+export CCACHE_MAXSIZE ?= 5G
+# Expanded when `configure` runs, after `deps` has installed ccache.
+LAUNCHER = $(if $(and $(filter 1,$(CCACHE)),$(shell command -v ccache)),ccache)
+LAUNCHER_ARGS = $(foreach l,C CXX CUDA,-DCMAKE_$(l)_COMPILER_LAUNCHER=$(LAUNCHER))
 # The side builds below (sanitizers, clang, tidy) leave the root's compile_commands.json alone.
 LINK_COMPILE_COMMANDS ?= 1
 SIDE = --no-print-directory LINK_COMPILE_COMMANDS=0
@@ -36,7 +49,7 @@ deps:
 
 configure: deps
 	@mkdir -p $(BUILD_DIR)
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) > $(BUILD_DIR)/configure.log 2>&1 \
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(LAUNCHER_ARGS) $(CMAKE_ARGS) > $(BUILD_DIR)/configure.log 2>&1 \
 	  || { cat $(BUILD_DIR)/configure.log; exit 1; }
 	@[ "$(LINK_COMPILE_COMMANDS)" != 1 ] || ln -sf $(BUILD_DIR)/compile_commands.json compile_commands.json
 
