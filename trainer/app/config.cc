@@ -30,6 +30,10 @@ absl::Status Validate(const TrainerConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("--schedule ", c.schedule, ": expected step, cosine or constant"));
   }
+  if (!(c.coordinator_grace_s > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--coordinator-grace ", c.coordinator_grace_s, ": expected seconds > 0"));
+  }
   if (c.resume.empty()) {
     return absl::InvalidArgumentError("--resume needs auto, none or a checkpoint path");
   }
@@ -94,6 +98,12 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                               "before the ranks still running are ended: exit ",
                               kExitResumable, " with a checkpoint, else ", kExitFailed))
       ->check(CLI::PositiveNumber)
+      ->group(job);
+  app.add_option("--coordinator-grace", c.coordinator_grace_s,
+                 absl::StrCat("Seconds the workers train on while the coordinator cannot be "
+                              "reached; then they agree through their process group to write a "
+                              "checkpoint and exit ",
+                              kExitResumable, " (", kExitAborted, " without --checkpoint-dir)"))
       ->group(job);
   app.add_option("--pg-timeout", c.pg_timeout_s, "Seconds before a stuck collective fails")
       ->check(CLI::PositiveNumber)

@@ -25,8 +25,11 @@ struct TrainerConfig {
   double heartbeat_timeout_s = 10;
   double stall_timeout_s = 0;  // 0: derived from the median step time (coordinator)
   double stop_timeout_s = 60;  // a graceful stop ends within this (coordinator)
-  double pg_timeout_s = 300;   // every collective fails after this long instead of hanging
-  double linger_s = 10;        // the coordinator keeps serving status this long after the end
+  // Workers that cannot reach the coordinator for this long agree through their process group
+  // to checkpoint and exit resumable (README, "When the coordinator is lost").
+  double coordinator_grace_s = 60;
+  double pg_timeout_s = 300;  // every collective fails after this long instead of hanging
+  double linger_s = 10;       // the coordinator keeps serving status this long after the end
   // In-job recovery: workers the job may replace in place, job-wide (0: a lost worker fails the
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
   int max_restarts = 3;

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "trainer/app/config.h"
 
@@ -14,10 +13,6 @@ namespace ddp {
 
 ProgressReporter::ProgressReporter(CoordinatorApi* api, ProgressReporterOptions options)
     : api_(api), options_(std::move(options)) {
-  {
-    absl::MutexLock lock(&mu_);
-    last_success_ = absl::Now();
-  }
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -59,6 +54,36 @@ std::optional<FailureCause> ProgressReporter::abort_cause() const {
 
 void ProgressReporter::Flush() { SendOnce(); }
 
+bool ProgressReporter::CheckLostLocked(absl::Time now) const {
+  if (!lost_since_ && unanswered_since_ && now - *unanswered_since_ > options_.coordinator_grace) {
+    lost_since_ = now;
+  }
+  return lost_since_.has_value();
+}
+
+absl::Duration ProgressReporter::unanswered_for() const {
+  absl::MutexLock lock(&mu_);
+  return unanswered_since_ ? absl::Now() - *unanswered_since_ : absl::ZeroDuration();
+}
+
+bool ProgressReporter::coordinator_lost() const {
+  absl::MutexLock lock(&mu_);
+  return CheckLostLocked(absl::Now());
+}
+
+bool ProgressReporter::coordinator_silent() const {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  if (CheckLostLocked(now)) return true;
+  const absl::Duration silence = std::min(options_.coordinator_grace, 3 * options_.period);
+  return unanswered_since_ && now - *unanswered_since_ > silence;
+}
+
+void ProgressReporter::MarkCoordinatorLost() {
+  absl::MutexLock lock(&mu_);
+  if (!lost_since_) lost_since_ = absl::Now();
+}
+
 namespace {
 constexpr int kPhaseShift = 56;
 constexpr uint64_t kTimeMask = (uint64_t{1} << kPhaseShift) - 1;
@@ -98,7 +123,10 @@ void ProgressReporter::SendOnce() {
   ProgressReport report;
   {
     absl::MutexLock lock(&mu_);
+    // Once the coordinator is lost, nothing more is sent: a call could only wait.
+    if (CheckLostLocked(absl::Now())) return;
     report = latest_;
+    if (!unanswered_since_) unanswered_since_ = absl::Now();
   }
   AddPhase(&report);
   if (const std::atomic<bool>* flag = stop_signal_.load(); flag != nullptr && flag->load()) {
@@ -124,7 +152,7 @@ void ProgressReporter::SendOnce() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
   if (reply.ok()) {
-    last_success_ = now;
+    unanswered_since_.reset();
     if (reply->command == Command::kCheckpointAndStop) stop_requested_.store(true);
     if (reply->command == Command::kAbort) {
       // The latest reason wins: the coordinator may re-attribute a failure to its root cause.
@@ -132,13 +160,24 @@ void ProgressReporter::SendOnce() {
       abort_cause_ = reply->cause;
       if (abort_cause_->text.empty()) abort_cause_->text = "the coordinator aborted the job";
     }
-  } else if (now - last_success_ > options_.unreachable_timeout && !abort_cause_) {
-    abort_cause_ = FailureCause{
-        -1, FailureKind::kCoordinatorLost,
-        absl::StrCat("coordinator unreachable for ", absl::FormatDuration(now - last_success_),
-                     ": ", reply.status().message())};
-    abort_since_ = now;
+  } else {
+    CheckLostLocked(now);
   }
+}
+
+void ProgressReporter::EnforceLostStopDeadline() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  if (!CheckLostLocked(now) || now - *lost_since_ <= options_.lost_stop_timeout) return;
+  const absl::Duration unanswered =
+      unanswered_since_ ? now - *unanswered_since_ : now - *lost_since_;
+  std::fprintf(stderr,
+               "%saborting: the coordinator was lost (unreachable for %s) and the stop did not "
+               "complete within --stop-timeout %s\n",
+               options_.log_prefix.c_str(), absl::FormatDuration(unanswered).c_str(),
+               absl::FormatDuration(options_.lost_stop_timeout).c_str());
+  std::fflush(stderr);
+  _exit(kExitAborted);
 }
 
 void ProgressReporter::Loop() {
@@ -150,6 +189,7 @@ void ProgressReporter::Loop() {
       if (shutdown_) return;
     }
     SendOnce();
+    EnforceLostStopDeadline();
     absl::MutexLock lock(&mu_);
     if (abort_cause_ && !abort_acknowledged_.load() &&
         absl::Now() - abort_since_ > options_.abort_grace) {

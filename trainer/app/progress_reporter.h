@@ -8,11 +8,20 @@
 // collective may be blocked on).
 //
 // Commands: CHECKPOINT_AND_STOP sets stop_requested(); ABORT sets abort_reason() (updated by
-// every later ABORT reply: the coordinator may name the root cause a moment later). If the
-// coordinator stays unreachable longer than `unreachable_timeout`, abort_reason() says so. When
-// an abort is not acted on within `abort_grace` (the training thread may be blocked inside a
+// every later ABORT reply: the coordinator may name the root cause a moment later). When an
+// abort is not acted on within `abort_grace` (the training thread may be blocked inside a
 // collective whose peer is gone), the reporter prints the reason and ends the process with
 // kExitAborted: a dead rank never leaves the others waiting for NCCL's or Gloo's own timeout.
+//
+// A lost coordinator (--coordinator-grace): unanswered_for() is how long the coordinator has
+// been continuously unreachable, from the sending of the oldest heartbeat that is still
+// unanswered (failed, or stuck in flight) to now; zero once a heartbeat is answered. When it
+// exceeds `coordinator_grace`, coordinator_lost() turns true and stays true (so do a
+// MarkCoordinatorLost() by the training thread, which learned it from a peer). From then on no
+// heartbeat is sent (the training loop agrees with its peers through the process group, writes
+// the stop checkpoint and exits resumable, without the coordinator). If the process still runs
+// `lost_stop_timeout` after the loss, the reporter prints why and ends it with kExitAborted (a
+// heartbeat in flight at the loss can delay this by the client's RPC deadline).
 // EXIT (the job ended while this rank could not act, e.g. a graceful stop that timed out) ends
 // the process at once with the reply's exit code.
 //
@@ -43,7 +52,11 @@ namespace ddp {
 
 struct ProgressReporterOptions {
   absl::Duration period = absl::Seconds(1);
-  absl::Duration unreachable_timeout = absl::Seconds(30);
+  // The coordinator is lost once it has not answered for this long (--coordinator-grace).
+  absl::Duration coordinator_grace = absl::Seconds(60);
+  // A stop for a lost coordinator ends within this, or the process exits kExitAborted
+  // (--stop-timeout).
+  absl::Duration lost_stop_timeout = absl::Seconds(60);
   absl::Duration abort_grace = absl::Seconds(3);
   std::string log_prefix;  // "[rank 3] "
 };
@@ -72,8 +85,7 @@ class ProgressReporter {
 
   bool stop_requested() const { return stop_requested_.load(); }
   std::optional<std::string> abort_reason() const;
-  // Why the job is aborting, typed (the coordinator's FailureCause; kCoordinatorLost when it
-  // stayed unreachable). abort_reason() is its text.
+  // Why the job is aborting, typed (the coordinator's FailureCause). abort_reason() is its text.
   std::optional<FailureCause> abort_cause() const;
   // Called by the training thread once it has acted on an abort (disarms the forced exit).
   void AcknowledgeAbort() { abort_acknowledged_.store(true); }
@@ -87,6 +99,18 @@ class ProgressReporter {
   // `callback` runs on the reporter thread each time a reply first announces a generation newer
   // than the own one. Must be thread-safe and quick; replaces an earlier one (nullptr: none).
   void OnNewerGeneration(std::function<void()> callback);
+  // How long the coordinator has been continuously unreachable (see the top); zero while it
+  // answers.
+  absl::Duration unanswered_for() const;
+  // The coordinator has not answered for longer than the grace, or MarkCoordinatorLost() was
+  // called; once true, stays true and no more heartbeats are sent.
+  bool coordinator_lost() const;
+  // The coordinator has not answered for a while (the grace or three periods, the shorter), or
+  // is lost: a call to it now would likely wait for the RPC deadline.
+  bool coordinator_silent() const;
+  // The ranks agreed that the coordinator is lost (a peer's grace ran out first).
+  void MarkCoordinatorLost();
+
   // One heartbeat now, on the caller's thread (the periodic ones go on): a worker that has just
   // rejoined learns the job's command (a stop asked during the recovery) before its next step,
   // not up to a period later.
@@ -98,6 +122,10 @@ class ProgressReporter {
   // Fills step_phase and phase_seconds from the last MarkPhase (if any).
   void AddPhase(ProgressReport* report) const;
   int64_t NanosSinceStart() const;
+  // Latches the loss when the grace has run out; returns whether the coordinator is lost.
+  bool CheckLostLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the process when a lost coordinator's stop ran past lost_stop_timeout.
+  void EnforceLostStopDeadline();
 
   CoordinatorApi* const api_;
   const ProgressReporterOptions options_;
@@ -119,7 +147,10 @@ class ProgressReporter {
   ProgressReport latest_ ABSL_GUARDED_BY(mu_);
   std::optional<FailureCause> abort_cause_ ABSL_GUARDED_BY(mu_);
   absl::Time abort_since_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_success_ ABSL_GUARDED_BY(mu_);
+  // When the oldest heartbeat not answered yet was sent (nullopt: the last one was answered).
+  std::optional<absl::Time> unanswered_since_ ABSL_GUARDED_BY(mu_);
+  // When the coordinator was found lost (nullopt: it is not). Latched by const queries too.
+  mutable std::optional<absl::Time> lost_since_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "common/job_status.h"
 #include "common/sampler_plan.h"
 #include "common/status_macros.h"
@@ -22,6 +23,7 @@
 #include "trainer/data/batch_source.h"
 #include "trainer/dist/dist_errors.h"
 #include "trainer/worker/step_runner.h"
+#include "trainer/worker/stop_agreement.h"
 
 namespace ddp {
 namespace {
@@ -30,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Steps between the collective that lets every rank agree to stop at the same step.
+// Steps between the collectives that let every rank agree to stop at the same step.
 constexpr int64_t kStopCheckInterval = 10;
 
 // Running average of a host-side time, like the recipe's AverageMeter.
@@ -89,10 +91,18 @@ class Loop {
     PlanSchedule();
     const auto started = Clock::now();
     while (pos_.epoch < c_.epochs) {
-      ASSIGN_OR_RETURN(const ShardAssignment shard, RequestShard());
-      ASSIGN_OR_RETURN(const bool stopped, TrainEpoch(shard));
-      if (stopped) {
-        result_.outcome = LoopOutcome::kStopped;
+      ASSIGN_OR_RETURN(const std::optional<ShardAssignment> shard, RequestShard());
+      // A rank may have waited for the coordinator here (or given up on it): every rank agrees
+      // before the epoch's first step.
+      StopCode stop = Agree(shard ? LocalCode() : StopCode::kCoordinatorLost,
+                            "agreeing to stop at the epoch's start");
+      if (stop == StopCode::kNone) {
+        ASSIGN_OR_RETURN(stop, TrainEpoch(*shard));
+      }
+      if (stop != StopCode::kNone) {
+        RETURN_IF_ERROR(StopHere(stop));
+        result_.outcome = stop == StopCode::kCoordinatorLost ? LoopOutcome::kCoordinatorLost
+                                                             : LoopOutcome::kStopped;
         return result_;
       }
       RETURN_IF_ERROR(FinishEpoch());
@@ -131,8 +141,9 @@ class Loop {
                  c_.warmup_epochs, c_.epochs, steps_per_epoch_};
   }
 
-  // The coordinator's assignment for the epoch in progress, resumed at the position's samples.
-  absl::StatusOr<ShardAssignment> RequestShard() {
+  // The coordinator's assignment for the epoch in progress, resumed at the position's samples;
+  // nullopt when the coordinator is lost before it answers (this rank's grace ran out).
+  absl::StatusOr<std::optional<ShardAssignment>> RequestShard() {
     ShardRequest req;
     req.epoch = pos_.epoch;
     req.dataset_size = ctx_.data.train().size();
@@ -143,13 +154,32 @@ class Loop {
       req.resume_consumed = pos_.consumed;
       req.resume_world_size = static_cast<int>(pos_.consumed_world_size);
     }
-    ASSIGN_OR_RETURN(ShardAssignment shard, ctx_.session.api().GetShard(req));
-    RETURN_IF_ERROR(ValidateShardAssignment(shard));
-    return shard;
+    const ProgressReporter& reporter = ctx_.session.reporter();
+    for (;;) {
+      if (reporter.coordinator_lost()) return std::nullopt;
+      // Heartbeats go unanswered: a call would only wait for its deadline. Wait for them to
+      // be answered again or for the grace to run out.
+      if (reporter.coordinator_silent()) {
+        absl::SleepFor(absl::Milliseconds(50));
+        continue;
+      }
+      absl::StatusOr<ShardAssignment> shard = ctx_.session.api().GetShard(req);
+      if (shard.ok()) {
+        RETURN_IF_ERROR(ValidateShardAssignment(*shard));
+        return std::optional<ShardAssignment>(*std::move(shard));
+      }
+      // Unreachable while heartbeats are not answered either: ask again, or give up at the grace.
+      if (!absl::IsUnavailable(shard.status()) ||
+          reporter.unanswered_for() == absl::ZeroDuration()) {
+        return shard.status();
+      }
+      RETURN_IF_ERROR(CheckAbort());
+    }
   }
 
-  // Returns true when training stopped (checkpoint written) inside this epoch.
-  absl::StatusOr<bool> TrainEpoch(const ShardAssignment& shard) {
+  // Trains the rest of the epoch; returns the stop every rank agreed on inside it (kNone: the
+  // epoch's batches are done). The caller writes the stop checkpoint.
+  absl::StatusOr<StopCode> TrainEpoch(const ShardAssignment& shard) {
     std::vector<int64_t> indices = ShardIndices(shard);
     const EpochSpan span = SpanOf(shard, static_cast<int64_t>(indices.size()));
     ASSIGN_OR_RETURN(std::unique_ptr<data::BatchSource> loader,
@@ -172,17 +202,13 @@ class Loop {
       Hold(TestHold::Point::kStep);
       RecordStep(step, i, batches, lr, data_s, meters);
       RETURN_IF_ERROR(CheckAbort());
-      ASSIGN_OR_RETURN(const bool stop, AgreeToStop());
-      if (stop) {
-        RETURN_IF_ERROR(StopHere());
-        return true;
-      }
+      if (const StopCode stop = AgreeToStop(); stop != StopCode::kNone) return stop;
       if (c_.checkpoint_every > 0 && pos_.step % c_.checkpoint_every == 0 &&
           !c_.checkpoint_dir.empty() && i + 1 < batches) {
         RETURN_IF_ERROR(Checkpoint(CheckpointKind::kPeriodic));
       }
     }
-    return false;
+    return StopCode::kNone;
   }
 
   static EpochSpan SpanOf(const ShardAssignment& shard, int64_t per_rank) {
@@ -267,27 +293,46 @@ class Loop {
     return absl::OkStatus();
   }
 
-  // Every rank must stop after the same step: --stop-after-steps is deterministic; a signal or
-  // a coordinator command is agreed through a MAX allreduce every kStopCheckInterval steps.
-  absl::StatusOr<bool> AgreeToStop() {
-    if (c_.stop_after_steps > 0 && pos_.step - start_step_ >= c_.stop_after_steps) return true;
-    if (pos_.step % kStopCheckInterval != 0) return false;
-    const bool local = ctx_.session.reporter().stop_requested() || ctx_.signal_stop.load();
-    c10d::Backend& pg = ctx_.comm.process_group();
-    std::vector<at::Tensor> flag = {at::full(
-        {1}, local ? 1 : 0, at::TensorOptions().dtype(at::kInt).device(ctx_.model.device()))};
-    c10d::AllreduceOptions opts;
-    opts.reduceOp = c10d::ReduceOp::MAX;
-    const auto issued = Clock::now();
-    WaitForWork(*pg.allreduce(flag, opts), pg, issued, "agreeing to stop");
-    return flag[0].item<int>() != 0;
+  // Every rank must stop after the same step: --stop-after-steps is deterministic; a signal, a
+  // coordinator command or a lost coordinator is agreed every kStopCheckInterval steps.
+  StopCode AgreeToStop() {
+    if (c_.stop_after_steps > 0 && pos_.step - start_step_ >= c_.stop_after_steps) {
+      return StopCode::kStop;
+    }
+    if (pos_.step % kStopCheckInterval != 0) return StopCode::kNone;
+    return Agree(LocalCode(), "agreeing to stop");
   }
 
-  absl::Status StopHere() {
+  StopCode LocalCode() const {
+    const ProgressReporter& reporter = ctx_.session.reporter();
+    return LocalStopCode(reporter.stop_requested() || ctx_.signal_stop.load(),
+                         reporter.coordinator_lost());
+  }
+
+  // The highest code of every rank (one small allreduce); from a lost coordinator on, no call
+  // to it is made.
+  StopCode Agree(StopCode local, const char* what) {
+    const StopCode agreed =
+        AgreeStopCode(ctx_.comm.process_group(), local, ctx_.model.device(), what);
+    if (agreed == StopCode::kCoordinatorLost) {
+      coordinator_lost_ = true;
+      ctx_.session.reporter().MarkCoordinatorLost();
+    }
+    return agreed;
+  }
+
+  // The graceful stop's checkpoint at the committed position (rank 0), for every stop.
+  absl::Status StopHere(StopCode why) {
     if (!c_.checkpoint_dir.empty()) RETURN_IF_ERROR(Checkpoint(CheckpointKind::kStop));
-    if (IsRank0()) {
-      Print(absl::StrCat("stopped at step ", pos_.step, " (epoch ", pos_.epoch, ", ", pos_.consumed,
-                         " samples of the epoch consumed); resumable"));
+    if (IsRank0() && !c_.checkpoint_dir.empty()) {
+      const std::string reason =
+          why == StopCode::kCoordinatorLost
+              ? absl::StrCat("coordinator lost (unreachable for ",
+                             absl::FormatDuration(ctx_.session.reporter().unanswered_for()),
+                             ", --coordinator-grace ", c_.coordinator_grace_s, "s): ")
+              : std::string();
+      Print(absl::StrCat(reason, "stopped at step ", pos_.step, " (epoch ", pos_.epoch, ", ",
+                         pos_.consumed, " samples of the epoch consumed); resumable"));
     }
     return absl::OkStatus();
   }
@@ -351,6 +396,16 @@ class Loop {
     }
     const std::string& path = saved.path;
     result_.checkpoint = path;
+    // A lost coordinator is not called again; one that does not answer would keep this rank
+    // (and the others, at the next collective) waiting for the call's deadline.
+    if (coordinator_lost_) return absl::OkStatus();
+    if (ctx_.session.reporter().coordinator_silent()) {
+      Print(
+          absl::StrCat("warning: checkpoint written but not committed: the coordinator has not "
+                       "answered for ",
+                       absl::FormatDuration(ctx_.session.reporter().unanswered_for())));
+      return absl::OkStatus();
+    }
     CommittedCheckpoint committed{pos_.epoch, pos_.step, pos_.consumed, path};
     if (absl::Status st = ctx_.session.api().CommitCheckpoint(committed); !st.ok()) {
       Print(absl::StrCat("warning: checkpoint written but not committed: ", st.message()));
@@ -403,6 +458,7 @@ class Loop {
   LoopResult& result_;
   ScheduleOptions schedule_;
   int64_t steps_per_epoch_ = 0;
+  bool coordinator_lost_ = false;  // agreed: no more coordinator calls
 };
 
 }  // namespace

@@ -2,8 +2,10 @@
 // one StepRunner step per batch (forward / backward with DDP / SGD), progress to the
 // coordinator, the recipe's progress lines on rank 0, periodic and epoch-end checkpoints,
 // evaluation, and a clean stop that every rank agrees on (a checkpoint-and-stop command,
-// SIGTERM/SIGUSR1, or --stop-after-steps). It trains from ctx.position and advances it step by
-// step, so the position is always the last committed step and its place in the data.
+// SIGTERM/SIGUSR1, --stop-after-steps, or a coordinator lost for --coordinator-grace; the
+// agreement goes through the process group, trainer/worker/stop_agreement.h, every
+// kStopCheckInterval steps and at each epoch's start). It trains from ctx.position and advances it
+// step by step, so the position is always the last committed step and its place in the data.
 //
 // The loop reads the process group and the DDP engine through ctx.comm at every use, never
 // keeping them, so that the communication stage can be rebuilt between steps. After an in-job
@@ -33,7 +35,10 @@
 namespace ddp {
 
 // What the loop trains with: the worker's stages (worker.cc builds them, outermost first).
-enum class LoopOutcome { kFinished, kStopped };
+// kStopped and kCoordinatorLost: every rank agreed to stop after the same step and rank 0 wrote
+// the stop checkpoint (when there is a --checkpoint-dir); kCoordinatorLost made no coordinator
+// call after the agreement.
+enum class LoopOutcome { kFinished, kStopped, kCoordinatorLost };
 
 struct LoopResult {
   LoopOutcome outcome = LoopOutcome::kFinished;

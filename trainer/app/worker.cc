@@ -282,6 +282,19 @@ int ExitResumable(CoordinatorSession& session, const absl::Status& st) {
   return Fail(session.log_prefix(), kExitResumable, std::string(st.message()));
 }
 
+// Every rank agreed that the coordinator is lost and rank 0 wrote the stop checkpoint: exit
+// resumable without telling the coordinator (it cannot answer). Without a --checkpoint-dir the
+// steps are lost: exit aborted, saying why.
+int ExitCoordinatorLost(const TrainerConfig& c, CoordinatorSession& session) {
+  const std::string lost_for = absl::FormatDuration(session.reporter().unanswered_for());
+  if (c.checkpoint_dir.empty()) {
+    return Fail(session.log_prefix(), kExitAborted,
+                absl::StrCat("the coordinator was lost (unreachable for ", lost_for,
+                             ") and there is no --checkpoint-dir to save to"));
+  }
+  return kExitResumable;
+}
+
 // Reports how training ended and turns it into the exit code (common/exit_codes.h).
 int Finish(const TrainerConfig& c, CoordinatorSession& session, CheckpointStore& checkpoints,
            const TrainOutcome& outcome) {
@@ -314,6 +327,7 @@ int Finish(const TrainerConfig& c, CoordinatorSession& session, CheckpointStore&
     return Fail(prefix, code, reason);
   }
   const LoopResult& result = *outcome.result;
+  if (result.outcome == LoopOutcome::kCoordinatorLost) return ExitCoordinatorLost(c, session);
   if (result.outcome == LoopOutcome::kStopped) {
     session.ReportOutcome(
         absl::CancelledError(absl::StrCat("stopped after checkpoint ", result.checkpoint)));

@@ -13,9 +13,16 @@
 namespace ddp {
 namespace {
 
-ProgressReporterOptions ReporterOptions(double heartbeat_timeout_s, const std::string& prefix) {
+// The coordinator is lost after --coordinator-grace without an answer; the stop that follows
+// ends within --stop-timeout.
+ProgressReporterOptions ReporterOptions(const TrainerConfig& c) {
   ProgressReporterOptions o;
-  o.unreachable_timeout = absl::Seconds(std::max(10.0, 3 * heartbeat_timeout_s));
+  o.coordinator_grace = absl::Seconds(c.coordinator_grace_s);
+  o.lost_stop_timeout = absl::Seconds(c.stop_timeout_s);
+  return o;
+}
+
+ProgressReporterOptions WithPrefix(ProgressReporterOptions o, const std::string& prefix) {
   o.log_prefix = prefix;
   return o;
 }
@@ -29,6 +36,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
   co.expected_job_id = p.job_id;
   co.min_generation = p.generation;
   co.dist_file_timeout = absl::Seconds(c.registration_timeout_s);
+  // A call to a coordinator that is gone gives up within the grace (heartbeats, a shard, a
+  // checkpoint commit): one that was on its way when it died does not hold the worker longer.
+  co.rpc_timeout = std::min(co.rpc_timeout, absl::Seconds(c.coordinator_grace_s));
   auto api = ConnectToCoordinator(co);
   if (!api.ok()) {
     return absl::Status(
@@ -48,15 +58,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
     return absl::Status(rank.status().code(),
                         absl::StrCat("registration failed: ", rank.status().message()));
   }
-  return std::make_unique<CoordinatorSession>(*std::move(api), *rank, c.heartbeat_timeout_s);
+  return std::make_unique<CoordinatorSession>(*std::move(api), *rank, ReporterOptions(c));
 }
 
 CoordinatorSession::CoordinatorSession(std::unique_ptr<CoordinatorApi> api, RankAssignment rank,
-                                       double heartbeat_timeout_s)
+                                       ProgressReporterOptions reporter)
     : api_(std::move(api)),
       rank_(rank),
       log_prefix_(absl::StrCat("[rank ", rank.rank, "] ")),
-      reporter_(api_.get(), ReporterOptions(heartbeat_timeout_s, log_prefix_)) {
+      reporter_(api_.get(), WithPrefix(std::move(reporter), log_prefix_)) {
   reporter_.SetOwnGeneration(rank_.membership_generation);
 }
 
@@ -80,6 +90,17 @@ c10::intrusive_ptr<c10d::Store> CoordinatorSession::Store(std::chrono::milliseco
 }
 
 void CoordinatorSession::ReportOutcome(const absl::Status& outcome) {
+  // A coordinator that does not answer heartbeats would only keep this worker from exiting
+  // until the call's deadline.
+  if (reporter_.coordinator_silent()) {
+    if (rank_.rank == 0) {
+      std::fprintf(stderr,
+                   "%swarning: the outcome is not reported: the coordinator has not "
+                   "answered for %s\n",
+                   log_prefix_.c_str(), absl::FormatDuration(reporter_.unanswered_for()).c_str());
+    }
+    return;
+  }
   if (absl::Status st = api_->ReportDone(outcome); !st.ok() && rank_.rank == 0) {
     std::fprintf(stderr, "%swarning: could not report the outcome: %s\n", log_prefix_.c_str(),
                  std::string(st.message()).c_str());

@@ -30,9 +30,10 @@ class CoordinatorSession {
   // --registration-timeout). Errors say which step failed.
   static absl::StatusOr<std::unique_ptr<CoordinatorSession>> Open(const TrainerConfig& config,
                                                                   const WorkerPlacement& placement);
-  // A session over an already registered client.
+  // A session over an already registered client; `reporter` configures its heartbeats (the
+  // log prefix is the session's).
   CoordinatorSession(std::unique_ptr<CoordinatorApi> api, RankAssignment rank,
-                     double heartbeat_timeout_s);
+                     ProgressReporterOptions reporter);
   CoordinatorSession(const CoordinatorSession&) = delete;
   CoordinatorSession& operator=(const CoordinatorSession&) = delete;
 
@@ -51,7 +52,8 @@ class CoordinatorSession {
   absl::StatusOr<RankAssignment> Rejoin(int64_t committed_step, const std::string& reason,
                                         absl::Duration timeout);
 
-  // Tells the coordinator how this worker ended; a failure to tell it is a warning (rank 0).
+  // Tells the coordinator how this worker ended; a failure to tell it is a warning (rank 0), and
+  // so is a coordinator that has stopped answering heartbeats (nothing is sent then).
   void ReportOutcome(const absl::Status& outcome);
 
  private:

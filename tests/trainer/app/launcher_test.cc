@@ -146,6 +146,24 @@ TEST(Launcher, AbortedWorkerGivesTheAbortedCode) {
   ExpectNoChildLeft();
 }
 
+TEST(Launcher, ACoordinatorThatDiesLeavesTheWorkersRunningAndTheirCodeIsTheTasks) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  // The workers outlive the coordinator by far, then exit resumable (a lost coordinator's stop).
+  o.worker_command = Worker(absl::StrCat("*) sleep 1; exit ", kExitResumable, " ;;"));
+  o.coordinator_command = Sh("kill -9 $$");
+  int reports = 0;
+  o.report_lost = [&reports](const LostWorker&) {
+    ++reports;
+    return LostDecision{};
+  };
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(2, true), o), kExitResumable) << "the workers' code";
+  EXPECT_GE(absl::Now() - start, absl::Seconds(1)) << "the workers were not stopped early";
+  EXPECT_EQ(reports, 0);
+  ExpectNoChildLeft();
+}
+
 TEST(Launcher, ForwardsSignalsToWorkersAndEndsResumable) {
   LauncherOptions o;
   o.timeouts = Fast();

@@ -1,5 +1,7 @@
-// ProgressReporter: the phase marks a heartbeat carries, the stop signal it reports, and the
-// process exits it forces when the training thread cannot act (EXIT, an unacknowledged ABORT).
+// ProgressReporter: the phase marks a heartbeat carries, the stop signal it reports, how long the
+// coordinator has been unreachable and when it is lost (--coordinator-grace), and the process
+// exits it forces when the training thread cannot act (EXIT, an unacknowledged ABORT, a stop for
+// a lost coordinator past its --stop-timeout).
 #include "trainer/app/progress_reporter.h"
 
 #include <atomic>
@@ -23,7 +25,25 @@ class FakeApi : public CoordinatorApi {
   absl::StatusOr<HeartbeatReply> Heartbeat(const ProgressReport& progress) override {
     absl::MutexLock lock(&mu_);
     reports_.push_back(progress);
+    // A stuck call stays in flight until released (or 10 s, a test's bound).
+    auto released = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !stuck_; };
+    mu_.AwaitWithTimeout(absl::Condition(&released), absl::Seconds(10));
+    if (failing_) return absl::UnavailableError("coordinator unreachable");
     return reply_;
+  }
+  // Heartbeats fail (UNAVAILABLE) from now on, or are answered again.
+  void SetFailing(bool failing) {
+    absl::MutexLock lock(&mu_);
+    failing_ = failing;
+  }
+  // Heartbeats stay in flight from now on, or are released.
+  void SetStuck(bool stuck) {
+    absl::MutexLock lock(&mu_);
+    stuck_ = stuck;
+  }
+  size_t sent() {
+    absl::MutexLock lock(&mu_);
+    return reports_.size();
   }
   std::optional<ProgressReport> last() {
     absl::MutexLock lock(&mu_);
@@ -76,6 +96,8 @@ class FakeApi : public CoordinatorApi {
   const HeartbeatReply reply_;
   absl::Mutex mu_;
   std::vector<ProgressReport> reports_ ABSL_GUARDED_BY(mu_);
+  bool failing_ ABSL_GUARDED_BY(mu_) = false;
+  bool stuck_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 ProgressReporterOptions Options() {
@@ -184,6 +206,109 @@ TEST(ProgressReporterDeathTest, AnAbortTheTrainingThreadCannotActOnEndsTheProces
         absl::SleepFor(absl::Seconds(10));
       },
       ::testing::ExitedWithCode(kExitAborted), "aborting: rank 1 stalled in data");
+}
+
+// Waits up to `limit` for `done`; returns how long it took.
+template <typename Done>
+absl::Duration WaitFor(Done done, absl::Duration limit = absl::Seconds(5)) {
+  const absl::Time start = absl::Now();
+  while (!done() && absl::Now() - start < limit) absl::SleepFor(absl::Milliseconds(5));
+  return absl::Now() - start;
+}
+
+ProgressReporterOptions Grace(absl::Duration grace) {
+  ProgressReporterOptions o = Options();
+  o.coordinator_grace = grace;
+  return o;
+}
+
+TEST(ProgressReporterUnreachable, AnsweredHeartbeatsKeepTheCoordinatorReachable) {
+  FakeApi api;
+  ProgressReporter reporter(&api, Grace(absl::Milliseconds(200)));
+  absl::SleepFor(absl::Milliseconds(500));  // ten periods, more than the grace
+  EXPECT_GE(api.sent(), 3u);
+  EXPECT_LT(reporter.unanswered_for(), absl::Milliseconds(100));
+  EXPECT_FALSE(reporter.coordinator_silent());
+  EXPECT_FALSE(reporter.coordinator_lost());
+}
+
+TEST(ProgressReporterUnreachable, FailingHeartbeatsLoseTheCoordinatorAfterTheGraceForGood) {
+  FakeApi api;
+  ProgressReporter reporter(&api, Grace(absl::Milliseconds(400)));
+  reporter.Flush();
+  api.SetFailing(true);
+  const absl::Time failing_since = absl::Now();
+  WaitFor([&] { return reporter.unanswered_for() > absl::ZeroDuration(); });
+  EXPECT_FALSE(reporter.coordinator_lost()) << "within the grace";
+  WaitFor([&] { return reporter.coordinator_silent(); });
+  EXPECT_FALSE(reporter.coordinator_lost()) << "silent (3 periods) before lost";
+  WaitFor([&] { return reporter.coordinator_lost(); });
+  const absl::Duration lost_after = absl::Now() - failing_since;
+  EXPECT_TRUE(reporter.coordinator_lost());
+  EXPECT_GE(lost_after, absl::Milliseconds(400));
+  EXPECT_LT(lost_after, absl::Milliseconds(400) + absl::Seconds(1));
+  EXPECT_GE(reporter.unanswered_for(), absl::Milliseconds(400));
+
+  // Once lost, nothing more is sent, and an answer that would come later changes nothing.
+  const size_t sent = api.sent();
+  api.SetFailing(false);
+  absl::SleepFor(absl::Milliseconds(300));
+  reporter.Flush();
+  EXPECT_EQ(api.sent(), sent);
+  EXPECT_TRUE(reporter.coordinator_lost());
+  EXPECT_FALSE(reporter.abort_reason().has_value()) << "a lost coordinator is not an abort";
+}
+
+TEST(ProgressReporterUnreachable, AnAnswerWithinTheGraceEndsTheUnreachableTime) {
+  FakeApi api;
+  ProgressReporter reporter(&api, Grace(absl::Seconds(2)));
+  api.SetFailing(true);
+  WaitFor([&] { return reporter.unanswered_for() > absl::Milliseconds(300); });
+  EXPECT_GT(reporter.unanswered_for(), absl::Milliseconds(300));
+  api.SetFailing(false);
+  WaitFor([&] { return reporter.unanswered_for() < absl::Milliseconds(100); });
+  EXPECT_LT(reporter.unanswered_for(), absl::Milliseconds(100)) << "continuous time only";
+  EXPECT_FALSE(reporter.coordinator_lost());
+}
+
+TEST(ProgressReporterUnreachable, AHeartbeatStuckInFlightCountsFromItsSending) {
+  FakeApi api;
+  ProgressReporter reporter(&api, Grace(absl::Milliseconds(300)));
+  reporter.Flush();
+  api.SetStuck(true);  // the next heartbeat never returns while the test looks
+  const absl::Time stuck_since = absl::Now();
+  WaitFor([&] { return reporter.coordinator_lost(); });
+  EXPECT_TRUE(reporter.coordinator_lost()) << "lost while the call is still in flight";
+  EXPECT_LT(absl::Now() - stuck_since, absl::Milliseconds(300) + absl::Seconds(1));
+  api.SetStuck(false);
+}
+
+TEST(ProgressReporterUnreachable, APeersVerdictLosesTheCoordinatorAndEndsTheHeartbeats) {
+  FakeApi api;
+  ProgressReporter reporter(&api, Grace(absl::Seconds(60)));
+  reporter.Flush();
+  reporter.MarkCoordinatorLost();
+  EXPECT_TRUE(reporter.coordinator_lost());
+  EXPECT_TRUE(reporter.coordinator_silent());
+  const size_t sent = api.sent();
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_LE(api.sent(), sent + 1) << "at most the heartbeat already on its way";
+}
+
+TEST(ProgressReporterDeathTest, ALostCoordinatorsStopPastItsTimeoutEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        FakeApi api;
+        api.SetFailing(true);
+        ProgressReporterOptions o = Grace(absl::Milliseconds(100));
+        o.lost_stop_timeout = absl::Milliseconds(300);
+        ProgressReporter reporter(&api, o);
+        absl::SleepFor(absl::Seconds(10));  // a training thread that never ends the stop
+      },
+      ::testing::ExitedWithCode(kExitAborted),
+      "the coordinator was lost \\(unreachable for .*\\) and the stop did not complete within "
+      "--stop-timeout");
 }
 
 }  // namespace

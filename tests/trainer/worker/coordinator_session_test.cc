@@ -45,7 +45,7 @@ struct Session {
     RankAssignment rank;
     rank.rank = 2;
     rank.world_size = 4;
-    session = std::make_unique<CoordinatorSession>(std::move(api), rank, 5.0);
+    session = std::make_unique<CoordinatorSession>(std::move(api), rank, ProgressReporterOptions{});
   }
   RecordingCoordinator* fake;  // owned by the session
   std::unique_ptr<CoordinatorSession> session;

@@ -54,7 +54,7 @@ struct Worker {
     a.rank = rank;
     a.world_size = kWorld;
     a.store_prefix = "m0";
-    session = std::make_unique<CoordinatorSession>(std::move(api), a, 5.0);
+    session = std::make_unique<CoordinatorSession>(std::move(api), a, ProgressReporterOptions{});
   }
   RejoiningCoordinator* fake;  // owned by the session
   std::unique_ptr<CoordinatorSession> session;

@@ -1,0 +1,287 @@
+"""End-to-end tests of a lost coordinator (--coordinator-grace): real ddp-trainer processes (3 local
+CPU workers, Gloo on loopback, the small cnn), a real SIGKILL of the coordinator while the workers
+train. The workers agree through their own process group, rank 0 writes the stop checkpoint of
+the last committed step, and every worker exits 3; a resume with the same flags ends with a
+final.pt bitwise equal to the uninterrupted run's. Without --checkpoint-dir the exit is 4.
+
+Run as `python grace_e2e_test.py CASE` (CTest registers one test per case). Needs DDP_BIN_DIR
+and Python torch. The uninterrupted reference run is cached under DDP_E2E_CACHE (keyed by the
+binary and the flags) so that the cases share it.
+"""
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.jit._pickle  # noqa: F401  (restore_type_tag, see load)
+
+BIN = os.environ["DDP_BIN_DIR"]
+TRAINER = os.path.join(BIN, "ddp-trainer")
+DDPCTL = os.path.join(BIN, "ddpctl")
+CACHE = os.environ.get("DDP_E2E_CACHE", os.path.join(tempfile.gettempdir(), "ddp-e2e-cache"))
+GRACE = 2
+# The trainer flags of every run of every case (the reference, the killed runs, the resumes).
+# 3 workers, 1152 samples, batch 16: 24 steps per epoch, 3 epochs = 72 steps.
+COMMON_ARGS = ["--linger", "0", "--data", "synthetic:1152x1x16x16:10", "--arch", "cnn",
+               "--batch-size", "16", "--workers", "0", "--nprocs-per-node", "3", "--epochs", "3",
+               "--seed", "7", "--print-freq", "8", "--heartbeat-timeout", "5",
+               "--registration-timeout", "60", "--coordinator-grace", str(GRACE)]
+STEPS_PER_EPOCH = 24
+EPOCHS = 3
+STOP_CHECK = 10  # the training loop's kStopCheckInterval
+MALLOC_ENV = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+
+
+def clean_env(extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SLURM") and k not in MALLOC_ENV and k != "DDP_TEST_HOLD"}
+    env.update(extra or {})
+    return env
+
+
+def expect(cond, msg, output=""):
+    if not cond:
+        sys.exit(f"FAIL: {msg}\n{output[-8000:]}")
+
+
+def load(path):
+    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
+        ckpt = torch.load(path)
+    expect(isinstance(ckpt, dict) and "model" in ckpt, f"{path} is not a checkpoint dict")
+    return ckpt
+
+
+def same_model(a_path, b_path):
+    """Bitwise: every tensor of the model, the momentum, the step and the epoch."""
+    a, b = load(a_path), load(b_path)
+    expect(a["step"] == b["step"] and a["epoch"] == b["epoch"],
+           f"positions differ: {a['epoch']}/{a['step']} vs {b['epoch']}/{b['step']}")
+    for k in a["model"]:
+        expect(torch.equal(a["model"][k], b["model"][k]), f"{k} differs from the reference")
+    for k in a["optimizer"]["momentum_buffer"]:
+        expect(torch.equal(a["optimizer"]["momentum_buffer"][k],
+                           b["optimizer"]["momentum_buffer"][k]), f"momentum {k} differs")
+
+
+def reference():
+    """final.pt of the uninterrupted run with COMMON_ARGS (cached per binary and flags)."""
+    st = os.stat(TRAINER)
+    key = hashlib.sha256(json.dumps(["grace", COMMON_ARGS, st.st_size, st.st_mtime_ns]).encode())
+    folder = os.path.join(CACHE, key.hexdigest()[:16])
+    final = os.path.join(folder, "ck", "final.pt")
+    if os.path.exists(final):
+        return final
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    start = time.time()
+    p = subprocess.run([TRAINER] + COMMON_ARGS + ["--checkpoint-dir", "ck", "--job-id", "ref"],
+                       cwd=folder, env=clean_env(), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=600)
+    expect(p.returncode == 0, f"reference run exited {p.returncode}", p.stdout)
+    print(f"reference run: {time.time() - start:.1f} s", flush=True)
+    return final
+
+
+class Job:
+    """A ddp-trainer run in its own session (so the test can kill everything it started)."""
+
+    def __init__(self, tmp, name, checkpoints=True, holds=()):
+        self.tmp, self.name = tmp, name
+        self.dist = os.path.join(tmp, f"dist_file.{name}")
+        env = {}
+        if holds:
+            env["DDP_TEST_HOLD"] = ",".join(
+                f"{point}:{rank}:{step}:{os.path.join(tmp, f'held-{name}-{i}')}"
+                for i, (point, rank, step) in enumerate(holds))
+        args = COMMON_ARGS + ["--job-id", name]
+        if checkpoints:
+            args += ["--checkpoint-dir", "ck"]
+        self.p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(env),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
+        self._out = ""
+
+    def held(self, index, timeout=120):
+        """Pid of the worker frozen by hold `index`, once it is stopped."""
+        marker = os.path.join(self.tmp, f"held-{self.name}-{index}")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if os.path.exists(marker):
+                with open(marker) as f:
+                    text = f.read().strip()
+                if text and state_of(int(text)) == "T":
+                    return int(text)
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.kill()
+        sys.exit(f"FAIL: hold {index} never stopped a worker\n{self._out[-6000:]}")
+
+    def coordinator(self):
+        """Pid of the coordinator that the launcher started."""
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            out = subprocess.run(["pgrep", "-P", str(self.p.pid), "-x", "ddp-coordinator"],
+                                 stdout=subprocess.PIPE, text=True).stdout.split()
+            if out:
+                return int(out[0])
+            time.sleep(0.05)
+        self.kill()
+        sys.exit(f"FAIL: no coordinator process\n{self._out[-6000:]}")
+
+    def status(self):
+        st = subprocess.run([DDPCTL, "status", "--json", "--dist-file", self.dist],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return json.loads(st.stdout) if st.returncode == 0 else None
+
+    def wait_step(self, step, timeout=120):
+        """The coordinator's step once it is >= `step` (every rank has committed it)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = self.status()
+            if s is not None and s["state"] == "RUNNING" and s["ranks"] and \
+                    min(r["step"] for r in s["ranks"]) >= step:
+                return min(r["step"] for r in s["ranks"])
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.kill()
+        sys.exit(f"FAIL: step {step} never reached\n{self._out[-6000:]}")
+
+    def finish(self, timeout=300):
+        try:
+            self._out = self.p.communicate(timeout=timeout)[0]
+        except subprocess.TimeoutExpired:
+            self.kill()
+            sys.exit(f"FAIL: job {self.name} still running after {timeout} s\n{self._out}")
+        return self.p.returncode, self._out
+
+    def kill(self):
+        try:
+            os.killpg(self.p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self._out = self.p.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def state_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def stop_checkpoint(tmp, out):
+    """The newest checkpoint of the killed run (not final.pt) and its contents."""
+    folder = os.path.join(tmp, "ck")
+    expect(not os.path.exists(os.path.join(folder, "final.pt")), "the killed run finished", out)
+    files = [f for f in os.listdir(folder) if f.endswith(".pt")]
+    expect(files, "no checkpoint written", out)
+    newest = max(files, key=lambda f: load(os.path.join(folder, f))["step"])
+    return newest, load(os.path.join(folder, newest))
+
+
+def lost_and_resumed(tmp, job, killed_at, at_step, ref):
+    """The killed job exits 3 with a checkpoint at or past `at_step`; a resume ends exact."""
+    code, out = job.finish(timeout=120)
+    took = time.time() - killed_at
+    print(f"coordinator SIGKILLed at step {at_step}; exit {code} {took:.2f} s later", flush=True)
+    expect(code == 3, f"job exited {code}, want 3", out)
+    name, ck = stop_checkpoint(tmp, out)
+    print(f"stop checkpoint {name}: epoch {ck['epoch']}, step {ck['step']}, "
+          f"{ck['step'] - at_step} steps past the kill, 0 lost", flush=True)
+    expect(ck["step"] >= at_step, f"checkpoint at step {ck['step']} < {at_step}: steps lost", out)
+    expect(ck["step"] < STEPS_PER_EPOCH * EPOCHS, "no training was left after the kill", out)
+    expect(re.search(r"\[rank 0\] coordinator lost \(unreachable for [^,]+, --coordinator-grace "
+                     r"2s\): stopped at step %d " % ck["step"], out),
+           "rank 0 did not say why it stopped", out)
+    again = Job(tmp, job.name + "-resumed")
+    code, out2 = again.finish()
+    expect(code == 0, f"resumed job exited {code}", out2)
+    expect("resuming from" in out2, "the second run did not resume", out2)
+    same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+    return ck
+
+
+def case_killed_while_training(tmp):
+    """SIGKILL of the coordinator at a random step while every rank trains."""
+    ref = reference()
+    job = Job(tmp, "train")
+    at = job.wait_step(random.randint(5, 2 * STEPS_PER_EPOCH - 10))
+    os.kill(job.coordinator(), signal.SIGKILL)
+    lost_and_resumed(tmp, job, time.time(), at, ref)
+
+
+def case_killed_mid_epoch(tmp):
+    """Rank 1 is frozen after a random step whose stop (the next agreement) falls mid-epoch; the
+    coordinator is killed and the grace runs out meanwhile. The stop checkpoint holds a sampler
+    position inside the epoch, and the resume continues from exactly there."""
+    ref = reference()
+    total = STEPS_PER_EPOCH * EPOCHS
+    choices = [k for k in range(3, total - STOP_CHECK - 2)
+               if ((k // STOP_CHECK) + 1) * STOP_CHECK % STEPS_PER_EPOCH != 0]
+    k = random.choice(choices)
+    job = Job(tmp, "mid", holds=[("step", 1, k)])
+    victim = job.held(0)
+    os.kill(job.coordinator(), signal.SIGKILL)
+    killed_at = time.time()
+    time.sleep(GRACE + 1)  # the other ranks' grace runs out while they wait for rank 1
+    os.kill(victim, signal.SIGCONT)
+    ck = lost_and_resumed(tmp, job, killed_at, k, ref)
+    expect(ck["step"] % STEPS_PER_EPOCH != 0, f"the stop at step {ck['step']} is an epoch end")
+
+
+def case_killed_during_eval(tmp):
+    """The coordinator dies while the evaluation after epoch 0 runs (rank 1 frozen in it)."""
+    ref = reference()
+    job = Job(tmp, "eval", holds=[("eval", 1, STEPS_PER_EPOCH)])
+    victim = job.held(0)
+    os.kill(job.coordinator(), signal.SIGKILL)
+    killed_at = time.time()
+    time.sleep(GRACE + 1)
+    os.kill(victim, signal.SIGCONT)
+    ck = lost_and_resumed(tmp, job, killed_at, STEPS_PER_EPOCH, ref)
+    expect(ck["epoch"] == 1 and ck["step"] == STEPS_PER_EPOCH,
+           f"the stop is at epoch {ck['epoch']}, step {ck['step']}: want the start of epoch 1")
+
+
+def case_killed_without_checkpoints(tmp):
+    """No --checkpoint-dir: nothing to save to, exit 4 saying so."""
+    job = Job(tmp, "nock", checkpoints=False)
+    at = job.wait_step(random.randint(5, STEPS_PER_EPOCH))
+    os.kill(job.coordinator(), signal.SIGKILL)
+    killed_at = time.time()
+    code, out = job.finish(timeout=120)
+    print(f"coordinator SIGKILLed at step {at}; exit {code} {time.time() - killed_at:.2f} s later",
+          flush=True)
+    expect(code == 4, f"job exited {code}, want 4", out)
+    expect(re.search(r"error: the coordinator was lost \(unreachable for [0-9.]+m?s\) and there is "
+                     r"no --checkpoint-dir to save to", out), "no message saying why", out)
+
+
+CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
+
+if __name__ == "__main__":
+    name = sys.argv[1]
+    seed = int(os.environ.get("DDP_TEST_SEED", time.time_ns() % 100000))
+    random.seed(seed)
+    print(f"DDP_TEST_SEED={seed}", flush=True)
+    tmp = tempfile.mkdtemp(prefix=f"ddp-grace-{name}-")
+    started = time.time()
+    try:
+        CASES[name](tmp)
+        print(f"PASS {name} ({time.time() - started:.1f} s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
