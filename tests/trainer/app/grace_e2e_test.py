@@ -29,13 +29,14 @@ DDPCTL = os.path.join(BIN, "ddpctl")
 CACHE = os.environ.get("DDP_E2E_CACHE", os.path.join(tempfile.gettempdir(), "ddp-e2e-cache"))
 GRACE = 2
 # The trainer flags of every run of every case (the reference, the killed runs, the resumes).
-# 3 workers, 1152 samples, batch 16: 24 steps per epoch, 3 epochs = 72 steps.
-COMMON_ARGS = ["--linger", "0", "--data", "synthetic:1152x1x16x16:10", "--arch", "cnn",
-               "--batch-size", "16", "--workers", "0", "--nprocs-per-node", "3", "--epochs", "3",
+# 3 workers, 1920 samples, batch 16: 40 steps per epoch, 4 epochs = 160 steps (about 45 ms each
+# on 2 cores: training goes on for seconds after a kill in the first half, beyond the grace).
+COMMON_ARGS = ["--linger", "0", "--data", "synthetic:1920x1x16x16:10", "--arch", "cnn",
+               "--batch-size", "16", "--workers", "0", "--nprocs-per-node", "3", "--epochs", "4",
                "--seed", "7", "--print-freq", "8", "--heartbeat-timeout", "5",
                "--registration-timeout", "60", "--coordinator-grace", str(GRACE)]
-STEPS_PER_EPOCH = 24
-EPOCHS = 3
+STEPS_PER_EPOCH = 40
+EPOCHS = 4
 STOP_CHECK = 10  # the training loop's kStopCheckInterval
 MALLOC_ENV = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 
@@ -193,11 +194,13 @@ def stop_checkpoint(tmp, out):
     return newest, load(os.path.join(folder, newest))
 
 
-def lost_and_resumed(tmp, job, killed_at, at_step, ref):
-    """The killed job exits 3 with a checkpoint at or past `at_step`; a resume ends exact."""
+def lost_and_resumed(tmp, job, killed_at, at_step, ref, held=0):
+    """The killed job exits 3 with a checkpoint at or past `at_step`; a resume ends exact.
+    `held`: seconds of the time after the kill that the test kept a rank frozen."""
     code, out = job.finish(timeout=120)
     took = time.time() - killed_at
-    print(f"coordinator SIGKILLed at step {at_step}; exit {code} {took:.2f} s later", flush=True)
+    print(f"coordinator SIGKILLed at step {at_step}; exit {code} {took:.2f} s later"
+          + (f" (of which a rank was held {held} s)" if held else ""), flush=True)
     expect(code == 3, f"job exited {code}, want 3", out)
     name, ck = stop_checkpoint(tmp, out)
     print(f"stop checkpoint {name}: epoch {ck['epoch']}, step {ck['step']}, "
@@ -219,7 +222,7 @@ def case_killed_while_training(tmp):
     """SIGKILL of the coordinator at a random step while every rank trains."""
     ref = reference()
     job = Job(tmp, "train")
-    at = job.wait_step(random.randint(5, 2 * STEPS_PER_EPOCH - 10))
+    at = job.wait_step(random.randint(5, STEPS_PER_EPOCH * EPOCHS - 90))
     os.kill(job.coordinator(), signal.SIGKILL)
     lost_and_resumed(tmp, job, time.time(), at, ref)
 
@@ -239,7 +242,7 @@ def case_killed_mid_epoch(tmp):
     killed_at = time.time()
     time.sleep(GRACE + 1)  # the other ranks' grace runs out while they wait for rank 1
     os.kill(victim, signal.SIGCONT)
-    ck = lost_and_resumed(tmp, job, killed_at, k, ref)
+    ck = lost_and_resumed(tmp, job, killed_at, k, ref, held=GRACE + 1)
     expect(ck["step"] % STEPS_PER_EPOCH != 0, f"the stop at step {ck['step']} is an epoch end")
 
 
@@ -252,7 +255,7 @@ def case_killed_during_eval(tmp):
     killed_at = time.time()
     time.sleep(GRACE + 1)
     os.kill(victim, signal.SIGCONT)
-    ck = lost_and_resumed(tmp, job, killed_at, STEPS_PER_EPOCH, ref)
+    ck = lost_and_resumed(tmp, job, killed_at, STEPS_PER_EPOCH, ref, held=GRACE + 1)
     expect(ck["epoch"] == 1 and ck["step"] == STEPS_PER_EPOCH,
            f"the stop is at epoch {ck['epoch']}, step {ck['step']}: want the start of epoch 1")
 
