@@ -324,13 +324,14 @@ class Loop {
   // The graceful stop's checkpoint at the committed position (rank 0), for every stop.
   absl::Status StopHere(StopCode why) {
     if (!c_.checkpoint_dir.empty()) RETURN_IF_ERROR(Checkpoint(CheckpointKind::kStop));
-    if (IsRank0() && !c_.checkpoint_dir.empty()) {
+    const bool lost = why == StopCode::kCoordinatorLost;
+    // Without a checkpoint a lost coordinator's stop is a failure (the worker says so).
+    if (IsRank0() && !(lost && c_.checkpoint_dir.empty())) {
       const std::string reason =
-          why == StopCode::kCoordinatorLost
-              ? absl::StrCat("coordinator lost (unreachable for ",
-                             absl::FormatDuration(ctx_.session.reporter().unanswered_for()),
-                             ", --coordinator-grace ", c_.coordinator_grace_s, "s): ")
-              : std::string();
+          lost ? absl::StrCat("coordinator lost (unreachable for ",
+                              absl::FormatDuration(ctx_.session.reporter().unanswered_for()),
+                              ", --coordinator-grace ", c_.coordinator_grace_s, "s): ")
+               : std::string();
       Print(absl::StrCat(reason, "stopped at step ", pos_.step, " (epoch ", pos_.epoch, ", ",
                          pos_.consumed, " samples of the epoch consumed); resumable"));
     }
