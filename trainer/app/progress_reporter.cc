@@ -55,7 +55,11 @@ std::optional<FailureCause> ProgressReporter::abort_cause() const {
 void ProgressReporter::Flush() { SendOnce(); }
 
 bool ProgressReporter::CheckLostLocked(absl::Time now) const {
-  if (!lost_since_ && unanswered_since_ && now - *unanswered_since_ > options_.coordinator_grace) {
+  // A call in flight past its deadline: this process was stopped meanwhile; its end decides.
+  const bool suspended = in_flight_since_ && now - *in_flight_since_ > options_.heartbeat_deadline +
+                                                                           options_.suspend_margin;
+  if (!lost_since_ && !suspended && unanswered_since_ &&
+      now - *unanswered_since_ > options_.coordinator_grace) {
     lost_since_ = now;
   }
   return lost_since_.has_value();
@@ -121,12 +125,15 @@ void ProgressReporter::AddPhase(ProgressReport* report) const {
 void ProgressReporter::SendOnce() {
   absl::MutexLock send_lock(&send_mu_);
   ProgressReport report;
+  absl::Time sent;
   {
     absl::MutexLock lock(&mu_);
     // Once the coordinator is lost, nothing more is sent: a call could only wait.
     if (CheckLostLocked(absl::Now())) return;
     report = latest_;
-    if (!unanswered_since_) unanswered_since_ = absl::Now();
+    sent = absl::Now();
+    in_flight_since_ = sent;
+    if (!unanswered_since_) unanswered_since_ = sent;
   }
   AddPhase(&report);
   if (const std::atomic<bool>* flag = stop_signal_.load(); flag != nullptr && flag->load()) {
@@ -151,6 +158,7 @@ void ProgressReporter::SendOnce() {
   }
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
+  in_flight_since_.reset();
   if (reply.ok()) {
     unanswered_since_.reset();
     if (reply->command == Command::kCheckpointAndStop) stop_requested_.store(true);
@@ -161,6 +169,9 @@ void ProgressReporter::SendOnce() {
       if (abort_cause_->text.empty()) abort_cause_->text = "the coordinator aborted the job";
     }
   } else {
+    if (now - sent > options_.heartbeat_deadline + options_.suspend_margin) {
+      unanswered_since_ = now;  // the call outlived its deadline: this process was stopped
+    }
     CheckLostLocked(now);
   }
 }
@@ -185,8 +196,15 @@ void ProgressReporter::Loop() {
     {
       absl::MutexLock lock(&mu_);
       auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return shutdown_; };
+      const absl::Time waited = absl::Now();
       mu_.AwaitWithTimeout(absl::Condition(&wake), options_.period);
       if (shutdown_) return;
+      // Woken far too late: this process was stopped; that time is not the coordinator's.
+      const absl::Time now = absl::Now();
+      if (unanswered_since_ && !lost_since_ &&
+          now - waited > options_.period + options_.suspend_margin) {
+        unanswered_since_ = now;
+      }
     }
     SendOnce();
     EnforceLostStopDeadline();

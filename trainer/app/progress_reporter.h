@@ -17,7 +17,8 @@
 // been continuously unreachable, from the sending of the oldest heartbeat that is still
 // unanswered (failed, or stuck in flight) to now; zero once a heartbeat is answered. When it
 // exceeds `coordinator_grace`, coordinator_lost() turns true and stays true (so do a
-// MarkCoordinatorLost() by the training thread, which learned it from a peer). From then on no
+// MarkCoordinatorLost() by the training thread, which learned it from a peer). Time this process
+// was not running (a job suspend) does not count: see heartbeat_deadline. From then on no
 // heartbeat is sent (the training loop agrees with its peers through the process group, writes
 // the stop checkpoint and exits resumable, without the coordinator). If the process still runs
 // `lost_stop_timeout` after the loss, the reporter prints why and ends it with kExitAborted (a
@@ -57,6 +58,12 @@ struct ProgressReporterOptions {
   // A stop for a lost coordinator ends within this, or the process exits kExitAborted
   // (--stop-timeout).
   absl::Duration lost_stop_timeout = absl::Seconds(60);
+  // The longest a heartbeat call takes (the client's RPC deadline, retries included). A call, or
+  // the wait between two, that overruns its time by more than `suspend_margin` means that this
+  // process was not running (SIGSTOP, a suspended job): that time is not counted as the
+  // coordinator's, the unreachable time starts again.
+  absl::Duration heartbeat_deadline = absl::InfiniteDuration();
+  absl::Duration suspend_margin = absl::Seconds(2);
   absl::Duration abort_grace = absl::Seconds(3);
   std::string log_prefix;  // "[rank 3] "
 };
@@ -149,6 +156,8 @@ class ProgressReporter {
   absl::Time abort_since_ ABSL_GUARDED_BY(mu_);
   // When the oldest heartbeat not answered yet was sent (nullopt: the last one was answered).
   std::optional<absl::Time> unanswered_since_ ABSL_GUARDED_BY(mu_);
+  // When the heartbeat in flight was sent (nullopt: none is).
+  std::optional<absl::Time> in_flight_since_ ABSL_GUARDED_BY(mu_);
   // When the coordinator was found lost (nullopt: it is not). Latched by const queries too.
   mutable std::optional<absl::Time> lost_since_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

@@ -283,6 +283,30 @@ TEST(ProgressReporterUnreachable, AHeartbeatStuckInFlightCountsFromItsSending) {
   api.SetStuck(false);
 }
 
+TEST(ProgressReporterUnreachable, TimeThisProcessWasStoppedIsNotTheCoordinators) {
+  FakeApi api;
+  ProgressReporterOptions o = Grace(absl::Milliseconds(300));
+  o.heartbeat_deadline = absl::Milliseconds(50);
+  o.suspend_margin = absl::Milliseconds(150);
+  ProgressReporter reporter(&api, o);
+  reporter.Flush();
+  // A heartbeat in flight far past its deadline (what a SIGSTOPped process sees once continued):
+  // no verdict until it ends.
+  api.SetFailing(true);
+  api.SetStuck(true);
+  WaitFor([&] { return reporter.unanswered_for() > absl::Milliseconds(600); });
+  EXPECT_FALSE(reporter.coordinator_lost()) << "a call past its deadline is no evidence";
+  api.SetStuck(false);  // it fails: the unreachable time starts again at its end
+  WaitFor([&] { return reporter.unanswered_for() < absl::Milliseconds(200); });
+  EXPECT_LT(reporter.unanswered_for(), absl::Milliseconds(200));
+  EXPECT_FALSE(reporter.coordinator_lost());
+  // Failures that go on (each within its deadline) lose it a grace later.
+  const absl::Time restarted = absl::Now();
+  WaitFor([&] { return reporter.coordinator_lost(); });
+  EXPECT_TRUE(reporter.coordinator_lost());
+  EXPECT_GE(absl::Now() - restarted, absl::Milliseconds(90));
+}
+
 TEST(ProgressReporterUnreachable, APeersVerdictLosesTheCoordinatorAndEndsTheHeartbeats) {
   FakeApi api;
   ProgressReporter reporter(&api, Grace(absl::Seconds(60)));
