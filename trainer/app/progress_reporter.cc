@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "trainer/app/config.h"
 
@@ -69,6 +70,12 @@ absl::Duration ProgressReporter::unanswered_for() const {
   absl::MutexLock lock(&mu_);
   return unanswered_since_ ? absl::Now() - *unanswered_since_ : absl::ZeroDuration();
 }
+
+namespace {
+std::string Seconds(absl::Duration d) { return absl::StrFormat("%.1fs", absl::ToDoubleSeconds(d)); }
+}  // namespace
+
+std::string ProgressReporter::unanswered_text() const { return Seconds(unanswered_for()); }
 
 bool ProgressReporter::coordinator_lost() const {
   absl::MutexLock lock(&mu_);
@@ -185,8 +192,8 @@ void ProgressReporter::EnforceLostStopDeadline() {
   std::fprintf(stderr,
                "%saborting: the coordinator was lost (unreachable for %s) and the stop did not "
                "complete within --stop-timeout %s\n",
-               options_.log_prefix.c_str(), absl::FormatDuration(unanswered).c_str(),
-               absl::FormatDuration(options_.lost_stop_timeout).c_str());
+               options_.log_prefix.c_str(), Seconds(unanswered).c_str(),
+               Seconds(options_.lost_stop_timeout).c_str());
   std::fflush(stderr);
   _exit(kExitAborted);
 }

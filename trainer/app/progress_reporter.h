@@ -109,6 +109,8 @@ class ProgressReporter {
   // How long the coordinator has been continuously unreachable (see the top); zero while it
   // answers.
   absl::Duration unanswered_for() const;
+  // unanswered_for() for people: "2.3s".
+  std::string unanswered_text() const;
   // The coordinator has not answered for longer than the grace, or MarkCoordinatorLost() was
   // called; once true, stays true and no more heartbeats are sent.
   bool coordinator_lost() const;

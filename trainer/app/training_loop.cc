@@ -329,8 +329,8 @@ class Loop {
     if (IsRank0() && !(lost && c_.checkpoint_dir.empty())) {
       const std::string reason =
           lost ? absl::StrCat("coordinator lost (unreachable for ",
-                              absl::FormatDuration(ctx_.session.reporter().unanswered_for()),
-                              ", --coordinator-grace ", c_.coordinator_grace_s, "s): ")
+                              ctx_.session.reporter().unanswered_text(), ", --coordinator-grace ",
+                              c_.coordinator_grace_s, "s): ")
                : std::string();
       Print(absl::StrCat(reason, "stopped at step ", pos_.step, " (epoch ", pos_.epoch, ", ",
                          pos_.consumed, " samples of the epoch consumed); resumable"));
@@ -404,7 +404,7 @@ class Loop {
       Print(
           absl::StrCat("warning: checkpoint written but not committed: the coordinator has not "
                        "answered for ",
-                       absl::FormatDuration(ctx_.session.reporter().unanswered_for())));
+                       ctx_.session.reporter().unanswered_text()));
       return absl::OkStatus();
     }
     CommittedCheckpoint committed{pos_.epoch, pos_.step, pos_.consumed, path};

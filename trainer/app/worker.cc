@@ -286,7 +286,7 @@ int ExitResumable(CoordinatorSession& session, const absl::Status& st) {
 // resumable without telling the coordinator (it cannot answer). Without a --checkpoint-dir the
 // steps are lost: exit aborted, saying why.
 int ExitCoordinatorLost(const TrainerConfig& c, CoordinatorSession& session) {
-  const std::string lost_for = absl::FormatDuration(session.reporter().unanswered_for());
+  const std::string lost_for = session.reporter().unanswered_text();
   if (c.checkpoint_dir.empty()) {
     return Fail(session.log_prefix(), kExitAborted,
                 absl::StrCat("the coordinator was lost (unreachable for ", lost_for,

@@ -102,7 +102,7 @@ void CoordinatorSession::ReportOutcome(const absl::Status& outcome) {
       std::fprintf(stderr,
                    "%swarning: the outcome is not reported: the coordinator has not "
                    "answered for %s\n",
-                   log_prefix_.c_str(), absl::FormatDuration(reporter_.unanswered_for()).c_str());
+                   log_prefix_.c_str(), reporter_.unanswered_text().c_str());
     }
     return;
   }
