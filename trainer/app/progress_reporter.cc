@@ -87,7 +87,12 @@ bool ProgressReporter::coordinator_silent() const {
   const absl::Time now = absl::Now();
   if (CheckLostLocked(now)) return true;
   const absl::Duration silence = std::min(options_.coordinator_grace, 3 * options_.period);
-  return unanswered_since_ && now - *unanswered_since_ > silence;
+  return call_unreachable_ || (unanswered_since_ && now - *unanswered_since_ > silence);
+}
+
+void ProgressReporter::NoteUnreachable() {
+  absl::MutexLock lock(&mu_);
+  call_unreachable_ = true;
 }
 
 void ProgressReporter::MarkCoordinatorLost() {
@@ -168,6 +173,7 @@ void ProgressReporter::SendOnce() {
   in_flight_since_.reset();
   if (reply.ok()) {
     unanswered_since_.reset();
+    call_unreachable_ = false;
     if (reply->command == Command::kCheckpointAndStop) stop_requested_.store(true);
     if (reply->command == Command::kAbort) {
       // The latest reason wins: the coordinator may re-attribute a failure to its root cause.

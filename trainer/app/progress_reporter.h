@@ -114,11 +114,15 @@ class ProgressReporter {
   // The coordinator has not answered for longer than the grace, or MarkCoordinatorLost() was
   // called; once true, stays true and no more heartbeats are sent.
   bool coordinator_lost() const;
-  // The coordinator has not answered for a while (the grace or three periods, the shorter), or
-  // is lost: a call to it now would likely wait for the RPC deadline.
+  // The coordinator has not answered for a while (the grace or three periods, the shorter), a
+  // call found it unreachable since its last answer, or it is lost: a call to it now would
+  // likely wait for the RPC deadline.
   bool coordinator_silent() const;
   // The ranks agreed that the coordinator is lost (a peer's grace ran out first).
   void MarkCoordinatorLost();
+  // Another call found the coordinator unreachable (UNAVAILABLE after its retries): it is
+  // silent until a heartbeat is answered again.
+  void NoteUnreachable();
 
   // One heartbeat now, on the caller's thread (the periodic ones go on): a worker that has just
   // rejoined learns the job's command (a stop asked during the recovery) before its next step,
@@ -158,6 +162,7 @@ class ProgressReporter {
   absl::Time abort_since_ ABSL_GUARDED_BY(mu_);
   // When the oldest heartbeat not answered yet was sent (nullopt: the last one was answered).
   std::optional<absl::Time> unanswered_since_ ABSL_GUARDED_BY(mu_);
+  bool call_unreachable_ ABSL_GUARDED_BY(mu_) = false;  // NoteUnreachable since the last answer
   // When the heartbeat in flight was sent (nullopt: none is).
   std::optional<absl::Time> in_flight_since_ ABSL_GUARDED_BY(mu_);
   // When the coordinator was found lost (nullopt: it is not). Latched by const queries too.

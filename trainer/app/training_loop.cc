@@ -168,6 +168,7 @@ class Loop {
         RETURN_IF_ERROR(ValidateShardAssignment(*shard));
         return std::optional<ShardAssignment>(*std::move(shard));
       }
+      if (absl::IsUnavailable(shard.status())) ctx_.session.reporter().NoteUnreachable();
       // Unreachable while heartbeats are not answered either: ask again, or give up at the grace.
       if (!absl::IsUnavailable(shard.status()) ||
           reporter.unanswered_for() == absl::ZeroDuration()) {
@@ -409,6 +410,7 @@ class Loop {
     }
     CommittedCheckpoint committed{pos_.epoch, pos_.step, pos_.consumed, path};
     if (absl::Status st = ctx_.session.api().CommitCheckpoint(committed); !st.ok()) {
+      if (absl::IsUnavailable(st)) ctx_.session.reporter().NoteUnreachable();
       Print(absl::StrCat("warning: checkpoint written but not committed: ", st.message()));
     }
     return absl::OkStatus();

@@ -2,7 +2,8 @@
 CPU workers, Gloo on loopback, the small cnn), a real SIGKILL of the coordinator while the workers
 train. The workers agree through their own process group, rank 0 writes the stop checkpoint of
 the last committed step, and every worker exits 3; a resume with the same flags ends with a
-final.pt bitwise equal to the uninterrupted run's. Without --checkpoint-dir the exit is 4.
+final.pt bitwise equal to the uninterrupted run's. Without --checkpoint-dir the exit is 4; a kill
+a few steps before the end lets the run finish (final.pt, exit 0).
 
 Run as `python grace_e2e_test.py CASE` (CTest registers one test per case). Needs DDP_BIN_DIR
 and Python torch. The uninterrupted reference run is cached under DDP_E2E_CACHE (keyed by the
@@ -258,6 +259,21 @@ def case_killed_during_eval(tmp):
     ck = lost_and_resumed(tmp, job, killed_at, STEPS_PER_EPOCH, ref, held=GRACE + 1)
     expect(ck["epoch"] == 1 and ck["step"] == STEPS_PER_EPOCH,
            f"the stop is at epoch {ck['epoch']}, step {ck['step']}: want the start of epoch 1")
+
+
+def case_killed_near_the_end(tmp):
+    """Killed a few steps before the end: training ends within the grace, final.pt is written
+    (bitwise the reference) and the exit is 0, without waiting for the coordinator's calls."""
+    ref = reference()
+    job = Job(tmp, "end")
+    at = job.wait_step(STEPS_PER_EPOCH * EPOCHS - random.randint(3, 8))
+    os.kill(job.coordinator(), signal.SIGKILL)
+    killed_at = time.time()
+    code, out = job.finish(timeout=120)
+    print(f"coordinator SIGKILLed at step {at}; exit {code} {time.time() - killed_at:.2f} s later",
+          flush=True)
+    expect(code == 0, f"job exited {code}, want 0", out)
+    same_model(os.path.join(tmp, "ck", "final.pt"), ref)
 
 
 def case_killed_without_checkpoints(tmp):

@@ -307,6 +307,18 @@ TEST(ProgressReporterUnreachable, TimeThisProcessWasStoppedIsNotTheCoordinators)
   EXPECT_GE(absl::Now() - restarted, absl::Milliseconds(90));
 }
 
+TEST(ProgressReporterUnreachable, ACallThatFoundItUnreachableMakesItSilentUntilAnAnswer) {
+  FakeApi api;
+  ProgressReporter reporter(&api, Grace(absl::Seconds(60)));
+  reporter.Flush();
+  EXPECT_FALSE(reporter.coordinator_silent());
+  reporter.NoteUnreachable();
+  EXPECT_TRUE(reporter.coordinator_silent());
+  EXPECT_FALSE(reporter.coordinator_lost()) << "only the grace loses it";
+  reporter.Flush();  // answered
+  EXPECT_FALSE(reporter.coordinator_silent());
+}
+
 TEST(ProgressReporterUnreachable, APeersVerdictLosesTheCoordinatorAndEndsTheHeartbeats) {
   FakeApi api;
   ProgressReporter reporter(&api, Grace(absl::Seconds(60)));
