@@ -12,6 +12,8 @@
 // abort is not acted on within `abort_grace` (the training thread may be blocked inside a
 // collective whose peer is gone), the reporter prints the reason and ends the process with
 // kExitAborted: a dead rank never leaves the others waiting for NCCL's or Gloo's own timeout.
+// EXIT (the job ended while this rank could not act, e.g. a graceful stop that timed out) ends
+// the process at once with the reply's exit code.
 //
 // A lost coordinator (--coordinator-grace): unanswered_for() is how long the coordinator has
 // been continuously unreachable, from the sending of the oldest heartbeat that is still
@@ -23,8 +25,6 @@
 // the stop checkpoint and exits resumable, without the coordinator). If the process still runs
 // `lost_stop_timeout` after the loss, the reporter prints why and ends it with kExitAborted (a
 // heartbeat in flight at the loss can delay this by the client's RPC deadline).
-// EXIT (the job ended while this rank could not act, e.g. a graceful stop that timed out) ends
-// the process at once with the reply's exit code.
 //
 // Phases: the training thread calls MarkPhase() at each transition of a step (one relaxed atomic
 // store of phase and time, no host sync); each heartbeat carries the phase and the time in it, so
