@@ -268,10 +268,12 @@ def case_killed_near_the_end(tmp):
     """Killed a few steps before the end: training ends within the grace, final.pt is written
     (bitwise the reference) and the exit is 0, without waiting for the coordinator's calls."""
     ref = reference()
-    job = Job(tmp, "end")
-    at = job.wait_step(STEPS_PER_EPOCH * EPOCHS - random.randint(3, 8))
+    at = STEPS_PER_EPOCH * EPOCHS - random.randint(3, 8)
+    job = Job(tmp, "end", holds=[("step", 1, at)])  # the last steps are too quick to poll for
+    victim = job.held(0)
     os.kill(job.coordinator(), signal.SIGKILL)
     killed_at = time.time()
+    os.kill(victim, signal.SIGCONT)
     code, out = job.finish(timeout=120)
     print(f"coordinator SIGKILLed at step {at}; exit {code} {time.time() - killed_at:.2f} s later",
           flush=True)
