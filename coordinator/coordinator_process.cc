@@ -162,7 +162,8 @@ absl::Status CoordinatorProcess::ResumeJournal(const JobIdentity& identity, Jour
       journal_path, expected, [this](const std::string& line) { Log(line); }, state);
   if (!journal.ok()) {
     return absl::Status(journal.status().code(),
-                        absl::StrCat("cannot resume: ", journal.status().message()));
+                        absl::StrCat("cannot resume: ", journal.status().message(),
+                                     "; refusing to take over the job"));
   }
   journal_ = std::move(*journal);
   const JournalHeader& h = state->header;
