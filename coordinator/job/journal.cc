@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -287,7 +289,14 @@ absl::StatusOr<JournalState> ParseJournal(const std::string& bytes) {
 
 Journal::Journal(std::string path, int fd, Log log)
     : path_(std::move(path)), fd_(fd), log_(std::move(log)) {
+  // The syncer never takes a process signal (a thread inherits its creator's mask): the
+  // coordinator handles them on its signal watcher's thread, which may start later.
+  sigset_t all;
+  sigset_t before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &before);
   syncer_ = std::thread([this] { SyncLoop(); });
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 Journal::~Journal() {
