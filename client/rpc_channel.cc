@@ -59,21 +59,20 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
   } else {
     return absl::InvalidArgumentError("no coordinator given: pass a dist_file or an address");
   }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  args.SetMaxSendMessageSize(kMaxMessageBytes);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  ch->channel_ = grpc::CreateCustomChannel(ch->endpoint_.grpc_address,
-                                           grpc::InsecureChannelCredentials(), args);
-  ch->stub_ = slurm_ddp::v1::Coordinator::NewStub(ch->channel_);
+  ch->dist_file_ = options.dist_file;
+  ch->expect_ = {options.expected_job_id, options.min_generation};
+  {
+    absl::MutexLock lock(&ch->mu_);
+    ch->incarnation_ = ch->endpoint_.incarnation;
+    ch->Connect(ch->endpoint_.grpc_address);
+  }
   // Hello proves the coordinator is there, the token is right and (with a dist_file's nonce)
   // that the file is not a stale leftover; it also tells an address-only client the job.
   slurm_ddp::v1::HelloRequest req;
   req.set_nonce(ch->endpoint_.nonce);
   slurm_ddp::v1::HelloReply reply;
   RETURN_IF_ERROR(ch->Call("Hello", options.rpc_timeout, [&](grpc::ClientContext* ctx) {
-    return ch->stub_->Hello(ctx, req, &reply);
+    return ch->stub().Hello(ctx, req, &reply);
   }));
   if (!ch->endpoint_.job_id.empty() && reply.job_id() != ch->endpoint_.job_id) {
     return absl::FailedPreconditionError(absl::StrCat("coordinator at ", ch->endpoint_.grpc_address,
@@ -86,6 +85,48 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
   if (!reply.view_token().empty()) ch->endpoint_.view_token = reply.view_token();
   ch->world_size_ = reply.world_size();
   return ch;
+}
+
+void RpcChannel::Connect(const std::string& address) const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  channels_.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  stubs_.push_back(slurm_ddp::v1::Coordinator::NewStub(channels_.back()));
+  address_ = address;
+}
+
+slurm_ddp::v1::Coordinator::Stub& RpcChannel::stub() const {
+  absl::MutexLock lock(&mu_);
+  return *stubs_.back();
+}
+
+std::string RpcChannel::address() const {
+  absl::MutexLock lock(&mu_);
+  return address_;
+}
+
+int64_t RpcChannel::incarnation() const {
+  absl::MutexLock lock(&mu_);
+  return incarnation_;
+}
+
+bool RpcChannel::FollowRestart() const {
+  if (dist_file_.empty()) return false;
+  absl::StatusOr<DistFileContents> now = ReadDistFile(dist_file_, expect_);
+  // Only a newer incarnation of the very job this channel was opened for: same job, generation
+  // and nonce (a restarted coordinator keeps them); anything else is someone else's file.
+  if (!now.ok() || now->job_id != endpoint_.job_id || now->generation != endpoint_.generation ||
+      now->nonce != endpoint_.nonce) {
+    return false;
+  }
+  absl::MutexLock lock(&mu_);
+  if (now->incarnation <= incarnation_) return false;
+  incarnation_ = now->incarnation;
+  Connect(now->grpc_address);
+  return true;
 }
 
 absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
@@ -109,15 +150,18 @@ absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
     const bool unreachable =
         s.error_code() == grpc::StatusCode::UNAVAILABLE ||
         (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && now >= deadline && tries > 1);
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE && now < deadline && FollowRestart()) {
+      continue;  // the coordinator came back elsewhere: try there at once
+    }
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE && now + backoff < deadline) {
       std::uniform_real_distribution<double> jitter(0.5, 1.5);
       std::this_thread::sleep_for(absl::ToChronoNanoseconds(backoff * jitter(rng)));
-      backoff = std::min(backoff * 2, absl::Seconds(2));
+      backoff = std::min(backoff * 2, kMaxBackoff);
       continue;
     }
     if (unreachable) {
       return absl::UnavailableError(
-          absl::StrCat(method, ": coordinator at ", endpoint_.grpc_address, " unreachable after ",
+          absl::StrCat(method, ": coordinator at ", address(), " unreachable after ",
                        absl::FormatDuration(timeout), " (", tries, " tries): ", s.error_message()));
     }
     absl::Status st = FromGrpc(s);

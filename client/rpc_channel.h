@@ -1,8 +1,17 @@
 // Internal to client/: the one place that builds gRPC channels and runs calls with a deadline,
-// the bearer token and jittered exponential backoff on UNAVAILABLE. Includes gRPC; never include
-// it from a public client header.
+// the bearer token and jittered exponential backoff on UNAVAILABLE (at most kMaxBackoff between
+// tries, so that a restarted coordinator is found quickly). Includes gRPC; never include it from
+// a public client header.
 //
-// Thread safety: RpcChannel is immutable after Open; Call is safe from any thread.
+// A coordinator that comes back (ddp-coordinator --resume-from-journal) listens on a new port and
+// republishes the dist_file with the same job, generation, nonce and tokens and a higher
+// incarnation. A channel opened from a dist_file re-reads it whenever a call finds the
+// coordinator UNAVAILABLE; on a newer incarnation of the same job it moves to the new address,
+// and the call (and every later one) goes there. Workers re-attach through their next heartbeat:
+// the restored coordinator knows their ranks.
+//
+// Thread safety: Call and stub() are safe from any thread; the endpoint's job identity never
+// changes after Open, its address may (address()).
 #ifndef SLURM_DDP_CLIENT_RPC_CHANNEL_H_
 #define SLURM_DDP_CLIENT_RPC_CHANNEL_H_
 
@@ -11,8 +20,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "common/dist_file.h"
@@ -40,8 +52,14 @@ class RpcChannel {
   absl::Status Call(const char* method, absl::Duration timeout,
                     const std::function<grpc::Status(grpc::ClientContext*)>& call) const;
 
-  slurm_ddp::v1::Coordinator::Stub& stub() const { return *stub_; }
+  static constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
+
+  // The stub of the current incarnation (stubs of earlier ones stay valid).
+  slurm_ddp::v1::Coordinator::Stub& stub() const;
+  // Job identity and tokens as opened; grpc_address is the first incarnation's (see address()).
   const DistFileContents& endpoint() const { return endpoint_; }
+  std::string address() const;
+  int64_t incarnation() const;
   // The token every call carries.
   const std::string& token() const { return token_; }
   absl::Duration rpc_timeout() const { return rpc_timeout_; }
@@ -49,13 +67,23 @@ class RpcChannel {
 
  private:
   RpcChannel() = default;
+  void Connect(const std::string& address) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-reads the dist_file; true when it names a newer incarnation of this job (now current).
+  bool FollowRestart() const;
 
   DistFileContents endpoint_;  // address, tokens, nonce (nonce empty without a dist_file)
   std::string token_;
   absl::Duration rpc_timeout_;
   int world_size_ = 0;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<slurm_ddp::v1::Coordinator::Stub> stub_;
+  std::string dist_file_;  // empty: opened by address
+  DistFileExpectation expect_;
+  mutable absl::Mutex mu_;
+  mutable std::string address_ ABSL_GUARDED_BY(mu_);
+  mutable int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
+  // The last is current; earlier ones stay alive for calls still using them.
+  mutable std::vector<std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<std::unique_ptr<slurm_ddp::v1::Coordinator::Stub>> stubs_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp

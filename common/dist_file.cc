@@ -87,9 +87,10 @@ std::string SerializeDistFile(const DistFileContents& c) {
   const std::string roles = absl::StrCat(
       c.view_token.empty() ? "" : absl::StrCat("\nview_token=", c.view_token),
       c.control_token.empty() ? "" : absl::StrCat("\ncontrol_token=", c.control_token));
-  return absl::StrCat(kDistFileHeader, "\njob_id=", c.job_id, "\ngeneration=", c.generation,
-                      "\nnonce=", c.nonce, "\ntoken=", c.token, roles,
-                      "\ngrpc_address=", c.grpc_address, "\nhttp_port=", c.http_port, "\nend=1\n");
+  return absl::StrCat(
+      kDistFileHeader, "\njob_id=", c.job_id, "\ngeneration=", c.generation, "\nnonce=", c.nonce,
+      "\ntoken=", c.token, roles, "\ngrpc_address=", c.grpc_address, "\nhttp_port=", c.http_port,
+      c.incarnation == 0 ? "" : absl::StrCat("\nincarnation=", c.incarnation), "\nend=1\n");
 }
 
 absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
@@ -138,6 +139,10 @@ absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
   }
   if (!absl::SimpleAtoi(kv["http_port"], &c.http_port) || c.http_port < 0 || c.http_port > 65535) {
     return absl::InvalidArgumentError("dist_file has a bad http_port");
+  }
+  if (kv.count("incarnation") > 0 &&
+      (!absl::SimpleAtoi(kv["incarnation"], &c.incarnation) || c.incarnation < 0)) {
+    return absl::InvalidArgumentError("dist_file has a bad incarnation");
   }
   if (c.nonce.size() != 32 || !IsHex(c.nonce)) {
     return absl::InvalidArgumentError("dist_file has a malformed nonce");

@@ -10,12 +10,18 @@
 //   control_token=<64 hex digits: stop and abort, and everything the view token allows>
 //   grpc_address=<host:port>
 //   http_port=<port, 0 = none>
+//   incarnation=<N: 0 for the job's first coordinator, +1 per restart from its journal>
 //   end=1
 //
 // Tokens by role (coordinator/rpc/auth.h). The two role tokens were added to v1 compatibly:
 // readers ignore keys they do not know, and a file without them (an older coordinator's, which
 // had one token for everything) reads as if both equalled `token`. The job id is 1..256 bytes of
-// valid UTF-8 without control characters.
+// valid UTF-8 without control characters. `incarnation` was added the same way: a file without it
+// reads as incarnation 0, and it is written only when non-zero, so a reader that predates it
+// parses every file a first coordinator publishes, and ignores the key in a restarted one's.
+// A restarted coordinator (ddp-coordinator --resume-from-journal) republishes the same job,
+// generation, nonce and tokens with a new address and a higher incarnation: clients that lose
+// their coordinator re-read the file and move to a newer incarnation (client/rpc_channel.h).
 //
 // Publishing writes a temp file in the same folder (O_EXCL, 0600), fsyncs it, renames it over the
 // target and fsyncs the folder, so a reader sees the old file, no file, or the whole new file.
@@ -48,6 +54,7 @@ struct DistFileContents {
   std::string control_token;  // stop and abort (and everything view_token allows)
   std::string grpc_address;   // host:port
   int http_port = 0;
+  int64_t incarnation = 0;  // restarts of the job's coordinator from its journal
 };
 
 // What a reader insists on. An empty job_id accepts any job (operator tools given a path).

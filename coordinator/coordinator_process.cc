@@ -61,7 +61,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
 absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   dist_file_ =
       options_.dist_file.empty() ? DefaultDistFilePath(identity.job_id) : options_.dist_file;
-  ASSIGN_OR_RETURN(contents_, NewDistFileContents(identity.job_id, identity.generation, "", 0));
+  JournalState restored;
+  if (options_.resume_from_journal) {
+    RETURN_IF_ERROR(ResumeJournal(identity, &restored));
+  } else {
+    ASSIGN_OR_RETURN(contents_, NewDistFileContents(identity.job_id, identity.generation, "", 0));
+    const JournalHeader header{contents_.job_id,   contents_.generation, contents_.nonce,
+                               contents_.token,    contents_.view_token, contents_.control_token,
+                               options_.world_size};
+    ASSIGN_OR_RETURN(journal_, Journal::Create(JournalPath(dist_file_), header,
+                                               [this](const std::string& line) { Log(line); }));
+  }
   JobConfig config;
   config.job_id = identity.job_id;
   config.generation = identity.generation;
@@ -75,7 +85,15 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   config.stop_timeout = options_.stop_timeout;
   config.suspend_threshold = absl::Seconds(2);  // the server ticks every 50 ms
   config.log = [this](const std::string& line) { Log(line); };
+  config.journal = journal_.get();
   job_ = std::make_unique<Job>(config, MonotonicClock::Get());
+  if (options_.resume_from_journal) {
+    absl::Status st = job_->Restore(restored);
+    if (!st.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot resume from journal ", journal_->path(), ": ", st.message()));
+    }
+  }
 
   // Before the first thread: Slurm delivers a job step's signals to every process of the task.
   ASSIGN_OR_RETURN(signals_, SignalWatcher::Start({SIGTERM, SIGINT, SIGUSR1},
@@ -106,14 +124,61 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
     return absl::Status(published.code(),
                         absl::StrCat("cannot publish dist_file: ", published.message()));
   }
-  Log(absl::StrCat("job ", identity.job_id, " generation ", identity.generation, ": waiting for ",
-                   options_.world_size, " workers on ", server_->address(), "; dist_file ",
-                   dist_file_));
+  if (options_.resume_from_journal) {
+    Log(absl::StrCat("job ", identity.job_id, " generation ", identity.generation,
+                     ": restarted from journal ", journal_->path(), " as incarnation ",
+                     contents_.incarnation, " (", restored.records, " records",
+                     restored.torn_bytes > 0 ? absl::StrCat(", a torn last record of ",
+                                                            restored.torn_bytes, " bytes dropped")
+                                             : std::string(),
+                     ") on ", server_->address(), "; dist_file ", dist_file_));
+  } else {
+    Log(absl::StrCat("job ", identity.job_id, " generation ", identity.generation, ": waiting for ",
+                     options_.world_size, " workers on ", server_->address(), "; dist_file ",
+                     dist_file_));
+  }
   if (http_) {
     const std::string host = server_->address().substr(0, server_->address().rfind(':'));
     Log(absl::StrCat("dashboard: http://", host, ":", http_->port(),
                      "/ (view token in the dist_file; `ddpctl dashboard` prints the full URL)"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorProcess::ResumeJournal(const JobIdentity& identity, JournalState* state) {
+  const std::string journal_path = JournalPath(dist_file_);
+  absl::StatusOr<DistFileContents> published =
+      ReadDistFile(dist_file_, {identity.job_id, identity.generation});
+  if (!published.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot resume from journal ", journal_path,
+                                                      ": dist_file ", dist_file_, ": ",
+                                                      published.status().message()));
+  }
+  JournalHeader expected;
+  expected.job_id = published->job_id;
+  expected.generation = published->generation;
+  expected.nonce = published->nonce;
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Resume(
+      journal_path, expected, [this](const std::string& line) { Log(line); }, state);
+  if (!journal.ok()) {
+    return absl::Status(journal.status().code(),
+                        absl::StrCat("cannot resume: ", journal.status().message(),
+                                     "; refusing to take over the job"));
+  }
+  journal_ = std::move(*journal);
+  const JournalHeader& h = state->header;
+  if (h.token != published->token || h.view_token != published->view_token ||
+      h.control_token != published->control_token) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot resume: journal ", journal_path,
+                                                      " does not hold the dist_file's tokens"));
+  }
+  if (h.world_size != options_.world_size) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot resume: journal ", journal_path,
+                                                      " is of a job of ", h.world_size,
+                                                      " workers, not ", options_.world_size));
+  }
+  contents_ = *published;
+  contents_.incarnation = state->incarnation;
   return absl::OkStatus();
 }
 
@@ -136,6 +201,9 @@ void CoordinatorProcess::OnSignal(int sig) {
 
 int CoordinatorProcess::RunUntilDone() {
   job_->WaitFinished(absl::InfiniteDuration());
+  // Nothing is left to resume: a coordinator started on this journal now would restore a job
+  // that already ended. (Refused instead: no journal.)
+  if (journal_) ::unlink(journal_->path().c_str());
   absl::Duration linger = options_.linger;
   {
     const JobStatus s = job_->Status();

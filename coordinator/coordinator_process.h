@@ -5,6 +5,13 @@
 // readable (a signal ends the linger at once), shuts the servers down, removes the dist_file if
 // it is still ours and returns the exit code (common/exit_codes.h).
 //
+// The journal (coordinator/job/journal.h): a fresh coordinator creates `<dist_file>.journal`
+// beside the dist_file and records every state change a successor needs. With
+// resume_from_journal, Start() instead reads the dist_file and the journal (refusing a corrupt
+// journal or one of another job, FAILED_PRECONDITION / DATA_LOSS), restores the job, listens on a
+// new port and republishes the dist_file with the same job, generation, nonce and tokens and the
+// next incarnation. Once the job has finished the journal is removed: nothing is left to resume.
+//
 // Signals: SIGUSR1 (Slurm: time limit near) asks for a graceful stop while RUNNING and is
 // ignored otherwise, so it never kills the coordinator while workers checkpoint. The first
 // SIGTERM/SIGINT while RUNNING asks for a graceful stop; any other one aborts the job.
@@ -50,6 +57,8 @@ struct CoordinatorOptions {
   // After a successful job; after one that failed or stopped, at least kOutcomeLinger.
   absl::Duration linger = absl::Seconds(10);
   std::string log_file;  // also append log lines here
+  // Take over the job of the dist_file from its journal (a restarted coordinator).
+  bool resume_from_journal = false;
 };
 
 struct JobIdentity {
@@ -81,6 +90,8 @@ class CoordinatorProcess {
  private:
   explicit CoordinatorProcess(const CoordinatorOptions& options);
   absl::Status StartServing(const JobIdentity& identity);
+  // The dist_file's contents and the journal's state for a restart (resume_from_journal).
+  absl::Status ResumeJournal(const JobIdentity& identity, JournalState* state);
   void OnSignal(int sig);
   void Log(const std::string& line) { logger_->Log(line); }
 
@@ -88,6 +99,7 @@ class CoordinatorProcess {
   std::string dist_file_;
   DistFileContents contents_;
   std::unique_ptr<LineLogger> logger_;
+  std::unique_ptr<Journal> journal_;  // before job_: the job reports to it
   std::unique_ptr<Job> job_;
   KvStore store_;
   std::unique_ptr<CoordinatorServer> server_;

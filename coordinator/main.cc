@@ -68,6 +68,12 @@ int main(int argc, char** argv) {
                               " s, so that every rank hears the outcome)"))
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-file", options.log_file, "Also append log lines to this file");
+  app.add_flag("--resume-from-journal", options.resume_from_journal,
+               "Take over the job of the dist_file from its journal (<dist_file>.journal), as a "
+               "restarted coordinator: restore registrations, rank table, checkpoints, shard "
+               "agreement and stop request, listen on a new port and republish the dist_file "
+               "with the same job, tokens, generation and nonce and the next incarnation. A "
+               "corrupt journal, or one of another job, is refused (exit 1)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -67,6 +67,7 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
       error = joined.status();
     } else if (joined->new_slot) {
       const bool replacing = membership_.world_complete();
+      if (!replacing && config_.journal != nullptr) config_.journal->Registered(who);
       EventLocked(
           absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host, " pid ",
                        who.pid, " node ", who.node_rank, " local rank ", who.local_rank, " (",
@@ -93,6 +94,9 @@ void Job::CompleteRegistrationLocked(Completions* out) {
   for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
   running_since_ = now;
   lifecycle_.Start();
+  if (config_.journal != nullptr) {
+    config_.journal->GenerationFormed(*membership_.table(), recovery_.restarts());
+  }
   StateChangedLocked(
       absl::StrCat("all ", config_.world_size, " workers registered on ", membership_.num_nodes(),
                    " node(s) after ", SecondsText(now - start_)),
@@ -108,10 +112,15 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
   }
   // After an in-job recovery the ranks' own (synced) position is the truth: it may be past the
   // last checkpoint.
+  const bool new_epoch = !shards_.Agreed(request.epoch);
   absl::StatusOr<ShardAssignment> a = shards_.Assign(
       rank, request,
       membership_.current() == 0 ? checkpoints_.ConsumedIn(request.epoch) : std::nullopt);
-  if (a.ok()) version_.fetch_add(1, std::memory_order_acq_rel);
+  if (a.ok()) {
+    if (new_epoch && config_.journal != nullptr)
+      config_.journal->EpochAgreed(request.epoch, request);
+    version_.fetch_add(1, std::memory_order_acq_rel);
+  }
   return a;
 }
 
@@ -162,6 +171,7 @@ absl::Status Job::CommitCheckpoint(int rank, int pid, const CommittedCheckpoint&
   absl::MutexLock lock(&mu_);
   st = checkpoints_.Commit(checkpoint);
   if (!st.ok()) return st;
+  if (config_.journal != nullptr) config_.journal->CheckpointCommitted(checkpoint);
   EventLocked(absl::StrCat("checkpoint committed by rank ", rank, ": epoch ", checkpoint.epoch,
                            " step ", checkpoint.step, " ", checkpoint.path),
               &out);
@@ -198,6 +208,7 @@ absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
         &out);
     const JobState before = lifecycle_.state();
     if (before == JobState::kRunning && lifecycle_.RequestStop(absl::StrCat(who, " stopped"))) {
+      if (config_.journal != nullptr) config_.journal->StopRequested(lifecycle_.stop_reason());
       StateChangedLocked(absl::StrCat("checkpoint and stop: ", lifecycle_.stop_reason()), &out);
     }
     RankFinishedLocked(&out);
@@ -230,12 +241,14 @@ bool Job::RequestGracefulStopLocked(const std::string& why, Completions* out) {
     // The state stays RECOVERING (no state change to announce); the stop is kept for when the
     // new generation has formed.
     if (!lifecycle_.stop_requested() && lifecycle_.RequestStop(why)) {
+      if (config_.journal != nullptr) config_.journal->StopRequested(why);
       command_.store(lifecycle_.command(), std::memory_order_release);
       EventLocked(absl::StrCat("checkpoint and stop (after the recovery): ", why), out);
     }
     return true;
   }
   if (!lifecycle_.RequestStop(why)) return false;
+  if (config_.journal != nullptr) config_.journal->StopRequested(why);
   StateChangedLocked(absl::StrCat("checkpoint and stop: ", why), out);
   return true;
 }

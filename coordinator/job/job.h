@@ -46,6 +46,8 @@
 #include "coordinator/job/checkpoint_ledger.h"
 #include "coordinator/job/completions.h"
 #include "coordinator/job/event_log.h"
+#include "coordinator/job/journal.h"
+#include "coordinator/job/journal_sink.h"
 #include "coordinator/job/lifecycle.h"
 #include "coordinator/job/liveness.h"
 #include "coordinator/job/membership.h"
@@ -85,6 +87,9 @@ struct JobConfig {
   size_t max_events = 200;
   // Receives one line per registration and state change (may be empty).
   std::function<void(const std::string&)> log;
+  // Receives the state changes a restarted coordinator needs (journal_sink.h; not owned, must
+  // outlive the job). Null: nothing is journaled.
+  JournalSink* journal = nullptr;
 };
 
 class Job {
@@ -122,6 +127,13 @@ class Job {
   // A survivor (rank, pid) leaves its generation and joins the next; `done` runs once that is
   // complete, or with ABORTED and the job's failure when it cannot recover.
   void Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done);
+  // A restarted coordinator takes over: the state its journal recorded (journal.h). With a rank
+  // table the job is RUNNING (STOPPING with a stop recorded) in that membership generation, and
+  // every rank has heartbeat_timeout from now to heartbeat again; without one the recorded
+  // registrations are back and the others are awaited (their retried Register joins). Call once,
+  // before serving. INVALID_ARGUMENT when the state does not fit the config.
+  absl::Status Restore(const JournalState& state);
+
   // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
   absl::Status Stop(bool graceful, const std::string& reason);
 

@@ -117,6 +117,9 @@ void Job::CompleteRecoveryLocked(Completions* out) {
   const absl::Time now = clock_->Now();
   const GenerationNote note{recovery_.restarts(), recovery_.cause(), recovery_.Elapsed(now)};
   const std::vector<int> revived = membership_.Complete(note, out);
+  if (config_.journal != nullptr) {
+    config_.journal->GenerationFormed(*membership_.table(), recovery_.restarts());
+  }
   for (int rank : revived) liveness_.Revive(rank, now);
   recovery_.End(now, revived);
   shards_.Reset();

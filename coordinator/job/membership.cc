@@ -153,6 +153,23 @@ std::vector<int> Membership::Complete(const GenerationNote& note, Completions* o
   return revived;
 }
 
+void Membership::Restore(const RankTable& table) {
+  slots_.clear();
+  for (const WorkerIdentity& who : table.ranks) {
+    Slot& slot = slots_[{who.node_rank, who.local_rank}];
+    slot.who = who;
+    slot.joined = table.generation;
+  }
+  num_nodes_ = table.num_nodes;
+  current_ = table.generation;
+  forming_ = table.generation;
+  {
+    absl::MutexLock lock(&table_mu_);
+    table_ = std::make_shared<RankTable>(table);
+  }
+  complete_.store(true, std::memory_order_release);
+}
+
 void Membership::FailWaiters(const absl::Status& error, Completions* out) {
   for (auto& [key, slot] : slots_) {
     for (RegisterCallback& cb : slot.waiting) out->Add([cb = std::move(cb), error] { cb(error); });

@@ -92,6 +92,9 @@ class Membership {
   // Publishes the generation being formed and answers every queued callback with its place.
   // Returns the ranks whose slot was vacated since the previous generation.
   std::vector<int> Complete(const GenerationNote& note, Completions* out);
+  // A restarted coordinator (coordinator/job/journal.h): `table` is the current, complete
+  // generation, its ranks the occupants of their slots. Call once, on a fresh object.
+  void Restore(const RankTable& table);
   // Answers every queued callback with `error` (the job failed).
   void FailWaiters(const absl::Status& error, Completions* out);
 

@@ -42,6 +42,8 @@ class Recovery {
   void Lose(const FailureCause& cause, absl::Time now);
   // Uses one restart (CanRestart() must be true).
   void UseRestart() { ++restarts_; }
+  // A restarted coordinator: the restarts its journal says were used.
+  void RestoreRestarts(int restarts) { restarts_ = restarts; }
   // A recovery begins (or, when one is in progress, its deadline moves to now + timeout: the
   // new loss gets the whole time too).
   void Begin(const FailureCause& cause, absl::Time now);

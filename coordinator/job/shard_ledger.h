@@ -30,6 +30,10 @@ class ShardLedger {
   // A new membership generation (in-job recovery) agrees on its epochs afresh: the ranks resume
   // the epoch in progress from their synced position, which differs from the first request.
   void Reset() { agreed_.clear(); }
+  // Whether some rank fixed the parameters of `epoch` (in this generation).
+  bool Agreed(int64_t epoch) const { return agreed_.count(epoch) > 0; }
+  // A restarted coordinator: the agreement its journal recorded.
+  void RestoreAgreed(int64_t epoch, const ShardRequest& request) { agreed_[epoch] = request; }
 
  private:
   const int world_size_;

@@ -261,5 +261,31 @@ TEST(DistFileParseTest, SerializeParseRoundTrip) {
   EXPECT_FALSE(ParseDistFile(SerializeDistFile(*c) + "extra=1\n").ok());
 }
 
+TEST(DistFileParseTest, IncarnationRoundTripsAndIsOptional) {
+  auto c = NewDistFileContents("job", 2, "[::1]:7", 0);
+  ASSERT_TRUE(c.ok());
+  // A first coordinator's file has no incarnation line: readers that predate it see no change.
+  EXPECT_EQ(SerializeDistFile(*c).find("incarnation"), std::string::npos);
+  EXPECT_EQ(ParseDistFile(SerializeDistFile(*c))->incarnation, 0);
+  c->incarnation = 3;
+  const std::string text = SerializeDistFile(*c);
+  EXPECT_NE(text.find("\nincarnation=3\n"), std::string::npos);
+  auto p = ParseDistFile(text);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->incarnation, 3);
+  EXPECT_EQ(p->nonce, c->nonce);
+  EXPECT_EQ(p->generation, 2);
+  // An old reader ignores keys it does not know: the same text without the line is still a
+  // whole file of the same job (what such a reader effectively parses).
+  std::string old_view = text;
+  old_view.erase(old_view.find("incarnation=3\n"), std::string("incarnation=3\n").size());
+  EXPECT_TRUE(ParseDistFile(old_view).ok());
+  for (const char* bad : {"incarnation=-1", "incarnation=x", "incarnation="}) {
+    std::string t = text;
+    t.replace(t.find("incarnation=3"), std::string("incarnation=3").size(), bad);
+    EXPECT_FALSE(ParseDistFile(t).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ddp

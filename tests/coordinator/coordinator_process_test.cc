@@ -152,6 +152,79 @@ TEST_F(CoordinatorProcessTest, TermAbortsWhileRegisteringAndASecondSignalEndsThe
   later.join();
 }
 
+// A coordinator that dies (here: destroyed without finishing) is taken over by one started with
+// resume_from_journal: the same job, nonce and tokens in a dist_file of a newer incarnation, and
+// the worker's client follows it by itself (its next call finds the old address gone).
+TEST_F(CoordinatorProcessTest, ARestartedCoordinatorResumesFromTheJournal) {
+  const CoordinatorOptions first_options = Options(absl::Milliseconds(100));
+  auto first = CoordinatorProcess::Start(first_options, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string dist_file = (*first)->dist_file();
+  std::unique_ptr<CoordinatorApi> api = Worker(dist_file);
+  ASSERT_NE(api, nullptr);
+  ASSERT_TRUE(api->CommitCheckpoint({0, 7, 70, "/ck/7.pt"}).ok());
+  auto before = ReadDistFile(dist_file, {"proc", 0});
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->incarnation, 0);
+  first->reset();  // gone without a word, as after SIGKILL: the dist_file and journal stay
+
+  CoordinatorOptions resume = first_options;
+  resume.resume_from_journal = true;
+  auto second = CoordinatorProcess::Start(resume, {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto after = ReadDistFile(dist_file, {"proc", 0});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->incarnation, 1);
+  EXPECT_EQ(after->nonce, before->nonce);
+  EXPECT_EQ(after->token, before->token);
+  EXPECT_EQ(after->control_token, before->control_token);
+  EXPECT_NE(after->grpc_address, before->grpc_address);
+  const JobStatus s = (*second)->job().Status();
+  EXPECT_EQ(s.state, JobState::kRunning);
+  EXPECT_EQ(s.checkpoint_step, 7);
+  auto hb = api->Heartbeat({});
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  EXPECT_EQ(hb->command, Command::kContinue);
+  ASSERT_TRUE(api->ReportDone(absl::OkStatus()).ok());
+  EXPECT_EQ((*second)->RunUntilDone(), kExitOk);
+  struct stat st;
+  EXPECT_NE(::stat(JournalPath(dist_file).c_str(), &st), 0) << "a finished job leaves no journal";
+}
+
+TEST_F(CoordinatorProcessTest, ACorruptOrForeignJournalIsRefused) {
+  const CoordinatorOptions options = Options(absl::Milliseconds(100));
+  CoordinatorOptions resume = options;
+  resume.resume_from_journal = true;
+  {
+    auto first = CoordinatorProcess::Start(options, {});
+    ASSERT_TRUE(first.ok()) << first.status();
+    std::unique_ptr<CoordinatorApi> api = Worker((*first)->dist_file());
+    ASSERT_NE(api, nullptr);
+  }
+  const std::string journal = JournalPath(options.dist_file);
+  const std::string saved = journal + ".saved";
+  ASSERT_EQ(std::system(("cp -p '" + journal + "' '" + saved + "'").c_str()), 0);
+  // Another coordinator of the job (a new nonce) publishes its own dist_file; the old journal
+  // put back beside it belongs to another incarnation of the job, not to this file.
+  {
+    auto other = CoordinatorProcess::Start(options, {});
+    ASSERT_TRUE(other.ok()) << other.status();
+  }
+  ASSERT_EQ(std::rename(saved.c_str(), journal.c_str()), 0);
+  auto foreign = CoordinatorProcess::Start(resume, {});
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(foreign.status())) << foreign.status();
+  EXPECT_THAT(std::string(foreign.status().message()), HasSubstr("belongs to job proc"));
+  // A journal that is no journal at all.
+  ASSERT_EQ(std::system(("printf 'garbage garbage garbage' > '" + journal + "'").c_str()), 0);
+  auto corrupt = CoordinatorProcess::Start(resume, {});
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_THAT(std::string(corrupt.status().message()), HasSubstr("cannot resume"));
+  // No journal: nothing to resume.
+  ::unlink(journal.c_str());
+  EXPECT_FALSE(CoordinatorProcess::Start(resume, {}).ok());
+}
+
 TEST_F(CoordinatorProcessTest, BadOptionsAreUsageErrors) {
   CoordinatorOptions o = Options(absl::ZeroDuration());
   o.world_size = 0;

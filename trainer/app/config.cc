@@ -83,6 +83,13 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                  "A replacement must register within --registration-timeout")
       ->check(CLI::Range(0, 1000000))
       ->group(job);
+  app.add_option("--coordinator-restarts", c.coordinator_restarts,
+                 "Times task 0 restarts the job's coordinator when it dies (a signal or an error "
+                 "exit) while workers run, from its journal beside the dist_file; workers "
+                 "re-attach without stopping. 0 = never. A restarted coordinator that refuses "
+                 "its journal is not restarted again")
+      ->check(CLI::Range(0, 1000))
+      ->group(job);
   app.add_option(
          "--stall-timeout", c.stall_timeout_s,
          absl::StrCat("Seconds a rank may sit in one working phase while a peer waits in "

@@ -33,6 +33,8 @@ struct TrainerConfig {
   // In-job recovery: workers the job may replace in place, job-wide (0: a lost worker fails the
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
   int max_restarts = 3;
+  // Times task 0 restarts a coordinator that died, from its journal (0: never).
+  int coordinator_restarts = 3;
 
   // Data and model.
   std::string data = "fashion-mnist";

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "trainer/launcher/coordinator_restarts.h"
 #include "trainer/launcher/failure_policy.h"
 #include "trainer/launcher/supervisor.h"
 
@@ -28,7 +29,9 @@ class LauncherRun {
         options_(options),
         task_(plan.base.local_mode ? "local" : absl::StrCat("node ", plan.base.node_rank, " task")),
         supervisor_({SIGTERM, SIGUSR1, SIGINT}),
-        policy_(options.report_lost ? options.max_respawns : 0) {}
+        policy_(options.report_lost ? options.max_respawns : 0),
+        coordinator_restarts_(
+            options.coordinator_resume_command.empty() ? 0 : options.coordinator_restarts) {}
 
   int Run() {
     if (plan_.start_coordinator && !StartCoordinator()) return kExitFailed;
@@ -130,17 +133,29 @@ class LauncherRun {
         return;
       case SupervisorEvent::Kind::kExited:
         if (e.id == coordinator_) {
-          // Exit 0: the job succeeded and the linger (--linger) ended while the workers were
-          // still on their way out; anything else is worth a line.
-          if (e.status->code() != kExitOk) {
-            Log(task_, absl::StrCat("coordinator (pid ", supervisor_.pid(e.id), ") ",
-                                    e.status->Describe(), " while workers still run"));
-          }
+          OnCoordinatorExit(*e.status);
         } else {
           OnWorkerExit(e.id, *e.status);
         }
         return;
     }
+  }
+
+  // Exit 0: the job succeeded and the linger (--linger) ended while the workers were still on
+  // their way out. Anything else: restart it from its journal while the policy allows.
+  void OnCoordinatorExit(const ExitStatus& status) {
+    if (!status.signaled() && status.code() == kExitOk) return;
+    const pid_t pid = supervisor_.pid(coordinator_);
+    const CoordinatorRestarts::Decision d = coordinator_restarts_.OnExit(status);
+    if (!d.restart) {
+      Log(task_, absl::StrCat("coordinator (pid ", pid, ") ", status.Describe(),
+                              " while workers still run; ", d.why));
+      return;
+    }
+    absl::Status st = supervisor_.Respawn(coordinator_, options_.coordinator_resume_command);
+    Log(task_, absl::StrCat("coordinator (pid ", pid, ") ", status.Describe(), "; ",
+                            st.ok() ? absl::StrCat(d.why, ": pid ", supervisor_.pid(coordinator_))
+                                    : absl::StrCat("cannot restart it: ", st.message())));
   }
 
   void OnWorkerExit(int id, const ExitStatus& status) {
@@ -229,6 +244,7 @@ class LauncherRun {
   Supervisor supervisor_;
   FailurePolicy policy_;
   int coordinator_ = -1;
+  CoordinatorRestarts coordinator_restarts_;
   absl::Time stop_deadline_ = absl::InfiniteFuture();  // set by a forwarded stop signal
   std::vector<int> workers_;                           // supervisor ids ...
   std::vector<int> local_ranks_;                       // ... and their local ranks

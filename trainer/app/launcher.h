@@ -13,6 +13,8 @@
 //     successful job so operators can read the outcome; after a failed or stopped job it gets
 //     coordinator_failed_wait. Then SIGTERM, coordinator_stop_grace, SIGKILL. A signal to the
 //     task meanwhile cuts the wait short.
+//   - A coordinator that dies while workers run is restarted from its journal
+//     (trainer/launcher/coordinator_restarts.h); the workers re-attach to it by themselves.
 //   - No wait is unbounded: a child that outlives SIGKILL is reported and given up on.
 //
 // Thread safety: single-threaded (the launcher's main thread).
@@ -41,6 +43,11 @@ struct LauncherOptions {
   // What task 0 runs as the coordinator (CoordinatorCommand); ignored unless
   // plan.start_coordinator.
   std::vector<std::string> coordinator_command;
+  // What task 0 runs to restart a coordinator that died (the command plus
+  // --resume-from-journal); empty: the coordinator is never restarted.
+  std::vector<std::string> coordinator_resume_command;
+  // --coordinator-restarts: how often (trainer/launcher/coordinator_restarts.h).
+  int coordinator_restarts = 3;
   SupervisionTimeouts timeouts;
   LostReporter report_lost;  // optional; without it nothing is respawned
   // Upper bound on this task's respawns (the job-wide --max-restarts; the coordinator decides

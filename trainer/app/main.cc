@@ -100,6 +100,9 @@ int main(int argc, char** argv) {
         ddp::WorkerCommand("/proc/self/exe", std::vector<std::string>(argv + 1, argv + argc));
     options.coordinator_command = ddp::CoordinatorCommand(*plan, *config, options.timeouts,
                                                           ExecutableDir() + "/ddp-coordinator");
+    options.coordinator_resume_command = options.coordinator_command;
+    options.coordinator_resume_command.push_back("--resume-from-journal");
+    options.coordinator_restarts = config->coordinator_restarts;
     options.report_lost = LostReporter(*plan);
     options.max_respawns = config->max_restarts;
     return ddp::RunLauncher(*plan, options);

@@ -82,6 +82,12 @@ absl::Status Supervisor::Respawn(int id) {
   return Launch(&e);
 }
 
+absl::Status Supervisor::Respawn(int id, std::vector<std::string> argv) {
+  if (running(id)) return Respawn(id);  // refused: still running
+  entries_.at(static_cast<size_t>(id)).spec.spawn.argv = std::move(argv);
+  return Respawn(id);
+}
+
 void Supervisor::Forward(int sig) {
   for (Entry& e : entries_) {
     if (e.spec.forward_signals && !e.reported) e.process->Signal(sig);

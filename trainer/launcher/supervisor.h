@@ -60,6 +60,8 @@ class Supervisor {
   absl::StatusOr<int> Start(ChildSpec spec);
   // Starts child `id` again with the same spec, once its previous run has ended.
   absl::Status Respawn(int id);
+  // The same with another command line (kept for later respawns).
+  absl::Status Respawn(int id, std::vector<std::string> argv);
 
   // Sends `sig` to every running child that takes forwarded signals.
   void Forward(int sig);

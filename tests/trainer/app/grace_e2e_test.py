@@ -35,7 +35,9 @@ GRACE = 2
 COMMON_ARGS = ["--linger", "0", "--data", "synthetic:1920x1x16x16:10", "--arch", "cnn",
                "--batch-size", "16", "--workers", "0", "--nprocs-per-node", "3", "--epochs", "4",
                "--seed", "7", "--print-freq", "8", "--heartbeat-timeout", "5",
-               "--registration-timeout", "60", "--coordinator-grace", str(GRACE)]
+               "--registration-timeout", "60", "--coordinator-grace", str(GRACE),
+               # No restart from the journal: the coordinator stays lost.
+               "--coordinator-restarts", "0"]
 STEPS_PER_EPOCH = 40
 EPOCHS = 4
 STOP_CHECK = 10  # the training loop's kStopCheckInterval

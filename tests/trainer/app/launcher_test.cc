@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -266,6 +267,66 @@ TEST(Launcher, MissingWorkerProgramFailsAndStopsTheRest) {
   const absl::Time start = absl::Now();
   EXPECT_EQ(RunLauncher(Plan(2, true), o), kExitFailed);
   EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  ExpectNoChildLeft();
+}
+
+// A coordinator that dies while workers run is restarted with its resume command; one that exits
+// 0 is not; a restarted one that exits non-zero by itself is not restarted again; and
+// --coordinator-restarts 0 turns it off. The resume command appends a line to `runs`.
+class CoordinatorRestartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runs_ = absl::StrCat(::testing::TempDir(), "/launcher_coord_runs_", getpid());
+    unlink(runs_.c_str());
+  }
+  void TearDown() override { unlink(runs_.c_str()); }
+  int Restarts() const {
+    FILE* f = std::fopen(runs_.c_str(), "r");
+    if (f == nullptr) return 0;
+    int lines = 0;
+    for (int c; (c = std::fgetc(f)) != EOF;) lines += c == '\n' ? 1 : 0;
+    std::fclose(f);
+    return lines;
+  }
+  LauncherOptions Options(const std::string& coordinator, const std::string& resumed, int max) {
+    LauncherOptions o;
+    o.timeouts = Fast();
+    o.worker_command = Worker("*) sleep 1.5 ;;");
+    o.coordinator_command = Sh(coordinator);
+    o.coordinator_resume_command = Sh(absl::StrCat("echo run >> ", runs_, "; ", resumed));
+    o.coordinator_restarts = max;
+    return o;
+  }
+  std::string runs_;
+};
+
+TEST_F(CoordinatorRestartTest, RestartedAfterSigkill) {
+  EXPECT_EQ(RunLauncher(Plan(2, true), Options("sleep 0.2; kill -9 $$", "sleep 0.1", 3)), kExitOk);
+  EXPECT_EQ(Restarts(), 1);
+  ExpectNoChildLeft();
+}
+
+TEST_F(CoordinatorRestartTest, KilledAgainIsRestartedAgainUpToTheLimit) {
+  EXPECT_EQ(RunLauncher(Plan(1, true), Options("sleep 0.1; kill -9 $$", "kill -9 $$", 2)), kExitOk);
+  EXPECT_EQ(Restarts(), 2);
+  ExpectNoChildLeft();
+}
+
+TEST_F(CoordinatorRestartTest, NotRestartedAfterExitZero) {
+  EXPECT_EQ(RunLauncher(Plan(2, true), Options("exit 0", "sleep 0.1", 3)), kExitOk);
+  EXPECT_EQ(Restarts(), 0);
+  ExpectNoChildLeft();
+}
+
+TEST_F(CoordinatorRestartTest, ARestartedOnesOwnErrorExitIsFinal) {
+  EXPECT_EQ(RunLauncher(Plan(1, true), Options("sleep 0.1; kill -9 $$", "exit 1", 3)), kExitOk);
+  EXPECT_EQ(Restarts(), 1);
+  ExpectNoChildLeft();
+}
+
+TEST_F(CoordinatorRestartTest, ZeroRestartsTurnsItOff) {
+  EXPECT_EQ(RunLauncher(Plan(1, true), Options("sleep 0.1; kill -9 $$", "sleep 0.1", 0)), kExitOk);
+  EXPECT_EQ(Restarts(), 0);
   ExpectNoChildLeft();
 }
 

@@ -1,0 +1,62 @@
+// Job::Restore: a restarted coordinator takes over the state its journal recorded (journal.h).
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/job/job.h"
+
+namespace ddp {
+
+absl::Status Job::Restore(const JournalState& state) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  if (state.header.world_size != config_.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("the journal's world size ",
+                                                   state.header.world_size, " is not the job's ",
+                                                   config_.world_size));
+  }
+  const absl::Time now = clock_->Now();
+  if (state.checkpoint) (void)checkpoints_.Commit(*state.checkpoint);
+  if (state.table) {
+    const RankTable& table = *state.table;
+    if (table.size() < 1 || table.size() > config_.world_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the journal's rank table has ", table.size(), " ranks"));
+    }
+    membership_.Restore(table);
+    liveness_.Start(table.size(), now);  // every rank gets heartbeat_timeout to re-attach
+    recovery_.RestoreRestarts(state.restarts);
+    for (const auto& [epoch, request] : state.epochs) shards_.RestoreAgreed(epoch, request);
+    AnnounceGenerationLocked();
+    running_since_ = now;
+    lifecycle_.Start();
+    StateChangedLocked(absl::StrCat("restored from the journal (incarnation ", state.incarnation,
+                                    "): membership generation ", table.generation, ", ",
+                                    table.size(), " ranks on ", table.num_nodes, " node(s)",
+                                    state.checkpoint ? absl::StrCat(", checkpoint at step ",
+                                                                    state.checkpoint->step)
+                                                     : std::string()),
+                       &out);
+    if (state.stop_reason) RequestGracefulStopLocked(*state.stop_reason, &out);
+    return absl::OkStatus();
+  }
+  // Still registering: the recorded registrations hold their slots; each worker's retried
+  // Register (same host and pid) joins its slot again and gets the answer.
+  for (const WorkerIdentity& who : state.registered) {
+    RegisterCallback ignore = [](const absl::StatusOr<RankAssignment>&) {};
+    absl::StatusOr<Membership::JoinResult> joined =
+        membership_.Join(who, ignore, absl::OkStatus(), &out);
+    if (!joined.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("the journal's registration of ",
+                                                     Membership::DescribeWorker(who),
+                                                     " does not fit: ", joined.status().message()));
+    }
+  }
+  EventLocked(absl::StrCat("restored from the journal (incarnation ", state.incarnation,
+                           "): ", membership_.registered(), " of ", config_.world_size,
+                           " workers registered"),
+              &out);
+  if (membership_.registered() == config_.world_size) CompleteRegistrationLocked(&out);
+  return absl::OkStatus();
+}
+
+}  // namespace ddp

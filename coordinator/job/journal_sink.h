@@ -1,0 +1,35 @@
+// Where the job reports the state changes a restarted coordinator needs (coordinator/job/
+// journal.h writes them to the append-only journal beside the dist_file). A narrow interface so
+// that the job stays testable without files: tests pass a recorder, or nothing.
+//
+// Thread safety: the job calls every method under its own lock, so implementations must not
+// block (the journal appends to the page cache and fsyncs on its own thread) and must not call
+// back into the job.
+#ifndef SLURM_DDP_COORDINATOR_JOB_JOURNAL_SINK_H_
+#define SLURM_DDP_COORDINATOR_JOB_JOURNAL_SINK_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/coordinator_api.h"
+#include "coordinator/job/membership.h"
+
+namespace ddp {
+
+class JournalSink {
+ public:
+  virtual ~JournalSink() = default;
+  // A worker took a new slot before the first rank table (registration).
+  virtual void Registered(const WorkerIdentity& who) = 0;
+  // A membership generation is complete: its rank table, with the restarts used so far.
+  virtual void GenerationFormed(const RankTable& table, int restarts) = 0;
+  virtual void CheckpointCommitted(const CommittedCheckpoint& checkpoint) = 0;
+  // The first request of `epoch` in this membership generation fixed its parameters.
+  virtual void EpochAgreed(int64_t epoch, const ShardRequest& request) = 0;
+  // A graceful stop was asked for (operator, signal, a worker's stop signal or a stopped rank).
+  virtual void StopRequested(const std::string& reason) = 0;
+};
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_JOB_JOURNAL_SINK_H_

@@ -1,0 +1,268 @@
+// The journal (coordinator/job/journal.h) against real files: every record type round-trips and
+// restores a Job whose state equals the live one; a torn tail is dropped, a corrupt record
+// elsewhere or another job's journal refused; appends from many threads share fsyncs.
+#include "coordinator/job/journal.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/clock.h"
+#include "coordinator/job/job.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+WorkerIdentity Who(int node, int local, int pid) {
+  WorkerIdentity w;
+  w.host = absl::StrCat("h", node);
+  w.node_rank = node;
+  w.local_rank = local;
+  w.local_world_size = 2;
+  w.pid = pid;
+  w.nonce = "nonce";
+  return w;
+}
+
+JournalHeader Header() { return {"job-7", 2, "nonce", "tw", "tv", "tc", 4}; }
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+class JournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = absl::StrCat(::testing::TempDir(), "/journal_test_", getpid(), "_",
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override { ::unlink(path_.c_str()); }
+
+  JobConfig Config(JournalSink* sink) {
+    JobConfig c;
+    c.job_id = "job-7";
+    c.generation = 2;
+    c.nonce = "nonce";
+    c.world_size = 4;
+    c.journal = sink;
+    return c;
+  }
+
+  // A job of 4 workers on 2 nodes driven through every journaled change; returns it live.
+  std::unique_ptr<Job> DriveJob(JournalSink* sink) {
+    auto job = std::make_unique<Job>(Config(sink), &clock_);
+    for (int i = 0; i < 4; ++i) {
+      job->Register(Who(i / 2, i % 2, 100 + i), [](absl::StatusOr<RankAssignment>) {});
+    }
+    ShardRequest q;
+    q.epoch = 0;
+    q.dataset_size = 1000;
+    q.seed = 5;
+    for (int r = 0; r < 4; ++r) EXPECT_TRUE(job->GetShard(r, 100 + r, q).ok());
+    EXPECT_TRUE(job->CommitCheckpoint(0, 100, {0, 12, 480, "/ckpt/step12.pt"}).ok());
+    EXPECT_TRUE(job->Stop(/*graceful=*/true, "operator wants it").ok());
+    return job;
+  }
+
+  std::string path_;
+  FakeClock clock_;
+};
+
+TEST_F(JournalTest, EveryRecordTypeRoundTripsAndRestoresTheLiveState) {
+  std::unique_ptr<Job> live;
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok()) << journal.status();
+    live = DriveJob(journal->get());
+    ASSERT_TRUE((*journal)->Sync().ok());
+  }
+  struct stat sb;
+  ASSERT_EQ(::stat(path_.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0600u);
+
+  JournalState state;
+  auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(state.header.job_id, "job-7");
+  EXPECT_EQ(state.header.token, "tw");
+  EXPECT_EQ(state.header.view_token, "tv");
+  EXPECT_EQ(state.header.control_token, "tc");
+  EXPECT_EQ(state.header.world_size, 4);
+  EXPECT_EQ(state.incarnation, 1);
+  EXPECT_EQ(state.registered.size(), 4u);
+  ASSERT_TRUE(state.table.has_value());
+  EXPECT_EQ(state.table->size(), 4);
+  EXPECT_EQ(state.table->ranks[3].pid, 103);
+  ASSERT_TRUE(state.checkpoint.has_value());
+  EXPECT_EQ(state.checkpoint->step, 12);
+  EXPECT_EQ(state.checkpoint->path, "/ckpt/step12.pt");
+  ASSERT_EQ(state.epochs.count(0), 1u);
+  EXPECT_EQ(state.epochs.at(0).dataset_size, 1000);
+  EXPECT_EQ(state.stop_reason.value_or(""), "operator wants it");
+  EXPECT_EQ(state.torn_bytes, 0);
+
+  Job restored(Config(resumed->get()), &clock_);
+  ASSERT_TRUE(restored.Restore(state).ok());
+  const JobStatus a = live->Status();
+  const JobStatus b = restored.Status();
+  EXPECT_EQ(b.state, a.state);  // STOPPING
+  EXPECT_EQ(b.registered, a.registered);
+  EXPECT_EQ(b.num_nodes, a.num_nodes);
+  EXPECT_EQ(b.membership_generation, a.membership_generation);
+  EXPECT_EQ(b.checkpoint_step, a.checkpoint_step);
+  EXPECT_EQ(b.checkpoint_path, a.checkpoint_path);
+  EXPECT_EQ(b.stop_reason, a.stop_reason);
+  ASSERT_EQ(b.ranks.size(), a.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); ++r) EXPECT_EQ(b.ranks[r].host, a.ranks[r].host);
+  // Known ranks re-attach with a heartbeat; the agreed epoch is kept; strangers are refused.
+  ProgressReport p;
+  p.step = 13;
+  auto beat = restored.Heartbeat(2, 102, p);
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  EXPECT_EQ(beat->command, Command::kCheckpointAndStop);
+  EXPECT_FALSE(restored.Heartbeat(2, 999, p).ok());
+  ShardRequest other;
+  other.epoch = 0;
+  other.dataset_size = 999;
+  EXPECT_FALSE(restored.GetShard(1, 101, other).ok());
+}
+
+TEST_F(JournalTest, ARestoreWhileRegisteringKeepsTheSlotsAndCompletesOnRetries) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    Job job(Config(journal->get()), &clock_);
+    for (int i = 0; i < 3; ++i) {
+      job.Register(Who(i / 2, i % 2, 100 + i), [](absl::StatusOr<RankAssignment>) {});
+    }
+  }
+  JournalState state;
+  auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  Job job(Config(resumed->get()), &clock_);
+  ASSERT_TRUE(job.Restore(state).ok());
+  EXPECT_EQ(job.Status().registered, 3);
+  std::vector<absl::StatusOr<RankAssignment>> got(4, absl::UnknownError("none"));
+  for (int i : {0, 3}) {  // a retry and the last newcomer
+    job.Register(Who(i / 2, i % 2, 100 + i),
+                 [&got, i](absl::StatusOr<RankAssignment> r) { got[static_cast<size_t>(i)] = r; });
+  }
+  ASSERT_TRUE(got[3].ok()) << got[3].status();
+  EXPECT_EQ(got[3]->rank, 3);
+  ASSERT_TRUE(got[0].ok()) << got[0].status();
+  EXPECT_EQ(got[0]->rank, 0);
+  EXPECT_EQ(job.Status().state, JobState::kRunning);
+}
+
+TEST_F(JournalTest, ATornTailIsDroppedAndCutOff) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    DriveJob(journal->get());
+  }
+  const std::string whole = ReadBytes(path_);
+  for (size_t cut : {size_t{1}, size_t{5}, size_t{9}, size_t{20}}) {
+    WriteBytes(path_, whole.substr(0, whole.size() - cut));
+    ::chmod(path_.c_str(), 0600);
+    JournalState state;
+    auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
+    ASSERT_TRUE(resumed.ok()) << "cut " << cut << ": " << resumed.status();
+    EXPECT_GT(state.torn_bytes, 0);
+    EXPECT_FALSE(state.stop_reason.has_value()) << "the stop was the torn last record";
+    EXPECT_TRUE(state.checkpoint.has_value());
+    resumed->reset();
+    // Cut back and followed by the new incarnation record: the file reads whole again.
+    auto again = ParseJournal(ReadBytes(path_));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->torn_bytes, 0);
+    EXPECT_EQ(again->incarnation, 1);
+  }
+}
+
+TEST_F(JournalTest, ACorruptRecordBeforeTheTailIsRefused) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    DriveJob(journal->get());
+  }
+  std::string bytes = ReadBytes(path_);
+  bytes[bytes.size() / 2] ^= 0x01;
+  WriteBytes(path_, bytes);
+  JournalState state;
+  auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
+  ASSERT_FALSE(resumed.ok());
+  EXPECT_EQ(resumed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(resumed.status().message().find("corrupt"), std::string::npos)
+      << resumed.status().message();
+  // Refused means untouched: the evidence stays as it was.
+  EXPECT_EQ(ReadBytes(path_), bytes);
+}
+
+TEST_F(JournalTest, AnotherJobsJournalIsRefused) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+  }
+  auto header = [](const std::string& job, int64_t generation, const std::string& nonce) {
+    JournalHeader h = Header();
+    h.job_id = job;
+    h.generation = generation;
+    h.nonce = nonce;
+    return h;
+  };
+  for (const JournalHeader& other :
+       {header("job-8", 2, "nonce"), header("job-7", 3, "nonce"), header("job-7", 2, "other")}) {
+    JournalState state;
+    auto resumed = Journal::Resume(path_, other, nullptr, &state);
+    ASSERT_FALSE(resumed.ok());
+    EXPECT_EQ(resumed.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(resumed.status().message().find("belongs to job job-7"), std::string::npos)
+        << resumed.status().message();
+  }
+  JournalState state;
+  EXPECT_EQ(Journal::Resume(path_ + ".missing", Header(), nullptr, &state).status().code(),
+            absl::StatusCode::kNotFound);
+  WriteBytes(path_, "not a journal at all, but long enough to frame");
+  EXPECT_FALSE(Journal::Resume(path_, Header(), nullptr, &state).ok());
+}
+
+TEST_F(JournalTest, AppendsWhileAnFsyncRunsShareTheNextOne) {
+  auto journal = Journal::Create(path_, Header(), nullptr);
+  ASSERT_TRUE(journal.ok());
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 250;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&journal, t] {
+      for (int i = 0; i < kPerThread; ++i) (*journal)->Registered(Who(t, i, 1000 * t + i));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE((*journal)->Sync().ok());
+  EXPECT_EQ((*journal)->appended(), kThreads * kPerThread);
+  EXPECT_LT((*journal)->fsyncs(), (*journal)->appended() / 4)
+      << "group commit: one fsync covers the records appended while the previous one ran";
+  journal->reset();
+  auto state = ParseJournal(ReadBytes(path_));
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->registered.size(), static_cast<size_t>(kThreads * kPerThread));
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,142 @@
+"""End-to-end tests of a coordinator that comes back: real ddp-trainer processes (4 local CPU
+workers, Gloo on loopback) whose coordinator is SIGKILLed mid-training. Task 0 restarts it from
+its journal (<dist_file>.journal) with --resume-from-journal; the workers re-attach to the new
+incarnation without stopping, and the run ends exactly as an uninterrupted one. A corrupt journal
+is refused in one line and the coordinator is not restarted again.
+
+The kill happens while a worker is frozen by the test hook (DDP_TEST_HOLD, trainer/worker/
+test_hold.h) at a random step, so that it is always mid-training; the worker is let go right
+after the kill.
+
+Run as `python coordinator_restart_e2e_test.py CASE`. Needs DDP_BIN_DIR and Python torch; shares
+the helpers (and DDP_E2E_CACHE) of recovery_e2e_test.py.
+"""
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import recovery_e2e_test as R  # noqa: E402
+
+# 4 workers, 512 samples, batch 16: 8 steps per epoch, 3 epochs = 24 steps; checkpoints every 4.
+R.BASE = ["--data", "synthetic:512x1x8x8:10", "--arch", "mlp", "--batch-size", "16",
+          "--workers", "0", "--print-freq", "4", "--heartbeat-timeout", "5", "--nprocs-per-node",
+          "4", "--epochs", "3", "--seed", "11", "--checkpoint-every", "4",
+          "--registration-timeout", "60", "--coordinator-restarts", "3"]
+TOTAL_STEPS = 24
+STATUS_WITHIN_S = 10.0
+
+# How a job ends when its coordinator is gone for good. Today the workers give up after the
+# coordinator has been unreachable for max(10 s, 3 x --heartbeat-timeout) and exit 4 (aborted);
+# with a grace period for a lost coordinator they checkpoint and exit 3 (resumable) instead.
+# The one place that says which ends are accepted.
+LOST_COORDINATOR_EXITS = (3, 4)
+
+
+def coordinator_pid(job):
+    out = subprocess.run(["pgrep", "-P", str(job.p.pid), "-x", "ddp-coordinator"],
+                         stdout=subprocess.PIPE, text=True).stdout.split()
+    R.expect(len(out) == 1, f"want one coordinator child of {job.p.pid}, found {out}")
+    return int(out[0])
+
+
+def incarnation(dist):
+    try:
+        with open(dist) as f:
+            m = re.search(r"^incarnation=(\d+)$", f.read(), re.M)
+    except OSError:
+        return -1
+    return int(m.group(1)) if m else 0
+
+
+def corrupt_record(journal, index):
+    """Flips a payload byte of record `index` (0: the header), which is not the last one: a
+    damaged last record reads as torn by a crash mid-append and is dropped instead."""
+    with open(journal, "r+b") as f:
+        data = f.read()
+        frames, pos = [], 0
+        while pos + 8 <= len(data):
+            length = int.from_bytes(data[pos:pos + 4], "little")
+            frames.append((pos, length))
+            pos += 8 + length
+        R.expect(len(frames) > index + 1, f"journal has only {len(frames)} records")
+        at = frames[index][0] + 8 + frames[index][1] // 2
+        f.seek(at)
+        f.write(bytes([data[at] ^ 0x40]))
+
+
+def kill_coordinator_at(job, step):
+    """Kills the coordinator while the worker held at `step` is frozen, then lets it go."""
+    held = job.held(0)
+    victim = coordinator_pid(job)
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.time()
+    os.kill(held, signal.SIGCONT)
+    print(f"coordinator (pid {victim}) killed at step {step}")
+    return killed_at
+
+
+def case_kill(tmp):
+    ref = R.reference()
+    step = random.Random().randint(3, TOTAL_STEPS - 4)
+    job = R.Job(tmp, "crk", holds=[("step", 1, step)])
+    killed_at = kill_coordinator_at(job, step)
+    # ddpctl status against the new incarnation: it reads the dist_file on each call.
+    deadline = killed_at + 60
+    answered = None
+    while time.time() < deadline and job.p.poll() is None:
+        if incarnation(job.dist) >= 1 and job.status() is not None:
+            answered = time.time() - killed_at
+            break
+        time.sleep(0.05)
+    code, out = job.finish()
+    R.expect(answered is not None, "ddpctl status never answered the restarted coordinator", out)
+    print(f"ddpctl status answered {answered:.2f} s after the SIGKILL")
+    R.expect(answered < STATUS_WITHIN_S, f"status took {answered:.1f} s (want < {STATUS_WITHIN_S})")
+    R.expect(code == 0, f"job exited {code}, want 0", out)
+    R.expect(out.count("restarting it from its journal (1 of 3)") == 1, "no restart logged", out)
+    log = job.coordinator_log()
+    R.expect("restored from the journal (incarnation 1)" in log, "the journal was not used", log)
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+
+
+def case_corrupt_journal(tmp):
+    # Long enough that the workers still train when the coordinator is gone for good.
+    step = random.Random().randint(3, 12)
+    job = R.Job(tmp, "crc", extra=["--epochs", "100", "--heartbeat-timeout", "3"],
+                holds=[("step", 1, step)])
+    held = job.held(0)
+    journal = job.dist + ".journal"
+    corrupt_record(journal, 2)
+    os.kill(coordinator_pid(job), signal.SIGKILL)
+    os.kill(held, signal.SIGCONT)
+    code, out = job.finish(timeout=120)
+    refusals = [line for line in out.splitlines()
+                if line.startswith("ddp-coordinator: cannot resume")]
+    R.expect(len(refusals) == 1, f"want one refusal line, got {refusals}", out)
+    R.expect("corrupt" in refusals[0] and os.path.basename(journal) in refusals[0],
+             f"unclear: {refusals[0]}", out)
+    print(f"refused: {refusals[0]}")
+    R.expect(out.count("restarting it from its journal") == 1, "restarted more than once", out)
+    R.expect("not restarting it again" in out, "the launcher did not say it gave up", out)
+    R.expect(code in LOST_COORDINATOR_EXITS,
+             f"job exited {code}, want one of {LOST_COORDINATOR_EXITS}", out)
+
+
+CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
+
+if __name__ == "__main__":
+    name = sys.argv[1]
+    tmp = tempfile.mkdtemp(prefix=f"ddp-coordinator-restart-{name}-")
+    started = time.time()
+    try:
+        CASES[name](tmp)
+        print(f"PASS {name} ({time.time() - started:.1f} s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
