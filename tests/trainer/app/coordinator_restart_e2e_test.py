@@ -32,11 +32,9 @@ R.BASE = ["--data", "synthetic:512x1x8x8:10", "--arch", "mlp", "--batch-size", "
 TOTAL_STEPS = 24
 STATUS_WITHIN_S = 10.0
 
-# How a job ends when its coordinator is gone for good. Today the workers give up after the
-# coordinator has been unreachable for max(10 s, 3 x --heartbeat-timeout) and exit 4 (aborted);
-# with a grace period for a lost coordinator they checkpoint and exit 3 (resumable) instead.
-# The one place that says which ends are accepted.
-LOST_COORDINATOR_EXITS = (3, 4)
+# How a job ends when its coordinator is gone for good: after --coordinator-grace the workers
+# agree through their process group, write a checkpoint and exit 3 (resumable).
+LOST_COORDINATOR_EXITS = (3,)
 
 
 def coordinator_pid(job):
@@ -109,7 +107,8 @@ def case_kill(tmp):
 def case_corrupt_journal(tmp):
     # Long enough that the workers still train when the coordinator is gone for good.
     step = random.Random().randint(3, 12)
-    job = R.Job(tmp, "crc", extra=["--epochs", "100", "--heartbeat-timeout", "3"],
+    job = R.Job(tmp, "crc", extra=["--epochs", "100", "--heartbeat-timeout", "3",
+                                      "--coordinator-grace", "5"],
                 holds=[("step", 1, step)])
     held = job.held(0)
     journal = job.dist + ".journal"
