@@ -210,6 +210,20 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     return FromProto(reply);
   }
 
+  absl::StatusOr<SpareDecision> StandBy(const SpareReport& spare) override {
+    SpareReport self = spare;
+    if (self.pid == 0) self.pid = static_cast<int>(::getpid());
+    if (self.nonce.empty()) self.nonce = ch_->endpoint().nonce;
+    self.host = WireText(self.host, 255);
+    pb::StandByRequest req;
+    ToProto(self, &req);
+    pb::StandByReply reply;
+    RETURN_IF_ERROR(ch_->Call("StandBy", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().StandBy(ctx, req, &reply);
+    }));
+    return FromProto(reply);
+  }
+
  private:
   void SetWorker(pb::WorkerRef* ref) const {
     absl::MutexLock lock(&mu_);

@@ -164,6 +164,27 @@ struct LostDecision {
   LostAction action = LostAction::kStop;
 };
 
+// A spare node's launcher standing by (--spare-nodes; Job::StandBy).
+struct SpareReport {
+  int node_rank = 0;  // its own node id, outside the job's nodes
+  int local_world_size = 1;
+  std::string host;
+  int pid = 0;
+  std::string nonce;  // filled by the client from the dist_file when empty
+};
+
+enum class SpareAction {
+  kWait,      // keep standing by
+  kTakeOver,  // start workers as node `node_rank`
+  kLeave,     // the job is finished
+};
+
+struct SpareDecision {
+  SpareAction action = SpareAction::kWait;
+  int node_rank = -1;       // kTakeOver: the lost node
+  std::string description;  // for the log
+};
+
 class CoordinatorApi {
  public:
   virtual ~CoordinatorApi() = default;
@@ -210,6 +231,11 @@ class CoordinatorApi {
   // One of this node's workers died without reporting (see Job::ReportLost): the job recovers
   // (kRespawn) or fails naming its rank (kStop).
   virtual absl::StatusOr<LostDecision> ReportLost(const LostWorker& lost) = 0;
+  // A spare node's launcher stands by (see Job::StandBy). Fakes that have no spares need not
+  // implement it.
+  virtual absl::StatusOr<SpareDecision> StandBy(const SpareReport& /*spare*/) {
+    return absl::UnimplementedError("StandBy");
+  }
 };
 
 }  // namespace ddp

@@ -311,6 +311,7 @@ std::string ToJson(const JobStatus& s) {
           s.last_recovery_seconds < 0 ? "null" : Number(s.last_recovery_seconds));
     w.Int("membership_generation", s.membership_generation);
     w.Raw("lost_ranks", LostRanksJson(s.lost_ranks));
+    w.Int("spare_nodes", s.spare_nodes);
     if (s.stall.present()) w.Raw("stall", StallJson(s.stall));
   }
   return out;

@@ -160,6 +160,7 @@ struct JobStatus {
   double last_recovery_seconds = -1.0;  // loss -> new membership generation; -1 when none yet
   int64_t membership_generation = 0;    // the coordinator's rank-table generation
   std::vector<LostRank> lost_ranks;     // in the order they were lost
+  int spare_nodes = 0;                  // spare nodes standing by (--spare-nodes), none taken
   // The rank stalled longest (each stalled rank's state is kStalled); absent when none. Kept
   // once the job has ended because of it.
   StallReport stall;
@@ -190,7 +191,7 @@ std::string JsonQuote(absl::string_view s);
 // `stall` ({rank, phase, seconds, budget_seconds, peers: {phase: ranks}}; the key is absent when
 // no rank is stalled). In-job recovery: `restarts`, `max_restarts`, `last_recovery_seconds` (null
 // until one completed), `membership_generation` and `lost_ranks` ([{rank, cause, text,
-// at_seconds, replaced}], the cause by its stable name).
+// at_seconds, replaced}], the cause by its stable name); `spare_nodes` (spares standing by).
 std::string ToJson(const JobStatus& status);
 
 }  // namespace ddp

@@ -2,8 +2,9 @@
 // the input picks a job (world size 1..8, workers per node, restarts, timeouts, event cap) and
 // then a sequence of calls, each decoded from the bytes that follow: fake workers Register,
 // GetShard, Heartbeat (progress, stop signals), CommitCheckpoint, ReportDone, Rejoin, launchers
-// ReportLost and respawn them, operators Stop (graceful or not) and read Status, and time moves
-// (Tick after small steps, heartbeat-sized steps and gaps of hours or days). Requests go through
+// ReportLost and respawn them, spare nodes StandBy, operators Stop (graceful or not) and read
+// Status, and time moves (Tick after small steps, heartbeat-sized steps and gaps of hours or
+// days). Requests go through
 // the same validation and clamping the service applies (coordinator/rpc/validation.h), with
 // garbage in every string (invalid UTF-8, up to a few KB). Register and Rejoin callbacks are
 // recorded whenever they run.
@@ -131,6 +132,8 @@ class Harness {
   void Configure();
   // Makes one call (its name in last_call_).
   void Step();
+  // A spare node's launcher stands by (any node id, sometimes one of the job's).
+  void StandBy();
   void CheckStatus(const char* after);
   void CheckText(const std::string& s, const std::string& what) const;
   void CheckStatusText(const absl::Status& st, const char* what) const;
@@ -429,9 +432,36 @@ void Harness::Step() {
       return;
     }
     default:
-      job.Tick();
+      if (in_.Byte() % 2 == 0) {
+        job.Tick();
+        return;
+      }
+      StandBy();
       return;
   }
+}
+
+void Harness::StandBy() {
+  last_call_ = "StandBy";
+  ddp::SpareReport spare;
+  spare.node_rank = in_.Byte() % 16;  // mostly beyond the job's nodes, sometimes one of them
+  spare.local_world_size = 1 + in_.Byte() % 4;
+  spare.host = Host(in_, "spare");
+  spare.pid = 1000 + in_.Byte() % 4;
+  spare.nonce = in_.Byte() % 16 == 0 ? Garbage(in_) : config_.nonce;
+  const absl::Status valid = ddp::ValidateSpare(spare, config_.world_size);
+  if (!valid.ok()) {
+    CheckStatusText(valid, "spare");
+    return;
+  }
+  const auto d = job_->StandBy(spare);
+  CheckStatusText(d.status(), "StandBy");
+  if (!d.ok()) return;
+  CheckText(d->description, "spare decision");
+  FUZZ_CHECK(d->action != ddp::SpareAction::kTakeOver ||
+                 (d->node_rank >= 0 && d->node_rank < config_.world_size),
+             absl::StrCat("StandBy gave node ", d->node_rank, " of a world of ",
+                          config_.world_size));
 }
 
 void Harness::CheckStatus(const char* after) {

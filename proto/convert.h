@@ -67,6 +67,11 @@ slurm_ddp::v1::LostAction ToProto(LostAction in);
 LostAction FromProto(slurm_ddp::v1::LostAction in);
 void ToProto(const LostDecision& in, slurm_ddp::v1::ReportLostReply* out);
 LostDecision FromProto(const slurm_ddp::v1::ReportLostReply& in);
+// Spares (StandBy). An action this build does not know reads kWait (ask again).
+void ToProto(const SpareReport& in, slurm_ddp::v1::StandByRequest* out);
+SpareReport FromProto(const slurm_ddp::v1::StandByRequest& in);
+void ToProto(const SpareDecision& in, slurm_ddp::v1::StandByReply* out);
+SpareDecision FromProto(const slurm_ddp::v1::StandByReply& in);
 void ToProto(const RejoinRequest& in, slurm_ddp::v1::RejoinRequest* out);
 RejoinRequest FromProto(const slurm_ddp::v1::RejoinRequest& in);
 // The recovery fields of a rank assignment and of a job status (called by the functions above).

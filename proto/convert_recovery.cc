@@ -17,6 +17,12 @@ constexpr std::pair<LostAction, pb::LostAction> kLostActions[] = {
     {LostAction::kWait, pb::LOST_ACTION_WAIT},
 };
 
+constexpr std::pair<SpareAction, pb::StandByAction> kSpareActions[] = {
+    {SpareAction::kWait, pb::STAND_BY_WAIT},
+    {SpareAction::kTakeOver, pb::STAND_BY_TAKE_OVER},
+    {SpareAction::kLeave, pb::STAND_BY_LEAVE},
+};
+
 }  // namespace
 
 pb::LostAction ToProto(LostAction in) {
@@ -45,6 +51,44 @@ LostDecision FromProto(const pb::ReportLostReply& in) {
   return d;
 }
 
+void ToProto(const SpareReport& in, pb::StandByRequest* out) {
+  out->set_node_rank(in.node_rank);
+  out->set_local_world_size(in.local_world_size);
+  out->set_host(in.host);
+  out->set_pid(in.pid);
+  out->set_nonce(in.nonce);
+}
+
+SpareReport FromProto(const pb::StandByRequest& in) {
+  SpareReport r;
+  r.node_rank = in.node_rank();
+  r.local_world_size = in.local_world_size();
+  r.host = in.host();
+  r.pid = in.pid();
+  r.nonce = in.nonce();
+  return r;
+}
+
+void ToProto(const SpareDecision& in, pb::StandByReply* out) {
+  pb::StandByAction action = pb::STAND_BY_WAIT;
+  for (const auto& [a, b] : kSpareActions) {
+    if (a == in.action) action = b;
+  }
+  out->set_action(action);
+  out->set_node_rank(in.node_rank);
+  out->set_description(in.description);
+}
+
+SpareDecision FromProto(const pb::StandByReply& in) {
+  SpareDecision d;
+  for (const auto& [a, b] : kSpareActions) {
+    if (b == in.action()) d.action = a;
+  }
+  d.node_rank = in.node_rank();
+  d.description = in.description();
+  return d;
+}
+
 void ToProto(const RejoinRequest& in, pb::RejoinRequest* out) {
   out->set_membership_generation(in.membership_generation);
   out->set_committed_step(in.committed_step);
@@ -70,6 +114,7 @@ void RecoveryToProto(const RankAssignment& in, pb::RegisterReply* out) {
 
 void RecoveryFromProto(const pb::RegisterReply& in, RankAssignment* out) {
   out->membership_generation = in.membership_generation();
+  out->spare_nodes = in.spare_nodes();
   out->store_prefix = in.store_prefix();
   out->state_from_peers = in.state_from_peers();
   out->restarts = in.restarts();
@@ -82,6 +127,7 @@ void RecoveryToProto(const JobStatus& in, pb::JobStatus* out) {
   out->set_max_restarts(in.max_restarts);
   out->set_last_recovery_seconds(in.last_recovery_seconds);
   out->set_membership_generation(in.membership_generation);
+  out->set_spare_nodes(in.spare_nodes);
   for (const LostRank& l : in.lost_ranks) {
     pb::LostRank* p = out->add_lost_ranks();
     ToProto(l.cause, p->mutable_cause());

@@ -164,6 +164,7 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   }
   absl::StrAppend(&out, absl::StrFormat("workers %d/%d registered", s.registered, s.world_size));
   if (s.num_nodes > 0) absl::StrAppend(&out, absl::StrFormat(" on %d node(s)", s.num_nodes));
+  if (s.spare_nodes > 0) absl::StrAppend(&out, absl::StrFormat(", %d spare(s)", s.spare_nodes));
   if (lagging > 0) absl::StrAppend(&out, absl::StrFormat("; %d lagging", lagging));
   absl::StrAppend(&out, "\n");
   if (s.checkpoint_epoch >= 0) {

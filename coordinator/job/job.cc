@@ -23,6 +23,7 @@ Job::Job(JobConfig config, const Clock* clock)
       shards_(config_.world_size),
       events_(start_, config_.max_events, config_.log),
       recovery_(config_.max_restarts, config_.recovery_timeout, start_),
+      spares_(config_.heartbeat_timeout),
       stall_rule_(config_.stall),
       pace_(config_.world_size),
       judged_since_(start_) {}
@@ -286,6 +287,7 @@ void Job::Tick() {
       if (FinishedLocked()) break;
     }
     TickRecoveryLocked(now, &out);
+    if (!FinishedLocked() && recovery_.in_progress()) TakeOverLostNodesLocked(now, &out);
     // While a new membership generation forms, phases are stale: no rank is judged.
     if (!FinishedLocked() && lifecycle_.state() != JobState::kRecovering) {
       JudgeStallsLocked(now, &out);
@@ -324,6 +326,7 @@ JobStatus Job::Status() const {
   s.last_recovery_seconds = recovery_.last_seconds();
   s.membership_generation = std::max<int64_t>(0, membership_.current());
   s.lost_ranks = recovery_.lost();
+  s.spare_nodes = spares_.Standing(now);
   if (const std::shared_ptr<const RankTable> table = membership_.table()) {
     const int n = table->size();
     std::vector<ProgressReport> progress;

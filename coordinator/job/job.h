@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -53,6 +54,7 @@
 #include "coordinator/job/membership.h"
 #include "coordinator/job/recovery.h"
 #include "coordinator/job/shard_ledger.h"
+#include "coordinator/job/spares.h"
 #include "coordinator/job/stall_rule.h"
 #include "coordinator/job/step_pace.h"
 
@@ -127,6 +129,10 @@ class Job {
   // A survivor (rank, pid) leaves its generation and joins the next; `done` runs once that is
   // complete, or with ABORTED and the job's failure when it cannot recover.
   void Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done);
+  // A spare node's launcher stands by (proto/coordinator.proto, SPARES): kWait, kTakeOver with
+  // the lost node it now replaces, or kLeave once the job is finished. INVALID_ARGUMENT when its
+  // node id holds slots of the job; FAILED_PRECONDITION on a nonce mismatch (a stale dist_file).
+  absl::StatusOr<SpareDecision> StandBy(const SpareReport& spare);
   // A restarted coordinator takes over: the state its journal recorded (journal.h). With a rank
   // table the job is RUNNING (STOPPING with a stop recorded) in that membership generation, and
   // every rank has heartbeat_timeout from now to heartbeat again; without one the recorded
@@ -174,6 +180,10 @@ class Job {
   void CompleteRecoveryLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tick's part: the recovery deadline, and a rejoin that waited kRootCauseWindow for a loss.
   void TickRecoveryLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // --- spares (job_spares.cc) -------------------------------------------------------------------
+  // During a recovery: every node whose slots are all vacant, none of them reported by its
+  // launcher, goes to a spare standing by (if any).
+  void TakeOverLostNodesLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What heartbeats announce: the generation being formed (or the current one).
   void AnnounceGenerationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a state change the lifecycle just made ("job RUNNING: why") and mirrors its command.
@@ -225,6 +235,13 @@ class Job {
   absl::Time early_rejoin_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::string early_rejoin_who_ ABSL_GUARDED_BY(mu_);
   std::string early_rejoin_what_ ABSL_GUARDED_BY(mu_);
+  Spares spares_ ABSL_GUARDED_BY(mu_);
+  // Nodes whose launcher reported a lost worker during the recovery in progress: their task
+  // lives, so they are not lost nodes.
+  std::set<int> reported_nodes_ ABSL_GUARDED_BY(mu_);
+  // The recovery in progress used a restart for a collective failure no loss explained yet (a
+  // survivor rejoined first): the first loss found during it takes that restart.
+  bool unexplained_restart_ ABSL_GUARDED_BY(mu_) = false;
 
   const StallRule stall_rule_;
   StepPace pace_ ABSL_GUARDED_BY(mu_);

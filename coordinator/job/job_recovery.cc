@@ -22,6 +22,7 @@ absl::StatusOr<LostDecision> Job::ReportLost(const LostWorker& lost) {
                                             lost.pid));
   }
   const std::string worker = Membership::DescribeWorker(*w);
+  reported_nodes_.insert(lost.node_rank);  // its launcher lives: not a lost node
   if (!membership_.world_complete()) {
     FailLocked(CauseOfLostWorker(-1, worker, lost), absl::StatusCode::kAborted,
                absl::InfinitePast(), &out);
@@ -78,7 +79,7 @@ LostAction Job::LoseRankLocked(int rank, const FailureCause& cause, Completions*
     return LostAction::kStop;
   }
   recovery_.Lose(cause, now);
-  if (!recovery_.CanRestart() || ranks_done_ > 0) {
+  if ((!recovery_.CanRestart() && !unexplained_restart_) || ranks_done_ > 0) {
     FailureCause final_cause = recovery_.ExhaustedCause(cause);
     if (ranks_done_ > 0 && recovery_.CanRestart()) {
       absl::StrAppend(&final_cause.text, "; cannot recover: ", ranks_done_,
@@ -88,7 +89,13 @@ LostAction Job::LoseRankLocked(int rank, const FailureCause& cause, Completions*
     FailLocked(final_cause, absl::StatusCode::kAborted, absl::InfinitePast(), out);
     return LostAction::kStop;
   }
-  recovery_.UseRestart();
+  if (unexplained_restart_) {
+    // The recovery in progress began for a collective failure nobody explained, and used a
+    // restart for it: this loss is what it was, and takes that restart.
+    unexplained_restart_ = false;
+  } else {
+    recovery_.UseRestart();
+  }
   membership_.Vacate(rank, cause.text, absl::AbortedError(cause.text), out);
   BeginRecoveryLocked(cause, out);
   return LostAction::kRespawn;
@@ -122,6 +129,9 @@ void Job::CompleteRecoveryLocked(Completions* out) {
   }
   for (int rank : revived) liveness_.Revive(rank, now);
   recovery_.End(now, revived);
+  spares_.Settle();
+  reported_nodes_.clear();
+  unexplained_restart_ = false;
   shards_.Reset();
   early_rejoin_at_ = absl::InfiniteFuture();
   ClearExitOrdersLocked();
@@ -205,6 +215,7 @@ void Job::TickRecoveryLocked(absl::Time now, Completions* out) {
     return;
   }
   recovery_.UseRestart();
+  unexplained_restart_ = true;
   BeginRecoveryLocked(cause, out);
 }
 

@@ -1,5 +1,6 @@
 #include "coordinator/job/membership.h"
 
+#include <map>
 #include <set>
 #include <utility>
 
@@ -200,6 +201,38 @@ const WorkerIdentity* Membership::Find(int node_rank, int local_rank) const {
 bool Membership::vacant(int node_rank, int local_rank) const {
   auto it = slots_.find(Key(node_rank, local_rank));
   return it != slots_.end() && it->second.vacant;
+}
+
+int Membership::SlotsOnNode(int node_rank) const {
+  int n = 0;
+  for (const auto& [key, slot] : slots_) n += key.first == node_rank ? 1 : 0;
+  return n;
+}
+
+std::vector<int> Membership::VacantNodes() const {
+  std::map<int, bool> all_vacant;  // node -> every slot so far vacant
+  for (const auto& [key, slot] : slots_) {
+    auto [it, inserted] = all_vacant.emplace(key.first, slot.vacant);
+    if (!inserted) it->second = it->second && slot.vacant;
+  }
+  std::vector<int> out;
+  for (const auto& [node, vacant] : all_vacant) {
+    if (vacant) out.push_back(node);
+  }
+  return out;
+}
+
+std::string Membership::DescribeNode(int node_rank) const {
+  std::string host;
+  std::vector<int> ranks;
+  for (const auto& [key, slot] : slots_) {
+    if (key.first != node_rank) continue;
+    if (host.empty()) host = slot.who.host;
+    const int rank = RankOf(key.first, key.second);
+    if (rank >= 0) ranks.push_back(rank);
+  }
+  return absl::StrCat("node ", node_rank, " (host ", host.empty() ? "?" : host,
+                      ranks.size() == 1 ? ", rank " : ", ranks ", absl::StrJoin(ranks, ","), ")");
 }
 
 std::string Membership::MissingWorkers() const {

@@ -106,6 +106,12 @@ class Membership {
   // The worker registered at (node_rank, local_rank) (the last one, if vacant), or nullptr.
   const WorkerIdentity* Find(int node_rank, int local_rank) const;
   bool vacant(int node_rank, int local_rank) const;
+  // The number of slots node `node_rank` holds (0: not one of the job's nodes).
+  int SlotsOnNode(int node_rank) const;
+  // The nodes every slot of which is vacant, in order.
+  std::vector<int> VacantNodes() const;
+  // "node 1 (host n1, ranks 2,3)" in the current table.
+  std::string DescribeNode(int node_rank) const;
   // "2 of 4 workers registered; missing node 1 (h1) local ranks 0,1" (or a coarser form when
   // the layout cannot be inferred).
   std::string MissingWorkers() const;

@@ -108,6 +108,7 @@ function render(s){
     al.innerHTML="<b>Recovering"+(l.rank!==null?" \u2014 rank "+l.rank:"")+" ("+esc(l.cause)+"), restart "+s.restarts+" of "+s.max_restarts+":</b> "+esc(l.text);}
   else al.style.display="none";
   if(s.restarts>0)$("gen").textContent+=` \u00b7 restarts ${s.restarts}/${s.max_restarts}`+(s.last_recovery_seconds!==null?` \u00b7 last recovery ${s.last_recovery_seconds.toFixed(1)}s`:"");
+  if(s.spare_nodes>0)$("gen").textContent+=` \u00b7 ${s.spare_nodes} spare node(s)`;
   if(s.stall&&s.state!=="FAILED"){al.style.display="block";al.style.borderColor="var(--bad)";
     al.innerHTML="<b>Stalled \u2014 rank "+s.stall.rank+"</b> in "+esc(s.stall.phase)+" for "+fmt(s.stall.seconds,1)+"s (peers: "+esc(Object.entries(s.stall.peers).map(([p,n])=>n+" in "+p).join(", "))+")"+(s.state==="STOPPING"?" \u00b7 stopping: "+esc(s.stop_reason):"");}
   const med=median(s.ranks.filter(r=>!TERMINAL.has(r.state)).map(r=>r.step));

@@ -184,6 +184,16 @@ void CoordinatorService::AddWorkerMethods() {
                  if (decision.ok()) ToProto(*decision, resp);
                  done(decision.status());
                }));
+  AddUnary("StandBy", kWorkerRoles, kIdentity,
+           Typed<pb::StandByRequest, pb::StandByReply>(
+               "StandBy", [this](const pb::StandByRequest& req, pb::StandByReply* resp, Done done) {
+                 const SpareReport spare = FromProto(req);
+                 absl::Status st = ValidateSpare(spare, job_->config().world_size);
+                 if (!st.ok()) return done(st);
+                 absl::StatusOr<SpareDecision> decision = job_->StandBy(spare);
+                 if (decision.ok()) ToProto(*decision, resp);
+                 done(decision.status());
+               }));
   AddUnary("Rejoin", kWorkerRoles, kMessage,
            Typed<pb::RejoinRequest, pb::RegisterReply>(
                "Rejoin", [this](const pb::RejoinRequest& req, pb::RegisterReply* resp, Done done) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/utf8.h"
+#include "coordinator/job/job.h"
 
 namespace ddp {
 namespace {
@@ -36,6 +37,20 @@ absl::Status ValidateIdentity(const WorkerIdentity& who, int world_size) {
   if (who.nonce.size() > 256) return Invalid("nonce too long");
   if (absl::Status st = Utf8(who.host, "host name"); !st.ok()) return st;
   return Utf8(who.nonce, "nonce");
+}
+
+absl::Status ValidateSpare(const SpareReport& spare, int world_size) {
+  WorkerIdentity as_worker;
+  as_worker.host = spare.host;
+  as_worker.local_world_size = spare.local_world_size;
+  as_worker.pid = spare.pid;
+  as_worker.nonce = spare.nonce;
+  if (absl::Status st = ValidateIdentity(as_worker, world_size); !st.ok()) return st;
+  if (spare.node_rank < 0 || spare.node_rank >= kMaxWorldSize) {
+    return Invalid(
+        absl::StrCat("node_rank ", spare.node_rank, " is outside 0..", kMaxWorldSize - 1));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateKey(const std::string& key) {

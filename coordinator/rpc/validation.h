@@ -34,6 +34,8 @@ inline constexpr int64_t kMaxDatasetSize = int64_t{1} << 40;
 inline constexpr int64_t kMaxStoreTimeoutMs = int64_t{24} * 3600 * 1000;
 
 absl::Status ValidateIdentity(const WorkerIdentity& who, int world_size);
+// A spare's StandBy: like an identity, but its node id is any node's (0..kMaxWorldSize - 1).
+absl::Status ValidateSpare(const SpareReport& spare, int world_size);
 absl::Status ValidateKey(const std::string& key);
 absl::Status ValidateKeys(const std::vector<std::string>& keys);
 absl::Status ValidateValue(const std::string& value);

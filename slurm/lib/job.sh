@@ -17,6 +17,9 @@
 #   DIST_FILE=$PWD/dist_file.$SLURM_JOB_ID   the rendezvous file ddpctl and ddp-status.sh read
 #   CHECKPOINT_DIR=$PWD/checkpoints/$SLURM_JOB_ID
 #   GPUS_PER_NODE=$SLURM_GPUS_ON_NODE (per-node, single-node layouts)
+#   SPARE_NODES=0         per-node layout: the last K nodes are spares that take over a node
+#                         lost as a whole (ddp-trainer --spare-nodes; the step runs with
+#                         --no-kill so that a failed node does not end it)
 #   DDP_TRAINER           the trainer to run (default: ddp_find_bin ddp-trainer, lib/ddp.sh)
 # Stopping and requeueing: lib/requeue.sh.
 
@@ -35,18 +38,23 @@ EXTRA_ARGS=${EXTRA_ARGS:-}
 DIST_FILE=${DIST_FILE:-$PWD/dist_file.$SLURM_JOB_ID}
 CHECKPOINT_DIR=${CHECKPOINT_DIR:-$PWD/checkpoints/$SLURM_JOB_ID}
 GPUS_PER_NODE=${GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-1}}
+SPARE_NODES=${SPARE_NODES:-0}
 
 # ddp_job LAYOUT: runs the training step in LAYOUT and exits the batch script with the outcome
 # (lib/requeue.sh: ddp_run_step, ddp_finish).
 ddp_job() {
   local layout=$1 trainer
   trainer=${DDP_TRAINER:-$(ddp_find_bin ddp-trainer)} || exit 1
-  local -a srun_args extra
+  local -a srun_args extra extra_spares=()
   local nprocs
   case "$layout" in
     per-node)
       srun_args=(--ntasks-per-node=1) nprocs=$GPUS_PER_NODE
-      ddp_log "nodes=$SLURM_JOB_NUM_NODES gpus/node=$GPUS_PER_NODE dist_file=$DIST_FILE checkpoints=$CHECKPOINT_DIR" ;;
+      if [[ $SPARE_NODES != 0 ]]; then
+        srun_args+=(--no-kill)
+        extra_spares=(--spare-nodes "$SPARE_NODES")
+      fi
+      ddp_log "nodes=$SLURM_JOB_NUM_NODES (spares $SPARE_NODES) gpus/node=$GPUS_PER_NODE dist_file=$DIST_FILE checkpoints=$CHECKPOINT_DIR" ;;
     single-node)
       srun_args=(--nodes=1 --ntasks=1) nprocs=$GPUS_PER_NODE
       ddp_log "node=${SLURMD_NODENAME:-?} gpus=$GPUS_PER_NODE dist_file=$DIST_FILE checkpoints=$CHECKPOINT_DIR" ;;
@@ -63,6 +71,6 @@ ddp_job() {
     "$trainer" --dist-file "$DIST_FILE" --nprocs-per-node "$nprocs" --backend "$BACKEND" \
     --data "$DATA" --arch "$ARCH" --epochs "$EPOCHS" --batch-size "$BATCH_SIZE" --lr "$LR" \
     --seed "$SEED" --print-freq "$PRINT_FREQ" --checkpoint-dir "$CHECKPOINT_DIR" \
-    "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
+    "${extra_spares[@]}" "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
   ddp_finish $?
 }

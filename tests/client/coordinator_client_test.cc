@@ -135,6 +135,18 @@ TEST(CoordinatorClientTest, ReportLostRejoinAndReplacementOverTheWire) {
   EXPECT_TRUE(replaced->state_from_peers);
   EXPECT_EQ(replaced->restarts, 1);
 
+  // A spare node stands by over the wire (the client fills in its pid and the nonce); one whose
+  // node id holds ranks is refused.
+  SpareReport spare;
+  spare.node_rank = 1;
+  spare.local_world_size = 2;
+  spare.host = "spare-host";
+  auto standing = (*launcher)->StandBy(spare);
+  ASSERT_TRUE(standing.ok()) << standing.status();
+  EXPECT_EQ(standing->action, SpareAction::kWait);
+  spare.node_rank = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument((*launcher)->StandBy(spare).status()));
+
   // Restarts exhausted: the next loss is answered STOP and fails the job naming both ranks.
   decision = (*launcher)->ReportLost(LostWorker{0, 1, 102, "killed by signal 9", 9, 0});
   ASSERT_TRUE(decision.ok()) << decision.status();
@@ -147,6 +159,11 @@ TEST(CoordinatorClientTest, ReportLostRejoinAndReplacementOverTheWire) {
   EXPECT_EQ(status->state, JobState::kFailed);
   EXPECT_EQ(status->restarts, 1);
   EXPECT_EQ(status->lost_ranks.size(), 2u);
+  EXPECT_EQ(status->spare_nodes, 1);
+  spare.node_rank = 1;
+  auto leave = (*launcher)->StandBy(spare);
+  ASSERT_TRUE(leave.ok()) << leave.status();
+  EXPECT_EQ(leave->action, SpareAction::kLeave) << "the job failed";
   EXPECT_THAT(status->failure.text, HasSubstr("restarts exhausted"));
 }
 

@@ -152,6 +152,9 @@ TEST(JobStatusTest, RecoveryFieldsExtendTheContract) {
   EXPECT_THAT(json, HasSubstr("\"lost_ranks\":[{\"rank\":2,\"cause\":\"signal\",\"text\":"
                               "\"rank 2 killed by signal 9\""));
   EXPECT_THAT(json, HasSubstr("\"replaced\":true"));
+  EXPECT_THAT(json, HasSubstr("\"spare_nodes\":0"));
+  s.spare_nodes = 2;
+  EXPECT_THAT(ToJson(s), HasSubstr("\"spare_nodes\":2"));
 }
 
 TEST(JobStatusTest, FailedJobNamesTheRankAndTheTypedCause) {

@@ -137,6 +137,27 @@ TEST(ConvertTest, WorkerMessagesRoundTrip) {
   EXPECT_EQ(lost2.signal, 9);
   EXPECT_EQ(lost2.pid, 55);
   EXPECT_EQ(FromProto(pb::ReportLostRequest()).what, "died");
+
+  SpareReport spare{3, 8, "n3", 77, "nonce"};
+  pb::StandByRequest sr;
+  ToProto(spare, &sr);
+  const SpareReport spare2 = FromProto(sr);
+  EXPECT_EQ(spare2.node_rank, 3);
+  EXPECT_EQ(spare2.local_world_size, 8);
+  EXPECT_EQ(spare2.host, "n3");
+  EXPECT_EQ(spare2.pid, 77);
+  EXPECT_EQ(spare2.nonce, "nonce");
+  for (SpareAction a : {SpareAction::kWait, SpareAction::kTakeOver, SpareAction::kLeave}) {
+    pb::StandByReply reply;
+    ToProto(SpareDecision{a, 2, "node 2"}, &reply);
+    const SpareDecision back = FromProto(reply);
+    EXPECT_EQ(back.action, a);
+    EXPECT_EQ(back.node_rank, 2);
+    EXPECT_EQ(back.description, "node 2");
+  }
+  pb::StandByReply unknown;
+  unknown.set_action(static_cast<pb::StandByAction>(9));
+  EXPECT_EQ(FromProto(unknown).action, SpareAction::kWait);
 }
 
 TEST(ConvertTest, OutcomesAndRpcStatus) {

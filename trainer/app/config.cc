@@ -83,6 +83,12 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                  "A replacement must register within --registration-timeout")
       ->check(CLI::Range(0, 1000000))
       ->group(job);
+  app.add_option("--spare-nodes", c.spare_nodes,
+                 "The last K nodes of the Slurm step are spares (one task per node): they hold "
+                 "no ranks and take over the ranks of a node lost as a whole (its task and "
+                 "workers silent past --heartbeat-timeout), each of its ranks costing a restart")
+      ->check(CLI::Range(0, 65535))
+      ->group(job);
   app.add_option("--coordinator-restarts", c.coordinator_restarts,
                  "Times task 0 restarts the job's coordinator when it dies (a signal or an error "
                  "exit) while workers run, from its journal beside the dist_file; workers "

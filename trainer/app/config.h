@@ -33,6 +33,9 @@ struct TrainerConfig {
   // In-job recovery: workers the job may replace in place, job-wide (0: a lost worker fails the
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
   int max_restarts = 3;
+  // The last K nodes of a Slurm step (one task per node) are spares: they hold no ranks and
+  // take over a node that is lost as a whole (README, "When a node is lost").
+  int spare_nodes = 0;
   // Times task 0 restarts a coordinator that died, from its journal (0: never).
   int coordinator_restarts = 3;
 

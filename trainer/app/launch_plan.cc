@@ -71,6 +71,10 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const TrainerConfig& config, const EnvMap&
   WorkerPlacement& p = plan.base;
   if (!IsSlurm(env)) {
     ASSIGN_OR_RETURN(const int n, WorkersPerNode(config, visible_gpus));
+    if (config.spare_nodes > 0) {
+      return absl::FailedPreconditionError(
+          "--spare-nodes needs a Slurm step with one task per node (local mode has one node)");
+    }
     plan.mode = "local";
     p.local_mode = true;
     p.job_id = config.job_id.empty() ? absl::StrCat("local-", pid) : config.job_id;
@@ -103,6 +107,10 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const TrainerConfig& config, const EnvMap&
                                                           slurm.local_id, " but only ",
                                                           visible_gpus, " GPU(s) visible"));
       }
+      if (config.spare_nodes > 0) {
+        return absl::FailedPreconditionError(
+            "--spare-nodes needs one Slurm task per node (this step runs one task per worker)");
+      }
       plan.mode = "slurm task-per-worker";
       p.world_size = slurm.num_tasks;
       p.local_world_size = slurm.tasks_on_this_node;
@@ -110,7 +118,15 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const TrainerConfig& config, const EnvMap&
     } else {
       ASSIGN_OR_RETURN(const int n, WorkersPerNode(config, visible_gpus));
       plan.mode = "slurm task-per-node";
-      p.world_size = n * slurm.num_nodes;
+      if (config.spare_nodes >= slurm.num_nodes) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("--spare-nodes ", config.spare_nodes, " leaves no node to train on: the ",
+                         "step has ", slurm.num_nodes, " node(s)"));
+      }
+      p.num_nodes = slurm.num_nodes - config.spare_nodes;
+      plan.spare = slurm.node_id >= p.num_nodes;
+      if (plan.spare) plan.mode = "slurm task-per-node, spare node";
+      p.world_size = n * p.num_nodes;
       p.local_world_size = n;
       for (int i = 0; i < n; ++i) plan.local_ranks.push_back(i);
     }

@@ -43,6 +43,9 @@ struct LaunchPlan {
   WorkerPlacement base;            // local_rank of the first worker this task runs
   std::vector<int> local_ranks;    // workers this task spawns
   bool start_coordinator = false;  // task 0 only
+  // A spare node (--spare-nodes): it starts no worker until the coordinator gives it a lost
+  // node; then base.node_rank becomes that node's. base.node_rank is its own node id till then.
+  bool spare = false;
   std::string mode;                // "local", "slurm task-per-node", "slurm task-per-worker"
 };
 

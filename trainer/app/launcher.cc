@@ -4,9 +4,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -27,7 +29,9 @@ class LauncherRun {
   LauncherRun(const LaunchPlan& plan, const LauncherOptions& options)
       : plan_(plan),
         options_(options),
-        task_(plan.base.local_mode ? "local" : absl::StrCat("node ", plan.base.node_rank, " task")),
+        task_(plan.base.local_mode ? "local"
+                                   : absl::StrCat("node ", plan.base.node_rank,
+                                                  plan.spare ? " task (spare)" : " task")),
         supervisor_({SIGTERM, SIGUSR1, SIGINT}),
         policy_(options.report_lost ? options.max_respawns : 0),
         coordinator_restarts_(
@@ -35,6 +39,10 @@ class LauncherRun {
 
   int Run() {
     if (plan_.start_coordinator && !StartCoordinator()) return kExitFailed;
+    if (plan_.spare) {
+      const std::optional<int> left = StandBy();
+      if (left) return *left;
+    }
     StartWorkers();
     while (supervisor_.CountRunning(workers_) > 0) {
       for (const SupervisorEvent& e : supervisor_.DoWork(stop_deadline_)) OnEvent(e);
@@ -67,6 +75,48 @@ class LauncherRun {
         absl::StrCat("started coordinator (pid ", supervisor_.pid(coordinator_), ", ",
                      base.world_size, " workers, ", plan_.mode, "); log: ", base.coordinator_log));
     return true;
+  }
+
+  // A spare node: no worker until the coordinator gives it a lost node. Returns the exit code
+  // when it leaves instead; nullopt once it is that node (plan_.base.node_rank).
+  std::optional<int> StandBy() {
+    if (!options_.stand_by) {
+      Log(task_, "spare node, but nothing to ask the coordinator with; leaving");
+      return kExitFailed;
+    }
+    Log(task_, absl::StrCat("spare node: standing by to take over a lost node's ",
+                            plan_.local_ranks.size(), " worker(s)"));
+    absl::Time answered = absl::Now();
+    while (true) {
+      const absl::StatusOr<SpareDecision> d = options_.stand_by();
+      const absl::Time now = absl::Now();
+      if (d.ok()) {
+        answered = now;
+        if (d->action == SpareAction::kTakeOver) {
+          Log(task_, absl::StrCat("taking over ", d->description, ": starting its workers as node ",
+                                  d->node_rank));
+          plan_.base.node_rank = d->node_rank;
+          task_ = absl::StrCat("node ", d->node_rank, " task (spare)");
+          return std::nullopt;
+        }
+        if (d->action == SpareAction::kLeave) {
+          Log(task_, absl::StrCat(d->description, "; the spare was not needed"));
+          return kExitOk;
+        }
+      } else if (d.status().code() == absl::StatusCode::kInvalidArgument) {
+        Log(task_, absl::StrCat("the coordinator refuses this spare: ", d.status().message()));
+        return kExitUsage;
+      } else if (now - answered >= options_.stand_by_unanswered) {
+        Log(task_, absl::StrCat("no answer from the coordinator for ",
+                                absl::FormatDuration(options_.stand_by_unanswered), " (",
+                                d.status().message(), "); the spare leaves"));
+        return kExitOk;
+      }
+      if (const std::optional<int> sig = supervisor_.WaitForSignal(now + options_.stand_by_period)) {
+        Log(task_, absl::StrCat("received ", strsignal(*sig), "; the spare leaves"));
+        return kExitOk;
+      }
+    }
   }
 
   void StartWorkers() {
@@ -238,9 +288,9 @@ class LauncherRun {
     }
   }
 
-  const LaunchPlan& plan_;
+  LaunchPlan plan_;  // a spare's becomes the lost node's
   const LauncherOptions& options_;
-  const std::string task_;
+  std::string task_;
   Supervisor supervisor_;
   FailurePolicy policy_;
   int coordinator_ = -1;

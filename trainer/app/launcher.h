@@ -15,6 +15,10 @@
 //     task meanwhile cuts the wait short.
 //   - A coordinator that dies while workers run is restarted from its journal
 //     (trainer/launcher/coordinator_restarts.h); the workers re-attach to it by themselves.
+//   - A spare node (--spare-nodes) starts nothing: it asks the coordinator once a second
+//     (stand_by) until it is given a lost node, then starts that node's workers as that node.
+//     It leaves (exit 0) when the job ends, on a stop signal, or after stand_by_unanswered
+//     without an answer; a coordinator that refuses it (a bad layout) ends it with exit 2.
 //   - No wait is unbounded: a child that outlives SIGKILL is reported and given up on.
 //
 // Thread safety: single-threaded (the launcher's main thread).
@@ -25,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/coordinator_api.h"
 #include "trainer/app/launch_plan.h"
 
@@ -36,6 +42,9 @@ namespace ddp {
 // if unknown) and whether to respawn it (in-job recovery), stop the other workers, or wait.
 // An unreachable coordinator reads {"", kStop}.
 using LostReporter = std::function<LostDecision(const LostWorker&)>;
+// A spare node's launcher asks the coordinator, about once a second, whether it takes over a
+// lost node (Job::StandBy); an error means no answer this time.
+using SpareStandBy = std::function<absl::StatusOr<SpareDecision>()>;
 
 struct LauncherOptions {
   // What each worker runs (WorkerCommand); the worker's placement travels in its environment.
@@ -53,6 +62,11 @@ struct LauncherOptions {
   // Upper bound on this task's respawns (the job-wide --max-restarts; the coordinator decides
   // each one). 0: fail fast.
   int max_respawns = 0;
+  // A spare node (plan.spare): how it asks, how often, and how long it goes on without an
+  // answer before it leaves (exit 0: the job does without it).
+  SpareStandBy stand_by;
+  absl::Duration stand_by_period = absl::Seconds(1);
+  absl::Duration stand_by_unanswered = absl::Seconds(120);
 };
 
 // Runs the plan; returns the task's exit code (common/exit_codes.h).

@@ -10,6 +10,7 @@
 
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
+#include "common/file_util.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
 #include "trainer/app/config.h"
@@ -59,6 +60,35 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
   };
 }
 
+// A spare node asks the coordinator whether it takes over a lost node (connecting again after
+// any error: the dist_file may not exist yet, or name a restarted coordinator).
+ddp::SpareStandBy StandByReporter(const ddp::LaunchPlan& plan) {
+  const ddp::WorkerPlacement base = plan.base;
+  ddp::SpareReport me;
+  me.node_rank = base.node_rank;
+  me.local_world_size = static_cast<int>(plan.local_ranks.size());
+  me.host = ddp::HostName();
+  me.pid = static_cast<int>(getpid());
+  return [base, me, api = std::shared_ptr<ddp::CoordinatorApi>()]() mutable
+         -> absl::StatusOr<ddp::SpareDecision> {
+    if (api == nullptr) {
+      ddp::ConnectOptions co;
+      co.dist_file = base.dist_file;
+      co.expected_job_id = base.job_id;
+      co.min_generation = base.generation;
+      co.dist_file_timeout = absl::ZeroDuration();
+      co.rpc_timeout = absl::Seconds(3);
+      auto connected = ddp::ConnectToCoordinator(co);
+      // Not there yet, or gone: ask again later (only the coordinator's own refusal is final).
+      if (!connected.ok()) return absl::UnavailableError(connected.status().message());
+      api = std::move(*connected);
+    }
+    absl::StatusOr<ddp::SpareDecision> d = api->StandBy(me);
+    if (!d.ok()) api.reset();
+    return d;
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,6 +135,10 @@ int main(int argc, char** argv) {
     options.coordinator_restarts = config->coordinator_restarts;
     options.report_lost = LostReporter(*plan);
     options.max_respawns = config->max_restarts;
+    if (plan->spare) {
+      options.stand_by = StandByReporter(*plan);
+      options.stand_by_unanswered = absl::Seconds(config->coordinator_grace_s + 60);
+    }
     return ddp::RunLauncher(*plan, options);
   } catch (const std::exception& e) {
     // The one boundary where exceptions (c10::Error, std::) become an exit code.

@@ -156,6 +156,16 @@ void Supervisor::Check(std::vector<SupervisorEvent>* events) {
   }
 }
 
+std::optional<int> Supervisor::WaitForSignal(absl::Time deadline) {
+  while (true) {
+    const absl::Duration wait = deadline - absl::Now();
+    if (wait <= absl::ZeroDuration()) return std::nullopt;
+    timespec ts = absl::ToTimespec(wait);
+    const int sig = sigtimedwait(&watched_, nullptr, &ts);
+    if (sig > 0 && sig != SIGCHLD) return sig;
+  }
+}
+
 std::vector<SupervisorEvent> Supervisor::DoWork(absl::Time deadline) {
   std::vector<SupervisorEvent> events;
   while (true) {

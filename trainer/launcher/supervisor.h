@@ -72,6 +72,9 @@ class Supervisor {
   // Waits until something happens (a watched signal, a child ended or was given up on), or
   // `deadline` passes, or no child is running; returns what happened, oldest first.
   std::vector<SupervisorEvent> DoWork(absl::Time deadline);
+  // Waits for a watched signal (not SIGCHLD) until `deadline`, children or not: the signal, or
+  // nullopt when the deadline passed first. For a launcher that has no child yet.
+  std::optional<int> WaitForSignal(absl::Time deadline);
 
   // True until DoWork has reported the child's end (kExited or kAbandoned): a child reaped
   // meanwhile (by Stop, say) still counts as running, so no end is ever lost.

@@ -300,5 +300,106 @@ TEST_F(JobRecoveryTest, ASilentRankIsLostAndMayComeBack) {
   EXPECT_EQ(job->Status().restarts, 2);
 }
 
+SpareReport Spare(int node, int pid) {
+  SpareReport s;
+  s.node_rank = node;
+  s.local_world_size = 2;
+  s.host = absl::StrCat("host", node);
+  s.pid = pid;
+  s.nonce = "n";
+  return s;
+}
+
+TEST_F(JobRecoveryTest, ANodeLostAsAWholeIsTakenOverByASpare) {
+  auto job = Running(3);
+  auto wait = job->StandBy(Spare(2, 50));
+  ASSERT_TRUE(wait.ok()) << wait.status();
+  EXPECT_EQ(wait->action, SpareAction::kWait);
+  EXPECT_EQ(job->Status().spare_nodes, 1);
+  EXPECT_THAT(job->Status().events.back(),
+              HasSubstr("spare node 2 (host host2, pid 50) stands by with 2 workers"));
+  EXPECT_TRUE(absl::IsInvalidArgument(job->StandBy(Spare(1, 51)).status()))
+      << "node 1 holds ranks: it cannot be a spare";
+  SpareReport stale = Spare(3, 52);
+  stale.nonce = "old";
+  EXPECT_TRUE(absl::IsFailedPrecondition(job->StandBy(stale).status()));
+
+  // Node 1's task dies with its workers (ranks 2 and 3): the survivors' collective fails first,
+  // then both go silent. The spare and the survivors keep calling.
+  std::vector<std::shared_ptr<Reply>> replies(4);
+  for (int r : {0, 1}) replies[r] = Rejoin(*job, r, 9);
+  for (int i = 0; i < 11; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    for (int r : {0, 1}) job->Heartbeat(r, 10 + r, {});
+    ASSERT_TRUE(job->StandBy(Spare(2, 50)).ok());
+    job->Tick();
+  }
+  JobStatus s = job->Status();
+  ASSERT_EQ(s.state, JobState::kRecovering);
+  EXPECT_EQ(s.restarts, 2) << "one restart per lost rank, the unexplained failure included";
+  EXPECT_EQ(s.spare_nodes, 0);
+  EXPECT_THAT(s.events.back(), HasSubstr("lost node 1 (host host1, ranks 2,3): its task and "
+                                         "workers went silent; spare node 2 (host host2, pid "
+                                         "50) takes over its ranks"));
+  auto take = job->StandBy(Spare(2, 50));
+  ASSERT_TRUE(take.ok());
+  EXPECT_EQ(take->action, SpareAction::kTakeOver);
+  EXPECT_EQ(take->node_rank, 1);
+  EXPECT_EQ(take->description, "node 1 (host host1, ranks 2,3)");
+
+  // The spare's workers register as node 1: the same world, ranks 2 and 3 on host2.
+  WorkerIdentity a = Who(1, 0, 60), b = Who(1, 1, 61);
+  a.host = b.host = "host2";
+  replies[2] = Register(*job, a);
+  EXPECT_TRUE(Waiting(replies[2]));
+  replies[3] = Register(*job, b);
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_TRUE(replies[r]->ok()) << r << ": " << replies[r]->status();
+    EXPECT_EQ((*replies[r])->rank, r);
+    EXPECT_EQ((*replies[r])->world_size, 4);
+    EXPECT_TRUE((*replies[r])->state_from_peers);
+  }
+  s = job->Status();
+  EXPECT_EQ(s.state, JobState::kRunning);
+  EXPECT_EQ(s.ranks[2].host, "host2");
+  EXPECT_EQ(s.ranks[3].pid, 61);
+  EXPECT_TRUE(s.lost_ranks[1].replaced);
+  // The job ends: a spare still standing by is told to leave.
+  ASSERT_TRUE(job->Stop(false, "test").ok());
+  auto leave = job->StandBy(Spare(4, 70));
+  ASSERT_TRUE(leave.ok());
+  EXPECT_EQ(leave->action, SpareAction::kLeave);
+}
+
+TEST_F(JobRecoveryTest, ANodeWhoseLauncherReportsIsNotTakenOver) {
+  auto job = Running(3);
+  ASSERT_TRUE(job->StandBy(Spare(2, 50)).ok());
+  // Both workers of node 1 die and their launcher reports them: it respawns them itself.
+  EXPECT_EQ(job->ReportLost(Killed(1, 0, 12))->action, LostAction::kRespawn);
+  EXPECT_EQ(job->ReportLost(Killed(1, 1, 13))->action, LostAction::kRespawn);
+  clock_.Advance(absl::Seconds(1));
+  job->Tick();
+  auto d = job->StandBy(Spare(2, 50));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->action, SpareAction::kWait);
+  EXPECT_EQ(job->Status().spare_nodes, 1);
+}
+
+TEST_F(JobRecoveryTest, ASpareThatFellSilentIsNotUsedButOneThatCallsIs) {
+  auto job = Running(3);
+  // A spare that stopped calling is gone by the time node 1 is lost.
+  ASSERT_TRUE(job->StandBy(Spare(2, 50)).ok());
+  for (int i = 0; i < 11; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    for (int r : {0, 1}) job->Heartbeat(r, 10 + r, {});
+    job->Tick();
+  }
+  JobStatus s = job->Status();
+  ASSERT_EQ(s.state, JobState::kRecovering);
+  EXPECT_EQ(s.spare_nodes, 0);
+  EXPECT_EQ(job->StandBy(Spare(2, 51))->action, SpareAction::kTakeOver)
+      << "a spare that comes (back) while the node is vacant takes it over";
+}
+
 }  // namespace
 }  // namespace ddp

@@ -49,7 +49,7 @@ TEST(JobMetricsTest, StatesAndRanks) {
        JobState::kRunning,
        {Rank(0, RankState::kTraining, 5), Rank(1, RankState::kTraining, 4)},
        {"ddp_job_state{state=\"RUNNING\"} 1", "ddp_job_state{state=\"FAILED\"} 0",
-        "ddp_ranks{state=\"training\"} 2", "ddp_lost_ranks 0",
+        "ddp_ranks{state=\"training\"} 2", "ddp_lost_ranks 0", "ddp_spare_nodes 0",
         "ddp_rank_step{rank=\"1\",host=\"h\"} 4"},
        {"ddp_ranks{state=\"lost\"}"}},
       {"a stopped job is STOPPED here",

@@ -150,7 +150,7 @@ TEST(LaunchPlan, ContradictionsFailWithOneLine) {
     int gpus;
     std::string needle;
   };
-  const std::vector<Bad> cases = {
+  std::vector<Bad> cases = {
       {"more workers than GPUs", {}, Config(4), 2, "only 2 GPU"},
       {"nccl without GPUs", {}, Config(1, "nccl"), 0, "no GPU"},
       {"nprocs with several tasks per node", Slurm(4, 0, 0, 0, 2, "2(x2)"), Config(2), 0,
@@ -163,6 +163,15 @@ TEST(LaunchPlan, ContradictionsFailWithOneLine) {
        }(),
        Config(1), 0, "SLURM_PROCID"},
   };
+  TrainerConfig spares = Config(1);
+  spares.spare_nodes = 1;
+  TrainerConfig all_spares = Config(1);
+  all_spares.spare_nodes = 2;
+  cases.push_back({"spares in local mode", {}, spares, 0, "local mode has one node"});
+  cases.push_back(
+      {"spares with a task per worker", Slurm(4, 0, 0, 0, 2, "2(x2)"), spares, 0, "per node"});
+  cases.push_back({"no node left to train", Slurm(2, 0, 0, 0, 2, "1(x2)"), all_spares, 0,
+                   "leaves no node to train on"});
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.name);
     auto plan = PlanLaunch(c.config, c.env, c.gpus, 1);
@@ -170,6 +179,24 @@ TEST(LaunchPlan, ContradictionsFailWithOneLine) {
     const std::string msg(plan.status().message());
     EXPECT_NE(msg.find(c.needle), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+// --spare-nodes K: the last K nodes of the step hold no ranks; the world counts the others.
+TEST(LaunchPlan, SpareNodesAreTheLastNodesOfTheStep) {
+  TrainerConfig c = Config(2);
+  c.spare_nodes = 1;
+  for (int node = 0; node < 3; ++node) {
+    SCOPED_TRACE(node);
+    auto plan = PlanLaunch(c, Slurm(3, node, 0, node, 3, "1(x3)"), 0, 1);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->base.world_size, 4);
+    EXPECT_EQ(plan->base.num_nodes, 2);
+    EXPECT_EQ(plan->base.node_rank, node);
+    EXPECT_EQ(plan->spare, node == 2);
+    EXPECT_EQ(plan->start_coordinator, node == 0);
+    EXPECT_EQ(plan->local_ranks, (std::vector<int>{0, 1})) << "the workers a takeover starts";
+    EXPECT_EQ(plan->mode, node == 2 ? "slurm task-per-node, spare node" : "slurm task-per-node");
   }
 }
 

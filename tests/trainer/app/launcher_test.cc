@@ -114,6 +114,67 @@ TEST(Launcher, RespawnsAKilledWorkerWhenTheCoordinatorSaysSo) {
   unlink(once.c_str());
 }
 
+// A spare node starts nothing until the coordinator gives it a lost node; then it runs that
+// node's workers as that node.
+TEST(Launcher, ASpareStartsTheLostNodesWorkersWhenToldToTakeOver) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.stand_by_period = absl::Milliseconds(20);
+  const std::string ran = absl::StrCat(::testing::TempDir(), "/launcher_spare_", getpid());
+  unlink(ran.c_str());
+  o.worker_command = Sh(absl::StrCat("test \"$DDP_WORKER_NODE_RANK\" = 1 && echo "
+                                     "$DDP_WORKER_LOCAL_RANK >> ",
+                                     ran));
+  int asked = 0;
+  o.stand_by = [&asked]() -> absl::StatusOr<SpareDecision> {
+    if (++asked < 3) return SpareDecision{};  // wait
+    if (asked == 3) return absl::UnavailableError("coordinator restarting");
+    return SpareDecision{SpareAction::kTakeOver, 1, "node 1 (host h1, ranks 2,3)"};
+  };
+  LaunchPlan plan = Plan(2, false);
+  plan.spare = true;
+  plan.base.node_rank = 2;
+  EXPECT_EQ(RunLauncher(plan, o), kExitOk);
+  EXPECT_EQ(asked, 4);
+  FILE* f = fopen(ran.c_str(), "r");
+  ASSERT_NE(f, nullptr) << "no worker ran as node 1";
+  int lines = 0;
+  for (int c; (c = fgetc(f)) != EOF;) lines += c == '\n' ? 1 : 0;
+  fclose(f);
+  EXPECT_EQ(lines, 2);
+  ExpectNoChildLeft();
+  unlink(ran.c_str());
+}
+
+TEST(Launcher, ASpareLeavesWhenTheJobEndsOnASignalOrWithoutAnswers) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.stand_by_period = absl::Milliseconds(20);
+  o.worker_command = Sh("exit 9");  // never started
+  LaunchPlan plan = Plan(2, false);
+  plan.spare = true;
+  o.stand_by = []() -> absl::StatusOr<SpareDecision> {
+    return SpareDecision{SpareAction::kLeave, -1, "job SUCCEEDED"};
+  };
+  EXPECT_EQ(RunLauncher(plan, o), kExitOk);
+  o.stand_by = []() -> absl::StatusOr<SpareDecision> {
+    return absl::InvalidArgumentError("node 0 holds ranks of this job");
+  };
+  EXPECT_EQ(RunLauncher(plan, o), kExitUsage);
+  o.stand_by_unanswered = absl::Milliseconds(200);
+  o.stand_by = []() -> absl::StatusOr<SpareDecision> { return absl::UnavailableError("gone"); };
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(plan, o), kExitOk);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  o.stand_by_unanswered = absl::Seconds(60);
+  o.stand_by = []() -> absl::StatusOr<SpareDecision> {
+    ::kill(::getpid(), SIGTERM);  // taken by the launcher's wait, not the default action
+    return SpareDecision{};
+  };
+  EXPECT_EQ(RunLauncher(plan, o), kExitOk);
+  ExpectNoChildLeft();
+}
+
 // The coordinator answers STOP (restarts exhausted): the others are stopped, and the task ends
 // with the aborted code, as its workers do.
 TEST(Launcher, StopsThePeersWhenTheCoordinatorRefusesARespawn) {

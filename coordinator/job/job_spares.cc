@@ -1,0 +1,56 @@
+// Job's spare nodes (proto/coordinator.proto, SPARES): spares standing by, and the lost nodes
+// they take over. Same class and lock as job.cc.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/job/job.h"
+
+namespace ddp {
+
+absl::StatusOr<SpareDecision> Job::StandBy(const SpareReport& spare) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  if (!config_.nonce.empty() && !spare.nonce.empty() && spare.nonce != config_.nonce) {
+    return absl::FailedPreconditionError(
+        "nonce mismatch: the dist_file is stale (written by another coordinator start)");
+  }
+  if (membership_.SlotsOnNode(spare.node_rank) > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", spare.node_rank, " holds ranks of this job; a spare must be another node"));
+  }
+  if (FinishedLocked()) {
+    return SpareDecision{SpareAction::kLeave, -1,
+                         absl::StrCat("job ", JobStateName(lifecycle_.state()))};
+  }
+  const absl::Time now = clock_->Now();
+  bool first = false;
+  const Spares::Spare& me = spares_.Seen(spare, now, &first);
+  if (first) {
+    EventLocked(absl::StrCat("spare node ", spare.node_rank, " (host ", spare.host, ", pid ",
+                             spare.pid, ") stands by with ", spare.local_world_size,
+                             spare.local_world_size == 1 ? " worker" : " workers"),
+                &out);
+  }
+  if (recovery_.in_progress()) TakeOverLostNodesLocked(now, &out);
+  if (me.taking_over >= 0) {
+    return SpareDecision{SpareAction::kTakeOver, me.taking_over,
+                         membership_.DescribeNode(me.taking_over)};
+  }
+  return SpareDecision{SpareAction::kWait, -1, ""};
+}
+
+void Job::TakeOverLostNodesLocked(absl::Time now, Completions* out) {
+  for (int node : membership_.VacantNodes()) {
+    if (reported_nodes_.count(node) > 0 || spares_.TakingOver(node)) continue;
+    const Spares::Spare* spare = spares_.Assign(node, membership_.SlotsOnNode(node), now);
+    if (spare == nullptr) continue;
+    EventLocked(absl::StrCat("lost ", membership_.DescribeNode(node),
+                             ": its task and workers went silent; spare node ",
+                             spare->report.node_rank, " (host ", spare->report.host, ", pid ",
+                             spare->report.pid, ") takes over its ranks"),
+                out);
+  }
+}
+
+}  // namespace ddp
