@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # slurm-cluster.sh — a throw-away, real 2-node Slurm cluster on one machine, for tests.
 #
-#   scripts/slurm-cluster.sh start <dir>          start munged + slurmctld + slurmd n1, n2 in <dir>
+#   scripts/slurm-cluster.sh start <dir>          start munged + slurmctld + slurmd n1..nN in <dir>
 #   scripts/slurm-cluster.sh env   <dir>          print `export ...` lines for the clients
 #   scripts/slurm-cluster.sh stop  <dir>          cancel all jobs, stop every daemon, sweep <dir>
 #   scripts/slurm-cluster.sh run   <dir> -- cmd…  start, run cmd with the env, stop; cmd's exit code
@@ -12,7 +12,7 @@
 # controller state, slurmd spool dirs, pid files and logs. Ports are probed free at start, so
 # two clusters on one machine do not collide. Nothing is installed or written outside <dir>.
 #
-# The cluster: ClusterName ddp-<random>, controller on localhost, nodes n1 and n2 (both
+# The cluster: ClusterName ddp-<random>, controller on localhost, nodes n1 and n2 (SLURM_HARNESS_NODES: more; all
 # NodeHostname=localhost, distinct Port=, one `slurmd -N <node>` each), CPUs=2 each (over-
 # committing a small machine is fine), a fake gres "gpu:2" on each node (/dev/null devices) so GPU-style
 # sbatch lines (--gres=gpu:N, --gpus-per-node=N) are accepted, partition `debug` (default).
@@ -20,6 +20,7 @@
 # Requeue delay (AuthInfo cred_expire) is cut from 120 s to SLURM_HARNESS_CRED_EXPIRE (10 s).
 #
 # Environment knobs:
+#   SLURM_HARNESS_NODES        nodes n1..nN                               (2)
 #   SLURM_HARNESS_CPUS         CPUs per node                              (2)
 #   SLURM_HARNESS_GPUS         fake gres gpu per node; 0 = no gres        (2)
 #   SLURM_HARNESS_CRED_EXPIRE  seconds; also the wait before a requeued job may start (10)
@@ -100,8 +101,15 @@ dump_logs() {
   done
 }
 
-write_config() {
-  local d=$1 ctld_port=$2 p1=$3 p2=$4
+# The node names n1..nN (SLURM_HARNESS_NODES, default 2).
+node_names() {
+  local i
+  for ((i = 1; i <= ${SLURM_HARNESS_NODES:-2}; i++)); do echo "n$i"; done
+}
+
+write_config() {  # <dir> <slurmctld port> <port of n1> <port of n2> ...
+  local d=$1 ctld_port=$2 p1=$3
+  local -a ports=("${@:3}")
   local cpus=${SLURM_HARNESS_CPUS:-2} gpus=${SLURM_HARNESS_GPUS:-2}
   local cred=${SLURM_HARNESS_CRED_EXPIRE:-10}
   local gres_node="" gres_types=""
@@ -161,10 +169,14 @@ SlurmdTimeout=60
 SlurmctldTimeout=60
 TmpFS=$d/tmp
 $gres_types
-NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$p1 CPUs=$cpus $gres_node State=UNKNOWN
-NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$p2 CPUs=$cpus $gres_node State=UNKNOWN
-PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
 EOF
+  local i names=()
+  for ((i = 0; i < ${#ports[@]}; i++)); do
+    echo "NodeName=n$((i + 1)) NodeHostname=localhost NodeAddr=127.0.0.1 Port=${ports[i]} CPUs=$cpus $gres_node State=UNKNOWN" >>"$d/slurm.conf"
+    names+=("n$((i + 1))")
+  done
+  local IFS=,
+  echo "PartitionName=debug Nodes=${names[*]} Default=YES MaxTime=INFINITE State=UP" >>"$d/slurm.conf"
 }
 
 start_watchdog() {  # stop the cluster when the owner process disappears
@@ -192,7 +204,9 @@ cmd_start() {
   ((${#sock} < 100)) || die "<dir> path too long for a unix socket: $d (use a short path like /tmp/slurm.XXXX)"
   [[ ! -e "$d/run/slurmctld.pid" ]] || die "$d seems to hold a started cluster; stop it first"
   chmod 0755 "$d"   # munged wants o+x on the socket's directory
-  mkdir -p "$d"/{state,spool/n1,spool/n2,run,log,tmp,munge} || die "mkdir in $d"
+  mkdir -p "$d"/{state,run,log,tmp,munge} || die "mkdir in $d"
+  local n
+  for n in $(node_names); do mkdir -p "$d/spool/$n" || die "mkdir in $d"; done
   chmod 0700 "$d/munge" "$d/state"
 
   # MUNGE: own key, socket, pid, log and seed files.
@@ -211,10 +225,14 @@ cmd_start() {
   done
   [[ -S "$sock" ]] || { dump_logs "$d"; cmd_stop "$d"; die "munged socket never appeared"; }
 
-  local ctld_port p1 p2
-  ctld_port=$(free_port); p1=$(free_port); p2=$(free_port)
-  write_config "$d" "$ctld_port" "$p1" "$p2"
-  echo "ports: slurmctld=$ctld_port n1=$p1 n2=$p2" >"$d/ports"
+  local ctld_port ports=() port_list=""
+  ctld_port=$(free_port)
+  for n in $(node_names); do
+    ports+=("$(free_port)")
+    port_list+=" $n=${ports[-1]}"
+  done
+  write_config "$d" "$ctld_port" "${ports[@]}"
+  echo "ports: slurmctld=$ctld_port$port_list" >"$d/ports"
 
   # Daemons in the foreground (-D), backgrounded here, so their pids are ours to track; each in
   # its own session (setsid), so that a signal to the caller's process group does not kill
@@ -224,8 +242,7 @@ cmd_start() {
   # -i: ignore any state from a previous run (there is none: fresh StateSaveLocation).
   setsid "$(sbin slurmctld)" -D -i -f "$d/slurm.conf" </dev/null >>"$d/log/slurmctld.out" 2>&1 &
   echo $! >"$d/run/slurmctld.pid.bg"
-  local n
-  for n in n1 n2; do
+  for n in $(node_names); do
     setsid "$(sbin slurmd)" -D -N "$n" -f "$d/slurm.conf" </dev/null >>"$d/log/slurmd.$n.out" 2>&1 &
     echo $! >"$d/run/slurmd.$n.pid.bg"
   done
@@ -235,7 +252,9 @@ cmd_start() {
   local deadline=$((SECONDS + ${SLURM_HARNESS_TIMEOUT:-60})) states=""
   while ((SECONDS < deadline)); do
     states=$(SLURM_CONF="$d/slurm.conf" sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | tr '\n' ' ')
-    if [[ "$states" == *"n1 idle"* && "$states" == *"n2 idle"* ]]; then
+    local all_idle=1
+    for n in $(node_names); do [[ "$states" == *"$n idle"* ]] || all_idle=0; done
+    if ((all_idle)); then
       log "cluster up in $d ($(cat "$d/ports")); nodes: $states"
       return 0
     fi

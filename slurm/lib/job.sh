@@ -72,5 +72,13 @@ ddp_job() {
     --data "$DATA" --arch "$ARCH" --epochs "$EPOCHS" --batch-size "$BATCH_SIZE" --lr "$LR" \
     --seed "$SEED" --print-freq "$PRINT_FREQ" --checkpoint-dir "$CHECKPOINT_DIR" \
     "${extra_spares[@]}" "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
-  ddp_finish $?
+  local rc=$?
+  # With spares, a lost node's task ends badly (killed, or its node failed) while the others
+  # finish the job: the coordinator's log says how the job ended.
+  if ((rc != DDP_EXIT_OK)) && [[ $SPARE_NODES != 0 ]] &&
+     grep -q 'job SUCCEEDED: every rank finished' "$DIST_FILE.coordinator.log" 2>/dev/null; then
+    ddp_log "a task of the step exited $rc (a lost node), but the job SUCCEEDED on the others"
+    rc=$DDP_EXIT_OK
+  fi
+  ddp_finish "$rc"
 }
