@@ -114,7 +114,6 @@ void RecoveryToProto(const RankAssignment& in, pb::RegisterReply* out) {
 
 void RecoveryFromProto(const pb::RegisterReply& in, RankAssignment* out) {
   out->membership_generation = in.membership_generation();
-  out->spare_nodes = in.spare_nodes();
   out->store_prefix = in.store_prefix();
   out->state_from_peers = in.state_from_peers();
   out->restarts = in.restarts();
@@ -141,6 +140,7 @@ void RecoveryFromProto(const pb::JobStatus& in, JobStatus* out) {
   out->max_restarts = in.max_restarts();
   out->last_recovery_seconds = in.last_recovery_seconds();
   out->membership_generation = in.membership_generation();
+  out->spare_nodes = in.spare_nodes();
   out->lost_ranks.reserve(static_cast<size_t>(in.lost_ranks_size()));
   for (const pb::LostRank& p : in.lost_ranks()) {
     LostRank& l = out->lost_ranks.emplace_back();

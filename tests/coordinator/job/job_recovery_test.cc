@@ -330,7 +330,7 @@ TEST_F(JobRecoveryTest, ANodeLostAsAWholeIsTakenOverByASpare) {
   for (int r : {0, 1}) replies[r] = Rejoin(*job, r, 9);
   for (int i = 0; i < 11; ++i) {
     clock_.Advance(absl::Seconds(1));
-    for (int r : {0, 1}) job->Heartbeat(r, 10 + r, {});
+    for (int r : {0, 1}) ASSERT_TRUE(job->Heartbeat(r, 10 + r, {}).ok());
     ASSERT_TRUE(job->StandBy(Spare(2, 50)).ok());
     job->Tick();
   }
@@ -391,7 +391,7 @@ TEST_F(JobRecoveryTest, ASpareThatFellSilentIsNotUsedButOneThatCallsIs) {
   ASSERT_TRUE(job->StandBy(Spare(2, 50)).ok());
   for (int i = 0; i < 11; ++i) {
     clock_.Advance(absl::Seconds(1));
-    for (int r : {0, 1}) job->Heartbeat(r, 10 + r, {});
+    for (int r : {0, 1}) ASSERT_TRUE(job->Heartbeat(r, 10 + r, {}).ok());
     job->Tick();
   }
   JobStatus s = job->Status();

@@ -118,7 +118,7 @@ def case_node_lost_spare_takes_over(tmp):
 def case_node_lost_without_spare(tmp):
     """2 nodes, no spare: node 1's task is SIGKILLed; its ranks go silent and nobody takes them,
     so the job fails at the recovery deadline (exit 4) naming node 1's ranks."""
-    step = SlurmStep(tmp, "5252", 2, ["--heartbeat-timeout", "3", "--registration-timeout", "8"],
+    step = SlurmStep(tmp, "5252", 2, ["--heartbeat-timeout", "3", "--registration-timeout", "15"],
                      holds=[("step", 2, 6)])
     step.held(0)
     os.kill(step.tasks[1].pid, signal.SIGKILL)
