@@ -38,14 +38,16 @@ class InMemoryDataset : public Dataset {
   const at::Tensor& labels() const { return labels_; }
 
  private:
-  InMemoryDataset(at::Tensor images, at::Tensor labels, at::Tensor scale, at::Tensor shift,
-                  int64_t num_classes, std::string description);
+  InMemoryDataset(at::Tensor images, at::Tensor labels, at::Tensor table, int64_t num_classes,
+                  std::string description);
+  // [..., C, H, W] uint8 -> float, each pixel through its channel's table.
   at::Tensor Normalize(const at::Tensor& uint8_images) const;
 
   at::Tensor images_;  // [N,C,H,W] uint8
   at::Tensor labels_;  // [N] int64
-  at::Tensor scale_;   // [C,1,1] float: 1 / (255 * std)
-  at::Tensor shift_;   // [C,1,1] float: -mean / std
+  // [C,256] float: (v / 255 - mean) / std for every pixel value v, computed with the same float
+  // operations as the Python recipe's transform, so the inputs are bit for bit the same.
+  at::Tensor table_;
   int64_t num_classes_;
   std::string description_;
 };

@@ -21,8 +21,8 @@ import sys
 import tempfile
 import time
 
-import torch
-import torch.jit._pickle  # noqa: F401  (restore_type_tag, see load)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import recovery_e2e_test as R  # noqa: E402
 
 BIN = os.environ["DDP_BIN_DIR"]
 TRAINER = os.path.join(BIN, "ddp-trainer")
@@ -41,38 +41,11 @@ COMMON_ARGS = ["--linger", "0", "--data", "synthetic:1920x1x16x16:10", "--arch",
 STEPS_PER_EPOCH = 40
 EPOCHS = 4
 STOP_CHECK = 10  # the training loop's kStopCheckInterval
-MALLOC_ENV = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 
 
-def clean_env(extra=None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("SLURM") and k not in MALLOC_ENV and k != "DDP_TEST_HOLD"}
-    env.update(extra or {})
-    return env
-
-
-def expect(cond, msg, output=""):
-    if not cond:
-        sys.exit(f"FAIL: {msg}\n{output[-8000:]}")
-
-
-def load(path):
-    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
-        ckpt = torch.load(path)
-    expect(isinstance(ckpt, dict) and "model" in ckpt, f"{path} is not a checkpoint dict")
-    return ckpt
-
-
-def same_model(a_path, b_path):
-    """Bitwise: every tensor of the model, the momentum, the step and the epoch."""
-    a, b = load(a_path), load(b_path)
-    expect(a["step"] == b["step"] and a["epoch"] == b["epoch"],
-           f"positions differ: {a['epoch']}/{a['step']} vs {b['epoch']}/{b['step']}")
-    for k in a["model"]:
-        expect(torch.equal(a["model"][k], b["model"][k]), f"{k} differs from the reference")
-    for k in a["optimizer"]["momentum_buffer"]:
-        expect(torch.equal(a["optimizer"]["momentum_buffer"][k],
-                           b["optimizer"]["momentum_buffer"][k]), f"momentum {k} differs")
+# The helpers shared with the recovery tests: environment, checks, checkpoint loading and the
+# bitwise model comparison.
+clean_env, expect, load, same_model = R.clean_env, R.expect, R.model_state, R.same_model
 
 
 def reference():

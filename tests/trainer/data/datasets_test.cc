@@ -137,6 +137,17 @@ TEST(InMemoryDatasetTest, IdxFolderGetBatchMatchesGetAndNormalizes) {
   }
   // Pixel (7, r=1, c=2) = (7*7 + 5) % 256 = 54 -> (54/255 - 0.5) / 0.25.
   EXPECT_NEAR(batch->images[0][0][1][2].item<float>(), (54 / 255.0 - 0.5) / 0.25, 1e-5);
+  // Bit for bit the Python recipe's transform, (x.float() / 255.0 - mean) / std, for every pixel
+  // value (an odd mean and std, where x * (1 / (255 std)) - mean / std differs in the last bit).
+  options.normalization = Normalization{{0.2860f}, {0.3530f}};
+  absl::StatusOr<DatasetPair> odd = OpenDatasets(*ParseDataSpec("mnist:" + dir.path()), options);
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  auto* in_memory = dynamic_cast<InMemoryDataset*>(odd->train.get());
+  ASSERT_NE(in_memory, nullptr);
+  absl::StatusOr<Batch> every = odd->train->GetBatch(Range(odd->train->size()), 0);
+  ASSERT_TRUE(every.ok());
+  const at::Tensor recipe = in_memory->images().to(at::kFloat).div(255.0).sub(0.2860).div(0.3530);
+  EXPECT_TRUE(at::equal(every->images, recipe));
   EXPECT_EQ(data->train->Get(20, 0).status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(data->train->GetBatch({1, -1}, 0).status().code(), absl::StatusCode::kOutOfRange);
 
