@@ -458,10 +458,10 @@ void Harness::StandBy() {
   CheckStatusText(d.status(), "StandBy");
   if (!d.ok()) return;
   CheckText(d->description, "spare decision");
-  FUZZ_CHECK(d->action != ddp::SpareAction::kTakeOver ||
-                 (d->node_rank >= 0 && d->node_rank < config_.world_size),
-             absl::StrCat("StandBy gave node ", d->node_rank, " of a world of ",
-                          config_.world_size));
+  FUZZ_CHECK(
+      d->action != ddp::SpareAction::kTakeOver ||
+          (d->node_rank >= 0 && d->node_rank < config_.world_size),
+      absl::StrCat("StandBy gave node ", d->node_rank, " of a world of ", config_.world_size));
 }
 
 void Harness::CheckStatus(const char* after) {

@@ -64,8 +64,7 @@ void RenderJobMetrics(const JobStatus& s, std::string* out) {
                   s.last_recovery_seconds);
   AppendPromGauge(out, "ddp_membership_generation", "The coordinator's rank-table generation",
                   static_cast<double>(s.membership_generation));
-  AppendPromGauge(out, "ddp_spare_nodes", "Spare nodes standing by (--spare-nodes)",
-                  s.spare_nodes);
+  AppendPromGauge(out, "ddp_spare_nodes", "Spare nodes standing by (--spare-nodes)", s.spare_nodes);
   AppendPromGauge(out, "ddp_stalled_rank",
                   "The rank stalled longest (stuck in a working phase while peers wait; -1 none)",
                   s.stall.present() ? s.stall.rank : -1);

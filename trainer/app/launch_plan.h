@@ -46,7 +46,7 @@ struct LaunchPlan {
   // A spare node (--spare-nodes): it starts no worker until the coordinator gives it a lost
   // node; then base.node_rank becomes that node's. base.node_rank is its own node id till then.
   bool spare = false;
-  std::string mode;                // "local", "slurm task-per-node", "slurm task-per-worker"
+  std::string mode;  // "local", "slurm task-per-node", "slurm task-per-worker"
 };
 
 // How long the launcher waits at each point where it stops or outlasts a child. Every value is

@@ -112,7 +112,8 @@ class LauncherRun {
                                 d.status().message(), "); the spare leaves"));
         return kExitOk;
       }
-      if (const std::optional<int> sig = supervisor_.WaitForSignal(now + options_.stand_by_period)) {
+      if (const std::optional<int> sig =
+              supervisor_.WaitForSignal(now + options_.stand_by_period)) {
         Log(task_, absl::StrCat("received ", strsignal(*sig), "; the spare leaves"));
         return kExitOk;
       }

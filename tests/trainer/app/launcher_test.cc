@@ -122,9 +122,10 @@ TEST(Launcher, ASpareStartsTheLostNodesWorkersWhenToldToTakeOver) {
   o.stand_by_period = absl::Milliseconds(20);
   const std::string ran = absl::StrCat(::testing::TempDir(), "/launcher_spare_", getpid());
   unlink(ran.c_str());
-  o.worker_command = Sh(absl::StrCat("test \"$DDP_WORKER_NODE_RANK\" = 1 && echo "
-                                     "$DDP_WORKER_LOCAL_RANK >> ",
-                                     ran));
+  o.worker_command =
+      Sh(absl::StrCat("test \"$DDP_WORKER_NODE_RANK\" = 1 && echo "
+                      "$DDP_WORKER_LOCAL_RANK >> ",
+                      ran));
   int asked = 0;
   o.stand_by = [&asked]() -> absl::StatusOr<SpareDecision> {
     if (++asked < 3) return SpareDecision{};  // wait
