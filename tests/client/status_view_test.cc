@@ -60,7 +60,11 @@ TEST(StatusViewTest, RunningJob) {
   const std::string view = FormatStatus(Running(), {});
   EXPECT_THAT(view, HasSubstr("job 4242  generation 0  RUNNING  up 26s"));
   EXPECT_THAT(view, HasSubstr("step 92/1800"));
-  EXPECT_THAT(view, HasSubstr("workers 2/2 registered on 1 node(s)"));
+  EXPECT_THAT(view, HasSubstr("workers 2/2 registered on 1 node(s)\n"));
+  JobStatus with_spare = Running();
+  with_spare.spare_nodes = 1;
+  EXPECT_THAT(FormatStatus(with_spare, {}),
+              HasSubstr("workers 2/2 registered on 1 node(s), 1 spare(s)\n"));
   EXPECT_EQ(FormatLine(Running()),
             "RUNNING epoch 0/3 step 92/1800 loss 1.495 16390.0 samples/s ranks 2/2 working");
 }
