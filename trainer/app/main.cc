@@ -29,6 +29,19 @@ std::string ExecutableDir() {
   return path.substr(0, path.rfind('/'));
 }
 
+// The launcher's own connection to its job's coordinator, through the dist_file as it is now
+// (no wait for it), every call bounded by a few seconds.
+absl::StatusOr<std::unique_ptr<ddp::CoordinatorApi>> ConnectLauncher(
+    const ddp::WorkerPlacement& base) {
+  ddp::ConnectOptions co;
+  co.dist_file = base.dist_file;
+  co.expected_job_id = base.job_id;
+  co.min_generation = base.generation;
+  co.dist_file_timeout = absl::ZeroDuration();
+  co.rpc_timeout = absl::Seconds(3);
+  return ddp::ConnectToCoordinator(co);
+}
+
 // Tells the coordinator about a worker that died without reporting (connecting on first use:
 // only after every worker has been forked). Bounded: a few seconds at most, errors logged.
 ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
@@ -36,13 +49,7 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
   return [base, api = std::shared_ptr<ddp::CoordinatorApi>()](
              const ddp::LostWorker& lost) mutable -> ddp::LostDecision {
     if (api == nullptr) {
-      ddp::ConnectOptions co;
-      co.dist_file = base.dist_file;
-      co.expected_job_id = base.job_id;
-      co.min_generation = base.generation;
-      co.dist_file_timeout = absl::ZeroDuration();
-      co.rpc_timeout = absl::Seconds(3);
-      auto connected = ddp::ConnectToCoordinator(co);
+      auto connected = ConnectLauncher(base);
       if (!connected.ok()) {
         std::fprintf(stderr, "ddp-trainer: cannot report the lost worker to the coordinator: %s\n",
                      std::string(connected.status().message()).c_str());
@@ -72,13 +79,7 @@ ddp::SpareStandBy StandByReporter(const ddp::LaunchPlan& plan) {
   return [base, me, api = std::shared_ptr<ddp::CoordinatorApi>()]() mutable
          -> absl::StatusOr<ddp::SpareDecision> {
     if (api == nullptr) {
-      ddp::ConnectOptions co;
-      co.dist_file = base.dist_file;
-      co.expected_job_id = base.job_id;
-      co.min_generation = base.generation;
-      co.dist_file_timeout = absl::ZeroDuration();
-      co.rpc_timeout = absl::Seconds(3);
-      auto connected = ddp::ConnectToCoordinator(co);
+      auto connected = ConnectLauncher(base);
       // Not there yet, or gone: ask again later (only the coordinator's own refusal is final).
       if (!connected.ok()) return absl::UnavailableError(connected.status().message());
       api = std::move(*connected);

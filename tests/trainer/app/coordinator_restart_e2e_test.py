@@ -14,11 +14,9 @@ the helpers (and DDP_E2E_CACHE) of recovery_e2e_test.py.
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -128,14 +126,5 @@ def case_corrupt_journal(tmp):
              f"job exited {code}, want one of {LOST_COORDINATOR_EXITS}", out)
 
 
-CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
-
 if __name__ == "__main__":
-    name = sys.argv[1]
-    tmp = tempfile.mkdtemp(prefix=f"ddp-coordinator-restart-{name}-")
-    started = time.time()
-    try:
-        CASES[name](tmp)
-        print(f"PASS {name} ({time.time() - started:.1f} s)")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    R.run_case(globals(), "coordinator-restart")

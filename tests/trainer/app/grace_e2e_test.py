@@ -271,17 +271,8 @@ def case_killed_without_checkpoints(tmp):
                      r"no --checkpoint-dir to save to", out), "no message saying why", out)
 
 
-CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
-
 if __name__ == "__main__":
-    name = sys.argv[1]
     seed = int(os.environ.get("DDP_TEST_SEED", time.time_ns() % 100000))
     random.seed(seed)
     print(f"DDP_TEST_SEED={seed}", flush=True)
-    tmp = tempfile.mkdtemp(prefix=f"ddp-grace-{name}-")
-    started = time.time()
-    try:
-        CASES[name](tmp)
-        print(f"PASS {name} ({time.time() - started:.1f} s)")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    R.run_case(globals(), "grace")

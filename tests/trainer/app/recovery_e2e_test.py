@@ -402,13 +402,21 @@ def case_stop_during_recovery(tmp):
     same_model(os.path.join(tmp, "ck", "final.pt"), ref)
 
 
-CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
-
-if __name__ == "__main__":
+def run_case(scope, prefix):
+    """The e2e scripts' entry point: runs case_<argv[1]> of `scope` (a module's globals()) in a
+    fresh temporary folder, removed afterwards, and prints PASS with its duration."""
     name = sys.argv[1]
-    tmp = tempfile.mkdtemp(prefix=f"ddp-recovery-{name}-")
+    case = scope.get(f"case_{name}")
+    if case is None:
+        sys.exit(f"unknown case {name!r}")
+    tmp = tempfile.mkdtemp(prefix=f"ddp-{prefix}-{name}-")
+    started = time.time()
     try:
-        CASES[name](tmp)
-        print(f"PASS {name}")
+        case(tmp)
+        print(f"PASS {name} ({time.time() - started:.1f} s)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run_case(globals(), "recovery")

@@ -9,11 +9,9 @@ Python torch; shares recovery_e2e_test.py's flags, reference run and checks.
 """
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -131,13 +129,5 @@ def case_node_lost_without_spare(tmp):
              "the failure does not name node 1's ranks", log)
 
 
-CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
-
 if __name__ == "__main__":
-    name = sys.argv[1]
-    tmp = tempfile.mkdtemp(prefix=f"ddp-spare-{name}-")
-    try:
-        CASES[name](tmp)
-        print(f"PASS {name}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    R.run_case(globals(), "spare")
