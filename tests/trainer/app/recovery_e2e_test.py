@@ -120,19 +120,11 @@ class Job:
 
     def held(self, index, timeout=120):
         """Pid of the worker frozen by hold `index`, once it is stopped."""
-        marker = os.path.join(self.tmp, f"held-{index}")
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if os.path.exists(marker):
-                with open(marker) as f:
-                    text = f.read().strip()
-                if text and state_of(int(text)) == "T":
-                    return int(text)
-            if self.p.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.kill()
-        sys.exit(f"FAIL: hold {index} never stopped a worker\n{self.output()[-6000:]}")
+        pid = held_pid(self.tmp, index, lambda: self.p.poll() is None, timeout)
+        if pid is None:
+            self.kill()
+            sys.exit(f"FAIL: hold {index} never stopped a worker\n{self.output()[-6000:]}")
+        return pid
 
     def workers(self):
         out = subprocess.run(["pgrep", "-s", str(self.p.pid), "-f", "--", "--internal-worker"],
@@ -178,6 +170,21 @@ class Job:
     def coordinator_log(self):
         with open(self.dist + ".coordinator.log") as f:
             return f.read()
+
+
+def held_pid(tmp, index, running, timeout):
+    """Pid of the worker that hold `index` (marker tmp/held-<index>) froze, once it is stopped;
+    None when `running()` turns false or `timeout` passes first."""
+    marker = os.path.join(tmp, f"held-{index}")
+    deadline = time.time() + timeout
+    while time.time() < deadline and running():
+        if os.path.exists(marker):
+            with open(marker) as f:
+                text = f.read().strip()
+            if text and state_of(int(text)) == "T":
+                return int(text)
+        time.sleep(0.05)
+    return None
 
 
 def state_of(pid):

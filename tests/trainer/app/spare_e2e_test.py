@@ -44,17 +44,11 @@ class SlurmStep:
                 start_new_session=True))
 
     def held(self, index, timeout=120):
-        marker = os.path.join(self.tmp, f"held-{index}")
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if os.path.exists(marker):
-                with open(marker) as f:
-                    text = f.read().strip()
-                if text and R.state_of(int(text)) == "T":
-                    return int(text)
-            time.sleep(0.05)
-        self.kill()
-        sys.exit(f"FAIL: hold {index} never stopped a worker\n" + self.outputs()[-6000:])
+        pid = R.held_pid(self.tmp, index, lambda: self.tasks[0].poll() is None, timeout)
+        if pid is None:
+            self.kill()
+            sys.exit(f"FAIL: hold {index} never stopped a worker\n" + self.outputs()[-6000:])
+        return pid
 
     def finish(self, timeout=300):
         self.out = []
