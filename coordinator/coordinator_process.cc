@@ -80,6 +80,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   config.registration_timeout = options_.registration_timeout;
   config.heartbeat_timeout = options_.heartbeat_timeout;
   config.max_restarts = options_.max_restarts;
+  config.min_nodes = options_.min_nodes;
   config.recovery_timeout = options_.registration_timeout;
   config.stall.timeout = options_.stall_timeout;
   config.stop_timeout = options_.stop_timeout;

@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
                  "worker fails the job. A replacement must register within "
                  "--registration-timeout")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--min-nodes", options.min_nodes,
+                 "Shrinking: a node lost as a whole (every rank silent, its task too) with no "
+                 "spare standing by is dropped and the job goes on on the others while at least "
+                 "this many nodes remain; 0 = never (the recovery deadline fails the job)")
+      ->check(CLI::Range(0, 65536));
   app.add_option("--stall-timeout", stall_timeout_s,
                  "Seconds a rank may sit in a working phase (data, forward, backward, optimizer) "
                  "while a peer waits in a collective before it is STALLED: with a restart left "

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/exit_codes.h"
+#include "common/sampler_plan.h"
 #include "coordinator/job/failure_causes.h"
 #include "coordinator/job/status_view.h"
 
@@ -107,6 +108,7 @@ void Job::CompleteRegistrationLocked(Completions* out) {
 absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequest& request) {
   absl::Status st = membership_.CheckWorker(rank, pid);
   if (!st.ok()) return st;
+  Completions out;
   absl::MutexLock lock(&mu_);
   if (lifecycle_.state() == JobState::kFailed) {
     return absl::AbortedError(absl::StrCat("job failed: ", lifecycle_.failure().text));
@@ -120,6 +122,21 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
   if (a.ok()) {
     if (new_epoch && config_.journal != nullptr)
       config_.journal->EpochAgreed(request.epoch, request);
+    if (new_epoch && a->consumed > 0 && a->consumed_world_size != a->world_size) {
+      // The ledger of a re-split (a job that shrank): which positions of the epoch's order were
+      // read by the old world, and how the rest is shared, each position once.
+      const int64_t w0 = a->consumed_world_size;
+      const int64_t total =
+          a->drop_last ? a->dataset_size / w0 * w0 : (a->dataset_size + w0 - 1) / w0 * w0;
+      const int64_t per_rank = NumSamplesPerRank(*a);
+      const int64_t rest = total - a->consumed;
+      EventLocked(absl::StrCat("epoch ", a->epoch, " re-split: positions [0, ", a->consumed,
+                               ") of its order (", total, ", world ", w0, ") were read; the other ",
+                               rest, " go to world ", a->world_size, ", ", per_rank,
+                               " per rank (", per_rank * a->world_size - rest,
+                               " repeated to even them out)"),
+                  &out);
+    }
     version_.fetch_add(1, std::memory_order_acq_rel);
   }
   return a;
@@ -309,7 +326,7 @@ JobStatus Job::Status() const {
   s.state = lifecycle_.state();
   s.finished = FinishedLocked();
   s.generation = config_.generation;
-  s.world_size = config_.world_size;
+  s.world_size = membership_.world_size();  // smaller once the job shrank
   s.registered = membership_.registered();
   s.num_nodes = membership_.num_nodes();
   s.uptime_seconds = absl::ToDoubleSeconds(now - start_);

@@ -79,6 +79,9 @@ struct JobConfig {
   // long a recovery may take before the job fails naming who is missing.
   int max_restarts = 0;
   absl::Duration recovery_timeout = absl::Seconds(120);
+  // Shrinking (--min-nodes): a node lost as a whole with no spare standing by is dropped, and
+  // the job goes on with the others while at least this many nodes remain. 0: never.
+  int min_nodes = 0;
   // The stall rule's budgets (stall_rule.h; --stall-timeout). A stalled rank fails the job
   // (kind kStall) while no restart is left; during a graceful stop it ends the stop at once.
   StallOptions stall;
@@ -231,6 +234,8 @@ class Job {
   absl::Time running_since_ ABSL_GUARDED_BY(mu_);
   int ranks_done_ ABSL_GUARDED_BY(mu_) = 0;  // ranks that reported done or stopped
   Recovery recovery_ ABSL_GUARDED_BY(mu_);
+  // The generation being formed is smaller than the current one (a lost node was dropped).
+  bool shrinking_ ABSL_GUARDED_BY(mu_) = false;
   // A survivor rejoined while no loss was known: when, who and what it saw.
   absl::Time early_rejoin_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::string early_rejoin_who_ ABSL_GUARDED_BY(mu_);

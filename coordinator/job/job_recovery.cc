@@ -127,12 +127,28 @@ void Job::CompleteRecoveryLocked(Completions* out) {
   if (config_.journal != nullptr) {
     config_.journal->GenerationFormed(*membership_.table(), recovery_.restarts());
   }
-  for (int rank : revived) liveness_.Revive(rank, now);
   recovery_.End(now, revived);
+  if (shrinking_) {
+    // Every rank is renumbered in the smaller world: each starts afresh, and the ranks beyond it
+    // are gone for good.
+    const int world = membership_.world_size();
+    for (int rank = 0; rank < liveness_.num_ranks(); ++rank) {
+      if (rank < world) {
+        liveness_.Revive(rank, now);
+      } else {
+        liveness_.Finish(rank, RankState::kLost, /*reported=*/true, now);
+      }
+      pace_.Reset(rank);
+    }
+    shards_.Reset(world);
+    shrinking_ = false;
+  } else {
+    for (int rank : revived) liveness_.Revive(rank, now);
+    shards_.Reset();
+  }
   spares_.Settle();
   reported_nodes_.clear();
   unexplained_restart_ = false;
-  shards_.Reset();
   early_rejoin_at_ = absl::InfiniteFuture();
   ClearExitOrdersLocked();
   // The stall rule counts time in a phase from here: the new generation's rendezvous and state

@@ -43,14 +43,28 @@ absl::StatusOr<SpareDecision> Job::StandBy(const SpareReport& spare) {
 void Job::TakeOverLostNodesLocked(absl::Time now, Completions* out) {
   for (int node : membership_.VacantNodes()) {
     if (reported_nodes_.count(node) > 0 || spares_.TakingOver(node)) continue;
+    const std::string lost =
+        absl::StrCat("lost ", membership_.DescribeNode(node), ": its task and workers went silent");
     const Spares::Spare* spare = spares_.Assign(node, membership_.SlotsOnNode(node), now);
-    if (spare == nullptr) continue;
-    EventLocked(absl::StrCat("lost ", membership_.DescribeNode(node),
-                             ": its task and workers went silent; spare node ",
-                             spare->report.node_rank, " (host ", spare->report.host, ", pid ",
-                             spare->report.pid, ") takes over its ranks"),
+    if (spare != nullptr) {
+      EventLocked(absl::StrCat(lost, "; spare node ", spare->report.node_rank, " (host ",
+                               spare->report.host, ", pid ", spare->report.pid,
+                               ") takes over its ranks"),
+                  out);
+      continue;
+    }
+    const int nodes = membership_.NodesInSlots();
+    if (config_.min_nodes <= 0 || nodes - 1 < config_.min_nodes) continue;  // the deadline decides
+    const int world = membership_.world_size();
+    membership_.RemoveNode(node);
+    shrinking_ = true;
+    EventLocked(absl::StrCat(lost, "; no spare standing by: the job goes on without it on ",
+                             nodes - 1, " node(s), world ", world, " -> ",
+                             membership_.world_size(), " (--min-nodes ", config_.min_nodes,
+                             "); the rest of each epoch is split over the survivors"),
                 out);
   }
+  if (shrinking_ && membership_.GenerationComplete()) CompleteRecoveryLocked(out);
 }
 
 }  // namespace ddp

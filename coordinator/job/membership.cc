@@ -162,6 +162,7 @@ void Membership::Restore(const RankTable& table) {
     slot.joined = table.generation;
   }
   num_nodes_ = table.num_nodes;
+  world_size_ = table.size();
   current_ = table.generation;
   forming_ = table.generation;
   {
@@ -201,6 +202,26 @@ const WorkerIdentity* Membership::Find(int node_rank, int local_rank) const {
 bool Membership::vacant(int node_rank, int local_rank) const {
   auto it = slots_.find(Key(node_rank, local_rank));
   return it != slots_.end() && it->second.vacant;
+}
+
+int Membership::NodesInSlots() const {
+  std::set<int> nodes;
+  for (const auto& [key, slot] : slots_) nodes.insert(key.first);
+  return static_cast<int>(nodes.size());
+}
+
+int Membership::RemoveNode(int node_rank) {
+  int removed = 0;
+  for (auto it = slots_.begin(); it != slots_.end();) {
+    if (it->first.first == node_rank) {
+      it = slots_.erase(it);
+      ++removed;
+    } else {
+      ++it;
+    }
+  }
+  world_size_ -= removed;
+  return removed;
 }
 
 int Membership::SlotsOnNode(int node_rank) const {

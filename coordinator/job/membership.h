@@ -93,7 +93,8 @@ class Membership {
   // Returns the ranks whose slot was vacated since the previous generation.
   std::vector<int> Complete(const GenerationNote& note, Completions* out);
   // A restarted coordinator (coordinator/job/journal.h): `table` is the current, complete
-  // generation, its ranks the occupants of their slots. Call once, on a fresh object.
+  // generation, its ranks the occupants of their slots (the world is its size: a job that
+  // shrank stays shrunk). Call once, on a fresh object.
   void Restore(const RankTable& table);
   // Answers every queued callback with `error` (the job failed).
   void FailWaiters(const absl::Status& error, Completions* out);
@@ -112,6 +113,11 @@ class Membership {
   std::vector<int> VacantNodes() const;
   // "node 1 (host n1, ranks 2,3)" in the current table.
   std::string DescribeNode(int node_rank) const;
+  // The nodes the slots are on.
+  int NodesInSlots() const;
+  // Shrinking: drops every slot of `node_rank` (all vacant) from the generation being formed; the
+  // world is that much smaller from its completion on. Returns the slots dropped.
+  int RemoveNode(int node_rank);
   // "2 of 4 workers registered; missing node 1 (h1) local ranks 0,1" (or a coarser form when
   // the layout cannot be inferred).
   std::string MissingWorkers() const;
@@ -151,7 +157,7 @@ class Membership {
                               bool state_from_peers) const;
   static std::string DescribeIn(const RankTable& table, int rank);
 
-  const int world_size_;
+  int world_size_;  // the slots a complete generation has (smaller after RemoveNode)
   const std::string nonce_;
   const int64_t slurm_generation_;
   std::map<Key, Slot> slots_;  // ordered: ranks follow map order

@@ -17,6 +17,12 @@ bool SameParameters(const ShardRequest& a, const ShardRequest& b) {
 ShardLedger::ShardLedger(int world_size)
     : world_size_(world_size), last_epoch_(static_cast<size_t>(world_size), -1) {}
 
+void ShardLedger::Reset(int world_size) {
+  agreed_.clear();
+  world_size_ = world_size;
+  last_epoch_.assign(static_cast<size_t>(world_size), -1);
+}
+
 absl::StatusOr<ShardAssignment> ShardLedger::Assign(int rank, const ShardRequest& request,
                                                     std::optional<int64_t> checkpoint_consumed) {
   int64_t& last = last_epoch_[static_cast<size_t>(rank)];

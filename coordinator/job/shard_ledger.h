@@ -30,13 +30,15 @@ class ShardLedger {
   // A new membership generation (in-job recovery) agrees on its epochs afresh: the ranks resume
   // the epoch in progress from their synced position, which differs from the first request.
   void Reset() { agreed_.clear(); }
+  // ... and in a world of another size (a job that shrank): every rank starts afresh.
+  void Reset(int world_size);
   // Whether some rank fixed the parameters of `epoch` (in this generation).
   bool Agreed(int64_t epoch) const { return agreed_.count(epoch) > 0; }
   // A restarted coordinator: the agreement its journal recorded.
   void RestoreAgreed(int64_t epoch, const ShardRequest& request) { agreed_[epoch] = request; }
 
  private:
-  const int world_size_;
+  int world_size_;
   std::map<int64_t, ShardRequest> agreed_;  // epoch -> the parameters every rank must send
   std::vector<int64_t> last_epoch_;         // per rank; -1 before its first request
 };

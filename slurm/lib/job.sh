@@ -20,6 +20,8 @@
 #   SPARE_NODES=0         per-node layout: the last K nodes are spares that take over a node
 #                         lost as a whole (ddp-trainer --spare-nodes; the step runs with
 #                         --no-kill so that a failed node does not end it)
+#   MIN_NODES=0           per-node layout: without a spare, a lost node is dropped and the job
+#                         goes on while this many nodes remain (ddp-trainer --min-nodes; --no-kill)
 #   DDP_TRAINER           the trainer to run (default: ddp_find_bin ddp-trainer, lib/ddp.sh)
 # Stopping and requeueing: lib/requeue.sh.
 
@@ -39,6 +41,7 @@ DIST_FILE=${DIST_FILE:-$PWD/dist_file.$SLURM_JOB_ID}
 CHECKPOINT_DIR=${CHECKPOINT_DIR:-$PWD/checkpoints/$SLURM_JOB_ID}
 GPUS_PER_NODE=${GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-1}}
 SPARE_NODES=${SPARE_NODES:-0}
+MIN_NODES=${MIN_NODES:-0}
 
 # ddp_job LAYOUT: runs the training step in LAYOUT and exits the batch script with the outcome
 # (lib/requeue.sh: ddp_run_step, ddp_finish).
@@ -50,9 +53,9 @@ ddp_job() {
   case "$layout" in
     per-node)
       srun_args=(--ntasks-per-node=1) nprocs=$GPUS_PER_NODE
-      if [[ $SPARE_NODES != 0 ]]; then
+      if [[ $SPARE_NODES != 0 || $MIN_NODES != 0 ]]; then
         srun_args+=(--no-kill)
-        extra_spares=(--spare-nodes "$SPARE_NODES")
+        extra_spares=(--spare-nodes "$SPARE_NODES" --min-nodes "$MIN_NODES")
       fi
       ddp_log "nodes=$SLURM_JOB_NUM_NODES (spares $SPARE_NODES) gpus/node=$GPUS_PER_NODE dist_file=$DIST_FILE checkpoints=$CHECKPOINT_DIR" ;;
     single-node)
@@ -73,9 +76,9 @@ ddp_job() {
     --seed "$SEED" --print-freq "$PRINT_FREQ" --checkpoint-dir "$CHECKPOINT_DIR" \
     "${extra_spares[@]}" "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
   local rc=$?
-  # With spares, a lost node's task ends badly (killed, or its node failed) while the others
-  # finish the job: the coordinator's log says how the job ended.
-  if ((rc != DDP_EXIT_OK)) && [[ $SPARE_NODES != 0 ]] &&
+  # With spares or shrinking, a lost node's task ends badly (killed, or its node failed) while
+  # the others finish the job: the coordinator's log says how the job ended.
+  if ((rc != DDP_EXIT_OK)) && [[ $SPARE_NODES != 0 || $MIN_NODES != 0 ]] &&
      grep -q 'job SUCCEEDED: every rank finished' "$DIST_FILE.coordinator.log" 2>/dev/null; then
     ddp_log "a task of the step exited $rc (a lost node), but the job SUCCEEDED on the others"
     rc=$DDP_EXIT_OK

@@ -89,6 +89,12 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                  "workers silent past --heartbeat-timeout), each of its ranks costing a restart")
       ->check(CLI::Range(0, 65535))
       ->group(job);
+  app.add_option("--min-nodes", c.min_nodes,
+                 "Without a spare, a node lost as a whole is dropped and the job goes on on the "
+                 "others (smaller global batch, same learning rate) while at least this many "
+                 "nodes remain; 0 = never: the job fails at the recovery deadline")
+      ->check(CLI::Range(0, 65535))
+      ->group(job);
   app.add_option("--coordinator-restarts", c.coordinator_restarts,
                  "Times task 0 restarts the job's coordinator when it dies (a signal or an error "
                  "exit) while workers run, from its journal beside the dist_file; workers "

@@ -36,6 +36,9 @@ struct TrainerConfig {
   // The last K nodes of a Slurm step (one task per node) are spares: they hold no ranks and
   // take over a node that is lost as a whole (README, "When a node is lost").
   int spare_nodes = 0;
+  // Without a spare, a node lost as a whole is dropped and the job goes on while at least this
+  // many nodes remain (0: never; README, "When a node is lost").
+  int min_nodes = 0;
   // Times task 0 restarts a coordinator that died, from its journal (0: never).
   int coordinator_restarts = 3;
 

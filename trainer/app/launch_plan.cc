@@ -156,6 +156,8 @@ std::vector<std::string> CoordinatorCommand(const LaunchPlan& plan, const Traine
       absl::StrCat(config.heartbeat_timeout_s),
       "--max-restarts",
       absl::StrCat(config.max_restarts),
+      "--min-nodes",
+      absl::StrCat(config.min_nodes),
       "--stall-timeout",
       absl::StrCat(config.stall_timeout_s),
       "--stop-timeout",

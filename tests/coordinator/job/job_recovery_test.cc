@@ -38,8 +38,9 @@ using Reply = absl::StatusOr<RankAssignment>;
 class JobRecoveryTest : public ::testing::Test {
  protected:
   // A 2x2 job (pids 10..13 for ranks 0..3), RUNNING.
-  std::unique_ptr<Job> Running(int max_restarts) {
+  std::unique_ptr<Job> Running(int max_restarts, int min_nodes = 0) {
     JobConfig c;
+    c.min_nodes = min_nodes;
     c.job_id = "j";
     c.nonce = "n";
     c.world_size = 4;
@@ -399,6 +400,75 @@ TEST_F(JobRecoveryTest, ASpareThatFellSilentIsNotUsedButOneThatCallsIs) {
   EXPECT_EQ(s.spare_nodes, 0);
   EXPECT_EQ(job->StandBy(Spare(2, 51))->action, SpareAction::kTakeOver)
       << "a spare that comes (back) while the node is vacant takes it over";
+}
+
+// Shrinking (--min-nodes): node 1 is lost as a whole and no spare stands by; the job goes on with
+// node 0 alone, its ranks renumbered in a world of 2, and the rest of the epoch is re-split.
+TEST_F(JobRecoveryTest, ANodeLostWithoutASpareIsDroppedWhenMinNodesAllows) {
+  auto job = Running(3, /*min_nodes=*/1);
+  std::vector<std::shared_ptr<Reply>> replies;
+  for (int r : {0, 1}) replies.push_back(Rejoin(*job, r, 9));
+  for (int i = 0; i < 11; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    for (int r : {0, 1}) ASSERT_TRUE(job->Heartbeat(r, 10 + r, {}).ok());
+    job->Tick();
+  }
+  for (int r : {0, 1}) {
+    ASSERT_TRUE(replies[r]->ok()) << replies[r]->status();
+    EXPECT_EQ((*replies[r])->rank, r);
+    EXPECT_EQ((*replies[r])->world_size, 2);
+    EXPECT_EQ((*replies[r])->membership_generation, 1);
+    EXPECT_TRUE((*replies[r])->state_from_peers);
+  }
+  JobStatus s = job->Status();
+  EXPECT_EQ(s.state, JobState::kRunning);
+  EXPECT_EQ(s.world_size, 2);
+  EXPECT_EQ(s.ranks.size(), 2u);
+  EXPECT_EQ(s.restarts, 2);
+  bool dropped = false;
+  for (const std::string& e : s.events) {
+    dropped = dropped || e.find("lost node 1 (host host1, ranks 2,3): its task and workers went "
+                                "silent; no spare standing by: the job goes on without it on 1 "
+                                "node(s), world 4 -> 2 (--min-nodes 1)") != std::string::npos;
+  }
+  EXPECT_TRUE(dropped) << s.events.back();
+  // The rest of the epoch: 3200 of its 100000 positions were read by the world of 4; the other
+  // 96800 go to the world of 2.
+  ShardRequest req;
+  req.epoch = 0;
+  req.dataset_size = 100000;
+  req.resume_consumed = 3200;
+  req.resume_world_size = 4;
+  auto shard = job->GetShard(1, 11, req);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_EQ(shard->world_size, 2);
+  EXPECT_EQ(shard->rank, 1);
+  EXPECT_EQ(shard->consumed, 3200);
+  EXPECT_EQ(shard->consumed_world_size, 4);
+  EXPECT_THAT(job->Status().events.back(),
+              HasSubstr("epoch 0 re-split: positions [0, 3200) of its order (100000, world 4) "
+                        "were read; the other 96800 go to world 2, 48400 per rank (0 repeated"));
+  // The dropped ranks are gone: no call in their name, and no silence judged.
+  EXPECT_FALSE(job->Heartbeat(2, 12, {}).ok());
+  for (int i = 0; i < 12; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    for (int r : {0, 1}) ASSERT_TRUE(job->Heartbeat(r, 10 + r, {}).ok());
+    job->Tick();
+  }
+  EXPECT_EQ(job->Status().state, JobState::kRunning);
+  EXPECT_EQ(job->Status().restarts, 2);
+}
+
+TEST_F(JobRecoveryTest, ALostNodeIsNotDroppedBelowMinNodes) {
+  auto job = Running(3, /*min_nodes=*/2);
+  for (int r : {0, 1}) Rejoin(*job, r, 9);
+  for (int i = 0; i < 11; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    for (int r : {0, 1}) ASSERT_TRUE(job->Heartbeat(r, 10 + r, {}).ok());
+    job->Tick();
+  }
+  EXPECT_EQ(job->Status().state, JobState::kRecovering) << "the recovery deadline decides";
+  EXPECT_EQ(job->Status().world_size, 4);
 }
 
 }  // namespace

@@ -123,5 +123,49 @@ def case_node_lost_without_spare(tmp):
              "the failure does not name node 1's ranks", log)
 
 
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def case_node_lost_shrinks(tmp):
+    """3 nodes, no spare, --min-nodes 2: node 1's task is SIGKILLed after step K of epoch 0. The
+    job drops node 1 and goes on with world 4: the rest of epoch 0's order is re-split over the
+    4 survivors (the coordinator's ledger line accounts for every position), and the run ends
+    with exactly the steps that split implies (K + the rest of epoch 0 at world 4 + 2 full
+    epochs at world 4)."""
+    k, n, batch, epochs = 3, 512, 16, 3
+    step = SlurmStep(tmp, "5353", 3, ["--min-nodes", "2", "--heartbeat-timeout", "3"],
+                     holds=[("step", 2, k)])
+    step.held(0)
+    os.kill(step.tasks[1].pid, signal.SIGKILL)
+    codes, outs = step.finish()
+    all_out = step.outputs()
+    R.expect(codes == [0, -signal.SIGKILL, 0], f"task exit codes {codes}", all_out)
+    log = step.coordinator_log()
+    R.expect(re.search(r"lost node 1 \(host [^,]+, ranks 2,3\): its task and workers went silent; "
+                       r"no spare standing by: the job goes on without it on 2 node\(s\), world "
+                       r"6 -> 4 \(--min-nodes 2\)", log), "the coordinator did not drop node 1", log)
+    total = ceil_div(n, 6) * 6  # epoch 0's order at world 6, padded
+    consumed = k * batch * 6
+    rest = total - consumed
+    per_rank = ceil_div(rest, 4)
+    m = re.search(r"epoch 0 re-split: positions \[0, (\d+)\) of its order \((\d+), world 6\) "
+                  r"were read; the other (\d+) go to world 4, (\d+) per rank", log)
+    R.expect(m, "no ledger line for the re-split", log)
+    got = tuple(int(g) for g in m.groups())
+    R.expect(got == (consumed, total, rest, per_rank),
+             f"ledger {got}, want {(consumed, total, rest, per_rank)}", log)
+    R.expect(got[0] + got[2] == got[1], "the ledger does not account for every position", log)
+    final = R.model_state(os.path.join(tmp, "ck", "final.pt"))
+    want_step = k + ceil_div(per_rank, batch) + (epochs - 1) * ceil_div(n // 4, batch)
+    R.expect(final["epoch"] == epochs and final["step"] == want_step,
+             f"final.pt at epoch {final['epoch']} step {final['step']}, want {epochs}/{want_step}",
+             all_out)
+    R.expect("resuming from" not in all_out, "a checkpoint file was read", all_out)
+    print(m.group(0))
+    print(f"final step {final['step']} (= {k} + {ceil_div(per_rank, batch)} + "
+          f"{(epochs - 1) * ceil_div(n // 4, batch)})")
+
+
 if __name__ == "__main__":
     R.run_case(globals(), "spare")
