@@ -51,7 +51,7 @@ struct CoordinatorOptions {
   // In-job recovery: restarts the whole job may use (0: a lost rank fails the job). A recovery
   // gets registration_timeout to complete (the registration deadline for a replacement).
   int max_restarts = 0;
-  int min_nodes = 0;  // shrinking (JobConfig::min_nodes)
+  int min_nodes = 0;                                    // shrinking (JobConfig::min_nodes)
   absl::Duration stall_timeout = absl::ZeroDuration();  // zero: from the job's pace (stall_rule.h)
   absl::Duration stop_timeout = absl::Seconds(60);
   int http_port = 0;  // 0: ephemeral; -1: no HTTP endpoint

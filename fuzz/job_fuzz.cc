@@ -1,17 +1,17 @@
 // Stateful fuzzing of the coordinator's job logic (coordinator/job/job.h) against a fake clock:
-// the input picks a job (world size 1..8, workers per node, restarts, timeouts, event cap) and
-// then a sequence of calls, each decoded from the bytes that follow: fake workers Register,
-// GetShard, Heartbeat (progress, stop signals), CommitCheckpoint, ReportDone, Rejoin, launchers
-// ReportLost and respawn them, spare nodes StandBy, operators Stop (graceful or not) and read
-// Status, and time moves (Tick after small steps, heartbeat-sized steps and gaps of hours or
-// days). Requests go through
-// the same validation and clamping the service applies (coordinator/rpc/validation.h), with
-// garbage in every string (invalid UTF-8, up to a few KB). Register and Rejoin callbacks are
-// recorded whenever they run.
+// the input picks a job (world size 1..8, workers per node, restarts, timeouts, event cap,
+// --min-nodes) and then a sequence of calls, each decoded from the bytes that follow: fake
+// workers Register, GetShard, Heartbeat (progress, stop signals), CommitCheckpoint, ReportDone,
+// Rejoin, launchers ReportLost and respawn them, spare nodes StandBy, operators Stop (graceful
+// or not) and read Status, and time moves (Tick after small steps, heartbeat-sized steps and
+// gaps of hours or days). Requests go through the same validation and clamping the service
+// applies (coordinator/rpc/validation.h), with garbage in every string (invalid UTF-8, up to a
+// few KB). Register and Rejoin callbacks are recorded whenever they run.
 //
 // Invariants, checked after every call:
 //   - every string the job hands out (Status: job id, state text, failure, stop reason, events,
 //     hosts, lost ranks' causes; replies, assignments, error messages) is valid UTF-8 and bounded;
+//   - the world is the configured one, or (with --min-nodes) smaller, never empty;
 //   - Status().ranks: at most world_size rows; once the world is complete, row i is rank i, the
 //     ranks are unique and in [0, world_size), and no launch place appears twice;
 //   - no two workers are given the same rank in the same membership generation, and a worker's
@@ -193,9 +193,12 @@ void Harness::OnAssigned(const std::shared_ptr<Pending>& p,
     return;
   }
   const ddp::RankAssignment& a = *r;
-  const int world = config_.world_size;
+  const int world = a.world_size;  // smaller than the configured one once the job shrank
   FUZZ_CHECK(a.rank >= 0 && a.rank < world, absl::StrCat("rank ", a.rank, " of ", world));
-  FUZZ_CHECK(a.world_size == world, absl::StrCat("world size ", a.world_size));
+  FUZZ_CHECK(world >= 1 && world <= config_.world_size &&
+                 (config_.min_nodes > 0 || world == config_.world_size),
+             absl::StrCat("world size ", world, " (configured ", config_.world_size,
+                          ", --min-nodes ", config_.min_nodes, ")"));
   FUZZ_CHECK(a.membership_generation >= 0, absl::StrCat(a.membership_generation));
   CheckText(a.store_prefix, "store prefix");
   CheckText(a.recovery_cause.text, "recovery cause");
@@ -239,6 +242,7 @@ void Harness::Configure() {
   config_.stop_timeout = absl::Seconds(1 + in_.Byte());
   const uint8_t events = in_.Byte();
   config_.max_events = events == 0 ? 200 : 1 + events % 40;
+  config_.min_nodes = (events / 64) % 3;  // --min-nodes (0: never shrink), from the same byte
   config_.log = [this](const std::string& line) { OnLog(line); };
   for (int i = 0; i < world; ++i) {
     Worker w;
@@ -466,7 +470,11 @@ void Harness::StandBy() {
 
 void Harness::CheckStatus(const char* after) {
   const ddp::JobStatus s = job_->Status();
-  const int world = config_.world_size;
+  const int world = s.world_size;  // smaller than the configured one once the job shrank
+  FUZZ_CHECK(
+      world >= 1 && world <= config_.world_size &&
+          (config_.min_nodes > 0 || world == config_.world_size),
+      absl::StrCat("world size ", world, " (configured ", config_.world_size, ") after ", after));
   CheckText(s.job_id, "job id");
   CheckText(ddp::JobStateName(s.state), "state");
   CheckText(s.failure.text, "failure");
@@ -481,7 +489,7 @@ void Harness::CheckStatus(const char* after) {
   FUZZ_CHECK(s.restarts >= 0 && s.restarts <= config_.max_restarts, absl::StrCat(s.restarts));
   FUZZ_CHECK(s.lost_ranks.size() <= static_cast<size_t>(s.restarts) + 1,
              absl::StrCat(s.lost_ranks.size(), " lost ranks with ", s.restarts, " restarts"));
-  FUZZ_CHECK(s.world_size == world && s.registered >= 0 && s.registered <= world,
+  FUZZ_CHECK(s.registered >= 0 && s.registered <= config_.world_size,
              absl::StrCat(s.registered, " registered of ", s.world_size));
   FUZZ_CHECK(s.ranks.size() <= static_cast<size_t>(world), absl::StrCat(s.ranks.size()));
   std::map<std::pair<int, int>, int> places;

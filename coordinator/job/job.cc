@@ -132,9 +132,8 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
       const int64_t rest = total - a->consumed;
       EventLocked(absl::StrCat("epoch ", a->epoch, " re-split: positions [0, ", a->consumed,
                                ") of its order (", total, ", world ", w0, ") were read; the other ",
-                               rest, " go to world ", a->world_size, ", ", per_rank,
-                               " per rank (", per_rank * a->world_size - rest,
-                               " repeated to even them out)"),
+                               rest, " go to world ", a->world_size, ", ", per_rank, " per rank (",
+                               per_rank * a->world_size - rest, " repeated to even them out)"),
                   &out);
     }
     version_.fetch_add(1, std::memory_order_acq_rel);
@@ -326,7 +325,9 @@ JobStatus Job::Status() const {
   s.state = lifecycle_.state();
   s.finished = FinishedLocked();
   s.generation = config_.generation;
-  s.world_size = membership_.world_size();  // smaller once the job shrank
+  // The current rank table's world (smaller once the job shrank), else the configured one.
+  const std::shared_ptr<const RankTable> current = membership_.table();
+  s.world_size = current != nullptr ? current->size() : config_.world_size;
   s.registered = membership_.registered();
   s.num_nodes = membership_.num_nodes();
   s.uptime_seconds = absl::ToDoubleSeconds(now - start_);

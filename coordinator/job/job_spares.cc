@@ -47,10 +47,10 @@ void Job::TakeOverLostNodesLocked(absl::Time now, Completions* out) {
         absl::StrCat("lost ", membership_.DescribeNode(node), ": its task and workers went silent");
     const Spares::Spare* spare = spares_.Assign(node, membership_.SlotsOnNode(node), now);
     if (spare != nullptr) {
-      EventLocked(absl::StrCat(lost, "; spare node ", spare->report.node_rank, " (host ",
-                               spare->report.host, ", pid ", spare->report.pid,
-                               ") takes over its ranks"),
-                  out);
+      EventLocked(
+          absl::StrCat(lost, "; spare node ", spare->report.node_rank, " (host ",
+                       spare->report.host, ", pid ", spare->report.pid, ") takes over its ranks"),
+          out);
       continue;
     }
     const int nodes = membership_.NodesInSlots();
@@ -58,11 +58,11 @@ void Job::TakeOverLostNodesLocked(absl::Time now, Completions* out) {
     const int world = membership_.world_size();
     membership_.RemoveNode(node);
     shrinking_ = true;
-    EventLocked(absl::StrCat(lost, "; no spare standing by: the job goes on without it on ",
-                             nodes - 1, " node(s), world ", world, " -> ",
-                             membership_.world_size(), " (--min-nodes ", config_.min_nodes,
-                             "); the rest of each epoch is split over the survivors"),
-                out);
+    EventLocked(
+        absl::StrCat(lost, "; no spare standing by: the job goes on without it on ", nodes - 1,
+                     " node(s), world ", world, " -> ", membership_.world_size(), " (--min-nodes ",
+                     config_.min_nodes, "); the rest of each epoch is split over the survivors"),
+        out);
   }
   if (shrinking_ && membership_.GenerationComplete()) CompleteRecoveryLocked(out);
 }

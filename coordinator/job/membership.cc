@@ -74,7 +74,13 @@ absl::StatusOr<bool> Membership::Rejoin(int rank, int64_t committed_step, Regist
     return absl::FailedPreconditionError("no rank table to rejoin from");
   }
   const WorkerIdentity& w = t->ranks[static_cast<size_t>(rank)];
-  Slot& slot = slots_.at(Key(w.node_rank, w.local_rank));
+  auto it = slots_.find(Key(w.node_rank, w.local_rank));
+  if (it == slots_.end()) {
+    // It was silent with the rest of its node, which the job dropped (shrinking): too late.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", rank, " (node ", w.node_rank, ") was dropped: the job went on without its node"));
+  }
+  Slot& slot = it->second;
   if (slot.who.pid != w.pid) {
     return absl::FailedPreconditionError(
         absl::StrCat("rank ", rank, " (pid ", w.pid, ") was replaced by pid ", slot.who.pid));

@@ -427,9 +427,10 @@ TEST_F(JobRecoveryTest, ANodeLostWithoutASpareIsDroppedWhenMinNodesAllows) {
   EXPECT_EQ(s.restarts, 2);
   bool dropped = false;
   for (const std::string& e : s.events) {
-    dropped = dropped || e.find("lost node 1 (host host1, ranks 2,3): its task and workers went "
-                                "silent; no spare standing by: the job goes on without it on 1 "
-                                "node(s), world 4 -> 2 (--min-nodes 1)") != std::string::npos;
+    dropped = dropped || e.find(
+                             "lost node 1 (host host1, ranks 2,3): its task and workers went "
+                             "silent; no spare standing by: the job goes on without it on 1 "
+                             "node(s), world 4 -> 2 (--min-nodes 1)") != std::string::npos;
   }
   EXPECT_TRUE(dropped) << s.events.back();
   // The rest of the epoch: 3200 of its 100000 positions were read by the world of 4; the other
@@ -457,6 +458,26 @@ TEST_F(JobRecoveryTest, ANodeLostWithoutASpareIsDroppedWhenMinNodesAllows) {
   }
   EXPECT_EQ(job->Status().state, JobState::kRunning);
   EXPECT_EQ(job->Status().restarts, 2);
+}
+
+// A rank of the dropped node that was only frozen comes back while the smaller generation forms
+// (found by fuzz_job: fuzz/regressions/job/rejoin-after-shrink): refused, the others go on.
+TEST_F(JobRecoveryTest, ARankOfADroppedNodeThatComesBackIsRefused) {
+  auto job = Running(3, /*min_nodes=*/1);
+  auto r0 = Rejoin(*job, 0, 9);
+  for (int i = 0; i < 11; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    for (int r : {0, 1}) ASSERT_TRUE(job->Heartbeat(r, 10 + r, {}).ok());
+    job->Tick();
+  }
+  ASSERT_EQ(job->Status().state, JobState::kRecovering) << "rank 1 has not rejoined yet";
+  auto back = Rejoin(*job, 2, 9);
+  EXPECT_TRUE(absl::IsFailedPrecondition(back->status())) << back->status();
+  EXPECT_THAT(std::string(back->status().message()), HasSubstr("was dropped"));
+  auto r1 = Rejoin(*job, 1, 9);
+  ASSERT_TRUE(r0->ok() && r1->ok()) << r0->status() << r1->status();
+  EXPECT_EQ((*r1)->world_size, 2);
+  EXPECT_EQ(job->Status().state, JobState::kRunning);
 }
 
 TEST_F(JobRecoveryTest, ALostNodeIsNotDroppedBelowMinNodes) {

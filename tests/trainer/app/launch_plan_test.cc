@@ -205,6 +205,7 @@ TEST(LaunchPlan, CoordinatorCommandSpellsOutEveryTimeout) {
   config.registration_timeout_s = 45;
   config.heartbeat_timeout_s = 2.5;
   config.max_restarts = 2;
+  config.min_nodes = 1;
   config.stall_timeout_s = 30;
   config.stop_timeout_s = 45.5;
   SupervisionTimeouts timeouts;
@@ -227,6 +228,8 @@ TEST(LaunchPlan, CoordinatorCommandSpellsOutEveryTimeout) {
                                       "2.5",
                                       "--max-restarts",
                                       "2",
+                                      "--min-nodes",
+                                      "1",
                                       "--stall-timeout",
                                       "30",
                                       "--stop-timeout",
