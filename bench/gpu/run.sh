@@ -14,8 +14,11 @@
 #   equiv_gloo_w2  the same with Gloo on CUDA tensors, world 2
 #   stop_resume    a stop with checkpoint (exit 3), a resume from it to the end, compared with an
 #                  uninterrupted run (deterministic algorithms)
-#   nccl_kill      SIGKILL of the NCCL worker mid-training: the job ends promptly, naming the rank,
-#                  with no NCCL watchdog crash and no wait for NCCL's timeout
+#   nccl_kill      SIGKILL of the NCCL worker mid-training, --max-restarts 0: the job ends promptly,
+#                  naming the rank, with no NCCL watchdog crash and no wait for NCCL's timeout
+#   recover_cuda   in-job recovery on the GPU: Gloo on CUDA tensors, 2 workers on one GPU, one
+#                  SIGKILLed mid-training; its replacement (same GPU) gets the state from the
+#                  survivor and the job ends exit 0 with one recovery line and no crash
 # Then the timed checks, one at a time:
 #   step           ResNet-50 bf16 channels-last batch 128 world 1 NCCL: our engine (eager and
 #                  CUDA graph) vs Python DDP (torchvision ResNet-50), alternating, 2 rounds
@@ -29,7 +32,7 @@ B="$(cd "$HERE/../.." && pwd)"
 PY="${PY:-python3}"
 OUT="${OUT:-$(mktemp -d)}"
 STEPS="${STEPS:-40}"
-CHECKS="${CHECKS:-env gloo_cuda_w2 equiv_nccl equiv_gloo_w2 stop_resume nccl_kill step e2e_resnet50 jpeg}"
+CHECKS="${CHECKS:-env gloo_cuda_w2 equiv_nccl equiv_gloo_w2 stop_resume nccl_kill recover_cuda step e2e_resnet50 jpeg}"
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 TRAINER="$B/bin/ddp-trainer"
@@ -158,7 +161,7 @@ check_nccl_kill() {
   mkdir -p "$OUT/nccl_kill"
   (cd "$OUT/nccl_kill" && exec timeout 300 "$TRAINER" --job-id nccl_kill --backend nccl \
     --arch resnet18 --data synthetic:65536x3x64x64:10 --batch-size 32 --epochs 5 --workers 2 \
-    --no-eval --print-freq 5 --heartbeat-timeout 5) > "$OUT/nccl_kill.log" 2>&1 &
+    --no-eval --print-freq 5 --heartbeat-timeout 5 --max-restarts 0) > "$OUT/nccl_kill.log" 2>&1 &
   local job=$! t=0
   until grep -q "Epoch: \[0\]\[ *[1-9][0-9]/" "$OUT/nccl_kill.log" 2>/dev/null; do
     sleep 0.5; t=$((t + 1))
@@ -188,12 +191,47 @@ check_nccl_kill() {
   fi
 }
 
+# In-job recovery on CUDA tensors: SIGKILL of rank 1 once rank 0 printed step 10; the run must
+# end exit 0 with rank 0's "recovery 1:" line, within 120 s of the kill, without a crash.
+check_recover_cuda() {
+  local dir="$OUT/recover_cuda" log="$OUT/recover_cuda.log"
+  mkdir -p "$dir"
+  (cd "$dir" && exec timeout 400 "$TRAINER" --job-id recover_cuda --nprocs-per-node 2 \
+    --backend gloo --device cuda --arch resnet18 --data synthetic:8192x3x64x64:10 --batch-size 32 \
+    --epochs 1 --workers 2 --no-eval --print-freq 5 --heartbeat-timeout 5 --max-restarts 1 \
+    --checkpoint-dir ck --linger 0) > "$log" 2>&1 &
+  local job=$! t=0
+  until grep -q "Epoch: \[0\]\[ *[1-9][0-9]/" "$log" 2>/dev/null; do
+    sleep 0.5; t=$((t + 1))
+    if (( t > 240 )) || ! kill -0 $job 2>/dev/null; then
+      row recover_cuda FAIL "" "never reached step 10: $(tail -1 "$log" | cut -c1-120)"
+      kill $job 2>/dev/null; wait $job 2>/dev/null; return
+    fi
+  done
+  local victim
+  victim=$(pgrep -f -- "--internal-worker" | while read -r pid; do
+    grep -qa recover_cuda "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | sort -n | tail -1)
+  [[ -n "$victim" ]] || { row recover_cuda FAIL "" "no worker found"; kill $job; wait $job; return; }
+  local start; start=$(date +%s.%N)
+  kill -9 "$victim"
+  wait $job; local rc=$?
+  local took; took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+  local line; line=$(grep -m1 -o "recovery 1: .*training resumed at step [0-9]*, [0-9.]* s" "$log")
+  if [[ $rc -eq 0 && -n "$line" && -f "$dir/ck/final.pt" ]] &&
+     ! grep -qiE "terminate called|Watchdog caught|core dumped|Segmentation" "$log"; then
+    row recover_cuda PASS "${took}s" "kill to end; ${line##*, } to resume"
+  else
+    row recover_cuda FAIL "${took}s" "exit $rc: $(tail -1 "$log" | cut -c1-120)"
+  fi
+}
+
 pids=()
 want gloo_cuda_w2 && { check_gloo_cuda_w2 & pids+=($!); }
 want equiv_nccl && { check_equiv equiv_nccl nccl 1 & pids+=($!); }
 want equiv_gloo_w2 && { check_equiv equiv_gloo_w2 gloo 2 & pids+=($!); }
 want stop_resume && { check_stop_resume & pids+=($!); }
 want nccl_kill && { check_nccl_kill & pids+=($!); }
+want recover_cuda && { check_recover_cuda & pids+=($!); }
 # Rows printed by background checks are in their logs; collect them from stdout afterwards.
 for p in "${pids[@]}"; do wait "$p"; done
 
