@@ -18,7 +18,7 @@ body() {
   local w=$T_WORK/sp ref=$T_WORK/ref job df j victim_pid task_pid rc step
   mkdir -p "$w" "$ref"
   local flags=(--backend gloo --data "$SP_DATA" --arch mlp --epochs 2 --batch-size 16 --lr 0.1
-               --seed "$SP_SEED" --print-freq 50 --workers 0 --heartbeat-timeout 3 --linger 0)
+               --seed "$SP_SEED" --print-freq 50 --workers 0 --heartbeat-timeout 5 --linger 0)
 
   note "uninterrupted reference run (srun, 2 nodes x 1 worker), in the background"
   srun --job-name=ref --chdir="$ref" -N2 --ntasks-per-node=1 --gres=gpu:1 "$TR_TRAINER" \
@@ -27,7 +27,7 @@ body() {
 
   note "multi-node.sbatch, SPARE_NODES=1 on 3 nodes (gres gpu:1 per node -> world 2 + 1 spare)"
   job=$(SPARE_NODES=1 DATA=$SP_DATA EPOCHS=2 LR=0.1 SEED=$SP_SEED PRINT_FREQ=50 \
-        EXTRA_ARGS="--workers 0 --heartbeat-timeout 3" \
+        EXTRA_ARGS="--workers 0 --heartbeat-timeout 5" \
         tr_submit sp --nodes=3 --gres=gpu:1 --cpus-per-task=1) || fail sbatch
   df=$w/dist_file.$job
   wait_until 120 "job $job training" tr_step_at_least "$df" 40 ||

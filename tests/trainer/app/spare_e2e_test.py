@@ -82,7 +82,7 @@ def case_node_lost_spare_takes_over(tmp):
     SIGKILLed: both its workers die. They go silent, the spare takes over node 1's ranks with
     state from the survivors, and final.pt is bitwise the uninterrupted 4-worker run's."""
     ref = R.reference()
-    step = SlurmStep(tmp, "5151", 3, ["--spare-nodes", "1", "--heartbeat-timeout", "3"],
+    step = SlurmStep(tmp, "5151", 3, ["--spare-nodes", "1", "--heartbeat-timeout", "5"],
                      holds=[("step", 2, 10)])
     step.held(0)
     killed_at = time.time()
@@ -110,7 +110,7 @@ def case_node_lost_spare_takes_over(tmp):
 def case_node_lost_without_spare(tmp):
     """2 nodes, no spare: node 1's task is SIGKILLed; its ranks go silent and nobody takes them,
     so the job fails at the recovery deadline (exit 4) naming node 1's ranks."""
-    step = SlurmStep(tmp, "5252", 2, ["--heartbeat-timeout", "3", "--registration-timeout", "15"],
+    step = SlurmStep(tmp, "5252", 2, ["--heartbeat-timeout", "5", "--registration-timeout", "15"],
                      holds=[("step", 2, 6)])
     step.held(0)
     os.kill(step.tasks[1].pid, signal.SIGKILL)
@@ -134,7 +134,7 @@ def case_node_lost_shrinks(tmp):
     with exactly the steps that split implies (K + the rest of epoch 0 at world 4 + 2 full
     epochs at world 4)."""
     k, n, batch, epochs = 3, 512, 16, 3
-    step = SlurmStep(tmp, "5353", 3, ["--min-nodes", "2", "--heartbeat-timeout", "3"],
+    step = SlurmStep(tmp, "5353", 3, ["--min-nodes", "2", "--heartbeat-timeout", "5"],
                      holds=[("step", 2, k)])
     step.held(0)
     os.kill(step.tasks[1].pid, signal.SIGKILL)
