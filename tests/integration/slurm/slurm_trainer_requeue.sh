@@ -13,7 +13,10 @@ source "$(dirname "$0")/kit_lib.sh"
 source "$(dirname "$0")/trainer_lib.sh"
 tr_require
 
-RQ_DATA=${RQ_DATA:-synthetic:8192x1x8x8:10}   # world 2, batch 16: 256 steps per epoch
+# world 2, batch 16: 1024 steps per epoch, so that the USR1 (sent at step >= 60 and forwarded by
+# Slurm in a fraction of a second) lands well inside epoch 0, not in its last 10 steps (the stop
+# is agreed every 10 steps and at each epoch start: a stop in the last 10 steps is at the boundary)
+RQ_DATA=${RQ_DATA:-synthetic:32768x1x8x8:10}
 RQ_SEED=7
 
 job_restarts_is() { [[ "$(job_field "$1" Restarts)" == "$2" ]]; }
