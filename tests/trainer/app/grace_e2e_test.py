@@ -9,25 +9,17 @@ Run as `python grace_e2e_test.py CASE` (CTest registers one test per case). Need
 and Python torch. The uninterrupted reference run is cached under DDP_E2E_CACHE (keyed by the
 binary and the flags) so that the cases share it.
 """
-import hashlib
-import json
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import recovery_e2e_test as R  # noqa: E402
 
-BIN = os.environ["DDP_BIN_DIR"]
-TRAINER = os.path.join(BIN, "ddp-trainer")
-DDPCTL = os.path.join(BIN, "ddpctl")
-CACHE = os.environ.get("DDP_E2E_CACHE", os.path.join(tempfile.gettempdir(), "ddp-e2e-cache"))
 GRACE = 2
 # The trainer flags of every run of every case (the reference, the killed runs, the resumes).
 # 3 workers, 1920 samples, batch 16: 40 steps per epoch, 4 epochs = 160 steps (about 45 ms each
@@ -50,57 +42,14 @@ clean_env, expect, load, same_model = R.clean_env, R.expect, R.model_state, R.sa
 
 def reference():
     """final.pt of the uninterrupted run with COMMON_ARGS (cached per binary and flags)."""
-    st = os.stat(TRAINER)
-    key = hashlib.sha256(json.dumps(["grace", COMMON_ARGS, st.st_size, st.st_mtime_ns]).encode())
-    folder = os.path.join(CACHE, key.hexdigest()[:16])
-    final = os.path.join(folder, "ck", "final.pt")
-    if os.path.exists(final):
-        return final
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
-    start = time.time()
-    p = subprocess.run([TRAINER] + COMMON_ARGS + ["--checkpoint-dir", "ck", "--job-id", "ref"],
-                       cwd=folder, env=clean_env(), stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=600)
-    expect(p.returncode == 0, f"reference run exited {p.returncode}", p.stdout)
-    print(f"reference run: {time.time() - start:.1f} s", flush=True)
-    return final
+    return R.cached_run(COMMON_ARGS)
 
 
-class Job:
-    """A ddp-trainer run in its own session (so the test can kill everything it started)."""
+class Job(R.Job):
+    """A run with COMMON_ARGS (recovery_e2e_test.Job), and the coordinator it started."""
 
     def __init__(self, tmp, name, checkpoints=True, holds=()):
-        self.tmp, self.name = tmp, name
-        self.dist = os.path.join(tmp, f"dist_file.{name}")
-        env = {}
-        if holds:
-            env["DDP_TEST_HOLD"] = ",".join(
-                f"{point}:{rank}:{step}:{os.path.join(tmp, f'held-{name}-{i}')}"
-                for i, (point, rank, step) in enumerate(holds))
-        args = COMMON_ARGS + ["--job-id", name]
-        if checkpoints:
-            args += ["--checkpoint-dir", "ck"]
-        self.p = subprocess.Popen([TRAINER] + args, cwd=tmp, env=clean_env(env),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  start_new_session=True)
-        self._out = ""
-
-    def held(self, index, timeout=120):
-        """Pid of the worker frozen by hold `index`, once it is stopped."""
-        marker = os.path.join(self.tmp, f"held-{self.name}-{index}")
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if os.path.exists(marker):
-                with open(marker) as f:
-                    text = f.read().strip()
-                if text and state_of(int(text)) == "T":
-                    return int(text)
-            if self.p.poll() is not None:
-                break
-            time.sleep(0.02)
-        self.kill()
-        sys.exit(f"FAIL: hold {index} never stopped a worker\n{self._out[-6000:]}")
+        super().__init__(tmp, name, holds=holds, args=COMMON_ARGS, checkpoints=checkpoints)
 
     def coordinator(self):
         """Pid of the coordinator that the launcher started."""
@@ -112,12 +61,7 @@ class Job:
                 return int(out[0])
             time.sleep(0.05)
         self.kill()
-        sys.exit(f"FAIL: no coordinator process\n{self._out[-6000:]}")
-
-    def status(self):
-        st = subprocess.run([DDPCTL, "status", "--json", "--dist-file", self.dist],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        return json.loads(st.stdout) if st.returncode == 0 else None
+        sys.exit(f"FAIL: no coordinator process\n{self.output()[-6000:]}")
 
     def wait_step(self, step, timeout=120):
         """The coordinator's step once it is >= `step` (every rank has committed it)."""
@@ -131,33 +75,7 @@ class Job:
                 break
             time.sleep(0.02)
         self.kill()
-        sys.exit(f"FAIL: step {step} never reached\n{self._out[-6000:]}")
-
-    def finish(self, timeout=300):
-        try:
-            self._out = self.p.communicate(timeout=timeout)[0]
-        except subprocess.TimeoutExpired:
-            self.kill()
-            sys.exit(f"FAIL: job {self.name} still running after {timeout} s\n{self._out}")
-        return self.p.returncode, self._out
-
-    def kill(self):
-        try:
-            os.killpg(self.p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            self._out = self.p.communicate(timeout=30)[0]
-        except subprocess.TimeoutExpired:
-            pass
-
-
-def state_of(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
+        sys.exit(f"FAIL: step {step} never reached\n{self.output()[-6000:]}")
 
 
 def stop_checkpoint(tmp, out):

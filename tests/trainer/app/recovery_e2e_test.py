@@ -83,44 +83,65 @@ def same_model(a_path, b_path):
                            b["optimizer"]["momentum_buffer"][k]), f"momentum {k} differs")
 
 
-def reference(extra=()):
-    """final.pt of the uninterrupted run with BASE + extra (cached per binary and flags)."""
+def cached_run(args):
+    """final.pt of an uninterrupted run with the trainer flags `args`, cached under CACHE per
+    binary and flags so that the cases (and the scripts) share it."""
     st = os.stat(TRAINER)
-    key = hashlib.sha256(json.dumps([BASE, list(extra), st.st_size, st.st_mtime_ns]).encode())
+    key = hashlib.sha256(json.dumps([list(args), st.st_size, st.st_mtime_ns]).encode())
     folder = os.path.join(CACHE, key.hexdigest()[:16])
     final = os.path.join(folder, "ck", "final.pt")
     if os.path.exists(final):
         return final
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    p = subprocess.run([TRAINER] + NO_LINGER + with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id",
-                                                         "ref"],
+    start = time.time()
+    p = subprocess.run([TRAINER] + list(args) + ["--checkpoint-dir", "ck", "--job-id", "ref"],
                        cwd=folder, env=clean_env(), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=600)
     expect(p.returncode == 0, f"reference run exited {p.returncode}", p.stdout)
+    print(f"reference run: {time.time() - start:.1f} s", flush=True)
     return final
+
+
+def reference(extra=()):
+    """final.pt of the uninterrupted run with BASE + extra."""
+    return cached_run(NO_LINGER + with_flags(extra))
+
+
+def hold_marker(tmp, tag, index):
+    """The file hold `index` of run `tag` creates (DDP_TEST_HOLD, trainer/worker/test_hold.h)."""
+    return os.path.join(tmp, f"held-{tag}-{index}")
+
+
+def hold_spec(tmp, tag, holds):
+    """DDP_TEST_HOLD for `holds`, a list of (point, rank, step)."""
+    return ",".join(f"{point}:{rank}:{step}:{hold_marker(tmp, tag, i)}"
+                    for i, (point, rank, step) in enumerate(holds))
 
 
 class Job:
     """A ddp-trainer run in its own session (so the test can kill everything it started)."""
 
-    def __init__(self, tmp, name, extra=(), holds=(), env=None):
+    def __init__(self, tmp, name, extra=(), holds=(), env=None, args=None, checkpoints=True):
+        """`args`: the trainer flags (default: NO_LINGER + BASE with `extra`); the job id and,
+        with `checkpoints`, --checkpoint-dir ck are added."""
         self.tmp, self.name = tmp, name
         self.dist = os.path.join(tmp, f"dist_file.{name}")
-        hold = ",".join(f"{point}:{rank}:{step}:{os.path.join(tmp, f'held-{i}')}"
-                        for i, (point, rank, step) in enumerate(holds))
         extra_env = dict(env or {})
-        if hold:
-            extra_env["DDP_TEST_HOLD"] = hold
-        self.args = with_flags(extra) + ["--checkpoint-dir", "ck", "--job-id", name]
-        self.p = subprocess.Popen([TRAINER] + NO_LINGER + self.args, cwd=tmp, env=clean_env(extra_env),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  start_new_session=True)
+        if holds:
+            extra_env["DDP_TEST_HOLD"] = hold_spec(tmp, name, holds)
+        args = list(args) if args is not None else NO_LINGER + with_flags(extra)
+        if checkpoints:
+            args += ["--checkpoint-dir", "ck"]
+        self.p = subprocess.Popen([TRAINER] + args + ["--job-id", name], cwd=tmp,
+                                  env=clean_env(extra_env), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, start_new_session=True)
         self.started = time.time()
 
     def held(self, index, timeout=120):
         """Pid of the worker frozen by hold `index`, once it is stopped."""
-        pid = held_pid(self.tmp, index, lambda: self.p.poll() is None, timeout)
+        pid = held_pid(hold_marker(self.tmp, self.name, index), lambda: self.p.poll() is None,
+                       timeout)
         if pid is None:
             self.kill()
             sys.exit(f"FAIL: hold {index} never stopped a worker\n{self.output()[-6000:]}")
@@ -172,10 +193,9 @@ class Job:
             return f.read()
 
 
-def held_pid(tmp, index, running, timeout):
-    """Pid of the worker that hold `index` (marker tmp/held-<index>) froze, once it is stopped;
-    None when `running()` turns false or `timeout` passes first."""
-    marker = os.path.join(tmp, f"held-{index}")
+def held_pid(marker, running, timeout):
+    """Pid of the worker that the hold with `marker` froze, once it is stopped; None when
+    `running()` turns false or `timeout` passes first."""
     deadline = time.time() + timeout
     while time.time() < deadline and running():
         if os.path.exists(marker):

@@ -28,8 +28,7 @@ class SlurmStep:
         self.dist = os.path.join(tmp, f"dist_file.{job_id}")
         args = R.with_flags(["--nprocs-per-node", str(WORKERS_PER_NODE)] + list(extra))
         args += ["--checkpoint-dir", "ck"]
-        hold = ",".join(f"{point}:{rank}:{step}:{os.path.join(tmp, f'held-{i}')}"
-                        for i, (point, rank, step) in enumerate(holds))
+        hold = R.hold_spec(tmp, job_id, holds)
         self.tasks = []
         for node in range(nodes):
             env = {"SLURM_JOB_ID": job_id, "SLURM_STEP_NUM_TASKS": str(nodes),
@@ -44,7 +43,8 @@ class SlurmStep:
                 start_new_session=True))
 
     def held(self, index, timeout=120):
-        pid = R.held_pid(self.tmp, index, lambda: self.tasks[0].poll() is None, timeout)
+        pid = R.held_pid(R.hold_marker(self.tmp, self.job_id, index),
+                         lambda: self.tasks[0].poll() is None, timeout)
         if pid is None:
             self.kill()
             sys.exit(f"FAIL: hold {index} never stopped a worker\n" + self.outputs()[-6000:])
