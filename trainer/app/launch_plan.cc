@@ -131,6 +131,11 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const TrainerConfig& config, const EnvMap&
       for (int i = 0; i < n; ++i) plan.local_ranks.push_back(i);
     }
   }
+  if (config.min_nodes > p.num_nodes) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--min-nodes ", config.min_nodes, " is more than the job's ", p.num_nodes,
+                     " node(s): it could never go on without one"));
+  }
   p.dist_file = config.dist_file.empty() ? DefaultDistFilePath(p.job_id) : config.dist_file;
   p.coordinator_log = p.dist_file + ".coordinator.log";
   return plan;

@@ -172,6 +172,13 @@ TEST(LaunchPlan, ContradictionsFailWithOneLine) {
       {"spares with a task per worker", Slurm(4, 0, 0, 0, 2, "2(x2)"), spares, 0, "per node"});
   cases.push_back({"no node left to train", Slurm(2, 0, 0, 0, 2, "1(x2)"), all_spares, 0,
                    "leaves no node to train on"});
+  TrainerConfig too_many = spares;  // 3 nodes, 1 spare: the job has 2
+  too_many.min_nodes = 3;
+  cases.push_back({"--min-nodes above the job's nodes", Slurm(3, 0, 0, 0, 3, "1(x3)"), too_many, 0,
+                   "--min-nodes 3 is more than the job's 2 node(s)"});
+  TrainerConfig local_min = Config(1);
+  local_min.min_nodes = 2;
+  cases.push_back({"--min-nodes in local mode", {}, local_min, 0, "more than the job's 1 node"});
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.name);
     auto plan = PlanLaunch(c.config, c.env, c.gpus, 1);
