@@ -14,13 +14,12 @@ int64_t TotalSize(int64_t n, int64_t world, bool drop_last) {
   return ((n + world - 1) / world) * world;
 }
 
-// The size of G: the epoch's padded (or truncated) order under the consumed world size.
+}  // namespace
+
 int64_t GlobalSize(const ShardAssignment& a) {
   int w0 = a.consumed > 0 ? a.consumed_world_size : a.world_size;
   return TotalSize(a.dataset_size, w0, a.drop_last);
 }
-
-}  // namespace
 
 std::vector<int64_t> TorchRandperm(int64_t n, uint64_t seed) {
   std::vector<int64_t> r(static_cast<size_t>(n > 0 ? n : 0));

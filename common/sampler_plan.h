@@ -40,6 +40,8 @@ absl::Status ValidateShardAssignment(const ShardAssignment& a);
 
 // The epoch's padded global order G (built with the consumed world size when consumed > 0).
 std::vector<int64_t> GlobalOrder(const ShardAssignment& a);
+// len(GlobalOrder(a)) without building it.
+int64_t GlobalSize(const ShardAssignment& a);
 
 // The indices rank `a.rank` reads for the rest of epoch `a.epoch`, in order. Empty when the
 // assignment is invalid (call ValidateShardAssignment first to learn why).

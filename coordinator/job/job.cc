@@ -126,8 +126,7 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
       // The ledger of a re-split (a job that shrank): which positions of the epoch's order were
       // read by the old world, and how the rest is shared, each position once.
       const int64_t w0 = a->consumed_world_size;
-      const int64_t total =
-          a->drop_last ? a->dataset_size / w0 * w0 : (a->dataset_size + w0 - 1) / w0 * w0;
+      const int64_t total = GlobalSize(*a);
       const int64_t per_rank = NumSamplesPerRank(*a);
       const int64_t rest = total - a->consumed;
       EventLocked(absl::StrCat("epoch ", a->epoch, " re-split: positions [0, ", a->consumed,

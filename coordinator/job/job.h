@@ -234,8 +234,6 @@ class Job {
   absl::Time running_since_ ABSL_GUARDED_BY(mu_);
   int ranks_done_ ABSL_GUARDED_BY(mu_) = 0;  // ranks that reported done or stopped
   Recovery recovery_ ABSL_GUARDED_BY(mu_);
-  // The generation being formed is smaller than the current one (a lost node was dropped).
-  bool shrinking_ ABSL_GUARDED_BY(mu_) = false;
   // A survivor rejoined while no loss was known: when, who and what it saw.
   absl::Time early_rejoin_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::string early_rejoin_who_ ABSL_GUARDED_BY(mu_);

@@ -123,12 +123,14 @@ void Job::BeginRecoveryLocked(const FailureCause& cause, Completions* out) {
 void Job::CompleteRecoveryLocked(Completions* out) {
   const absl::Time now = clock_->Now();
   const GenerationNote note{recovery_.restarts(), recovery_.cause(), recovery_.Elapsed(now)};
+  // Smaller than the table it replaces: a lost node was dropped (shrinking).
+  const bool shrank = membership_.world_size() < membership_.num_ranks();
   const std::vector<int> revived = membership_.Complete(note, out);
   if (config_.journal != nullptr) {
     config_.journal->GenerationFormed(*membership_.table(), recovery_.restarts());
   }
   recovery_.End(now, revived);
-  if (shrinking_) {
+  if (shrank) {
     // Every rank is renumbered in the smaller world: each starts afresh, and the ranks beyond it
     // are gone for good.
     const int world = membership_.world_size();
@@ -141,7 +143,6 @@ void Job::CompleteRecoveryLocked(Completions* out) {
       pace_.Reset(rank);
     }
     shards_.Reset(world);
-    shrinking_ = false;
   } else {
     for (int rank : revived) liveness_.Revive(rank, now);
     shards_.Reset();

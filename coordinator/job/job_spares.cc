@@ -57,14 +57,14 @@ void Job::TakeOverLostNodesLocked(absl::Time now, Completions* out) {
     if (config_.min_nodes <= 0 || nodes - 1 < config_.min_nodes) continue;  // the deadline decides
     const int world = membership_.world_size();
     membership_.RemoveNode(node);
-    shrinking_ = true;
     EventLocked(
         absl::StrCat(lost, "; no spare standing by: the job goes on without it on ", nodes - 1,
                      " node(s), world ", world, " -> ", membership_.world_size(), " (--min-nodes ",
                      config_.min_nodes, "); the rest of each epoch is split over the survivors"),
         out);
   }
-  if (shrinking_ && membership_.GenerationComplete()) CompleteRecoveryLocked(out);
+  // A dropped node may have been all the next generation was waiting for.
+  if (membership_.forming_next() && membership_.GenerationComplete()) CompleteRecoveryLocked(out);
 }
 
 }  // namespace ddp
