@@ -9,6 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "client/relay_link.h"
 #include "client/rpc_channel.h"
 #include "common/dist_file.h"
 #include "common/status_macros.h"
@@ -22,6 +23,9 @@ namespace pb = ::slurm_ddp::v1;
 
 // Slack added to a blocking call's own timeout so the server's answer beats the RPC deadline.
 constexpr absl::Duration kBlockingSlack = absl::Seconds(5);
+// What a relayed heartbeat may take beyond the node call's deadline (the batch window and the
+// hop through the task); well under ProgressReporter's suspend margin.
+constexpr absl::Duration kRelaySlack = absl::Milliseconds(500);
 
 std::string ToString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> ToBytes(const std::string& s) {
@@ -31,8 +35,8 @@ int64_t ToMillis(absl::Duration d) { return std::max<int64_t>(1, absl::ToInt64Mi
 
 class GrpcCoordinatorClient final : public CoordinatorApi {
  public:
-  explicit GrpcCoordinatorClient(std::unique_ptr<RpcChannel> channel)
-      : ch_(std::move(channel)), client_id_(NewClientId()) {}
+  GrpcCoordinatorClient(std::unique_ptr<RpcChannel> channel, std::unique_ptr<RelayLink> relay)
+      : ch_(std::move(channel)), relay_(std::move(relay)), client_id_(NewClientId()) {}
 
   absl::StatusOr<RankAssignment> Register(const WorkerIdentity& who,
                                           absl::Duration timeout) override {
@@ -156,6 +160,11 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     SetWorker(req.mutable_worker());
     ToProto(progress, req.mutable_progress());
     pb::HeartbeatReply reply;
+    if (relay_ != nullptr) {
+      // The task's relay answers within the node call's deadline plus its batch window.
+      RETURN_IF_ERROR(relay_->RoundTrip(req, ch_->rpc_timeout() + kRelaySlack, &reply));
+      return FromProto(reply);
+    }
     RETURN_IF_ERROR(ch_->Call("Heartbeat", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().Heartbeat(ctx, req, &reply);
     }));
@@ -238,6 +247,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
   }
 
   const std::unique_ptr<RpcChannel> ch_;
+  const std::unique_ptr<RelayLink> relay_;  // null: heartbeats go to the coordinator
   const std::string client_id_;
   std::atomic<uint64_t> next_add_{0};
   mutable absl::Mutex mu_;
@@ -249,8 +259,11 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
 
 absl::StatusOr<std::unique_ptr<CoordinatorApi>> ConnectToCoordinator(
     const ConnectOptions& options) {
+  std::unique_ptr<RelayLink> relay;
+  if (options.heartbeat_relay_fd >= 0) relay = std::make_unique<RelayLink>(options.heartbeat_relay_fd);
   ASSIGN_OR_RETURN(std::unique_ptr<RpcChannel> channel, RpcChannel::Open(options));
-  return std::unique_ptr<CoordinatorApi>(new GrpcCoordinatorClient(std::move(channel)));
+  return std::unique_ptr<CoordinatorApi>(
+      new GrpcCoordinatorClient(std::move(channel), std::move(relay)));
 }
 
 }  // namespace ddp

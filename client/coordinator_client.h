@@ -38,6 +38,10 @@ struct ConnectOptions {
   absl::Duration dist_file_timeout = absl::Seconds(60);
   // Deadline of each non-blocking call, retries included (also bounds Hello at connect time).
   absl::Duration rpc_timeout = absl::Seconds(10);
+  // A worker whose task relays its heartbeats (client/heartbeat_relay.h): its end of the relay
+  // socket, owned by the client from then on; Heartbeat goes there instead of to the
+  // coordinator. -1: heartbeats go to the coordinator directly.
+  int heartbeat_relay_fd = -1;
 };
 
 // Connects a worker. Errors are one line and name what failed (the file, the address, the nonce).

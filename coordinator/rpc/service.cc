@@ -119,6 +119,17 @@ void CoordinatorService::AddOperatorMethods() {
                }));
 }
 
+absl::Status CoordinatorService::OneHeartbeat(const pb::HeartbeatRequest& req,
+                                              pb::HeartbeatReply* resp) {
+  const ProgressReport progress = FromProto(req.progress());
+  if (absl::Status st = ValidateProgress(progress); !st.ok()) return st;
+  absl::StatusOr<HeartbeatReply> r =
+      job_->Heartbeat(req.worker().rank(), req.worker().pid(), progress);
+  if (!r.ok()) return r.status();
+  ToProto(*r, resp);
+  return absl::OkStatus();
+}
+
 void CoordinatorService::AddWorkerMethods() {
   AddUnary(
       "Register", kWorkerRoles, kIdentity,
@@ -148,13 +159,27 @@ void CoordinatorService::AddWorkerMethods() {
            Typed<pb::HeartbeatRequest, pb::HeartbeatReply>(
                "Heartbeat",
                [this](const pb::HeartbeatRequest& req, pb::HeartbeatReply* resp, Done done) {
-                 const ProgressReport progress = FromProto(req.progress());
-                 absl::Status st = ValidateProgress(progress);
-                 if (!st.ok()) return done(st);
-                 absl::StatusOr<HeartbeatReply> r =
-                     job_->Heartbeat(req.worker().rank(), req.worker().pid(), progress);
-                 if (r.ok()) ToProto(*r, resp);
-                 done(r.status());
+                 done(OneHeartbeat(req, resp));
+               }));
+  // Each beat is judged as its own Heartbeat; one refused beat fails alone.
+  AddUnary("NodeHeartbeat", kWorkerRoles, kMaxRequestBytes,
+           Typed<pb::NodeHeartbeatRequest, pb::NodeHeartbeatReply>(
+               "NodeHeartbeat",
+               [this](const pb::NodeHeartbeatRequest& req, pb::NodeHeartbeatReply* resp,
+                      Done done) {
+                 if (req.beats_size() > kMaxNodeBeats) {
+                   return done(absl::InvalidArgumentError(
+                       absl::StrCat("NodeHeartbeat: ", req.beats_size(),
+                                    " beats exceed the limit of ", kMaxNodeBeats)));
+                 }
+                 resp->mutable_replies()->Reserve(req.beats_size());
+                 for (const pb::HeartbeatRequest& beat : req.beats()) {
+                   pb::RankHeartbeatReply* out = resp->add_replies();
+                   const absl::Status st = OneHeartbeat(beat, out->mutable_reply());
+                   out->set_code(static_cast<int>(st.code()));
+                   if (!st.ok()) out->set_error(std::string(st.message()));
+                 }
+                 done(absl::OkStatus());
                }));
   AddUnary("CommitCheckpoint", kWorkerRoles, kKeyed,
            Typed<pb::CommitCheckpointRequest, pb::CommitCheckpointReply>(

@@ -37,6 +37,7 @@
 #include "coordinator/ops/status_cache.h"
 #include "coordinator/rpc/call_gate.h"
 #include "coordinator/rpc/unary_call.h"
+#include "proto/coordinator.pb.h"
 
 namespace ddp {
 
@@ -44,6 +45,9 @@ class StatusWatcher;
 
 class CoordinatorService final : public grpc::Service {
  public:
+  // Beats in one NodeHeartbeat (a node's workers; proto/coordinator.proto, NODE HEARTBEATS).
+  static constexpr int kMaxNodeBeats = 4096;
+
   // All pointers must outlive the service.
   CoordinatorService(Job* job, KvStore* store, CallGate* gate, StatusCache* cache,
                      const Clock* clock);
@@ -66,6 +70,9 @@ class CoordinatorService final : public grpc::Service {
   void AddWorkerMethods();
   void AddStoreMethods();
   void AddOperatorMethods();
+  // One worker's heartbeat (Heartbeat, and each beat of a NodeHeartbeat).
+  absl::Status OneHeartbeat(const slurm_ddp::v1::HeartbeatRequest& req,
+                            slurm_ddp::v1::HeartbeatReply* resp);
   void Register(const std::string& name, grpc::internal::MethodHandler* handler);
   void AddWatcher(StatusWatcher* watcher);
   void RemoveWatcher(StatusWatcher* watcher);

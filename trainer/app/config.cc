@@ -1,6 +1,7 @@
 #include "trainer/app/config.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -127,6 +128,12 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   app.add_option("--pg-timeout", c.pg_timeout_s, "Seconds before a stuck collective fails")
       ->check(CLI::PositiveNumber)
       ->group(job);
+  app.add_option("--heartbeats", c.heartbeats,
+                 "node: a task that starts several workers sends their heartbeats to the "
+                 "coordinator as one call per interval (an 8-GPU node costs one RPC, not eight); "
+                 "worker: each worker sends its own (a task that is one worker always does)")
+      ->check(CLI::IsMember({"node", "worker"}))
+      ->group(job);
   app.add_option("--linger", c.linger_s,
                  "Seconds the coordinator (task 0) keeps serving status after a successful job, "
                  "so that ddpctl and the dashboard can read the outcome; a signal ends it early")
@@ -233,6 +240,10 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   }
   *exit_code = kExitOk;
   return c;
+}
+
+absl::Duration WorkerRpcTimeout(const TrainerConfig& c) {
+  return std::min(absl::Seconds(10), absl::Seconds(c.coordinator_grace_s));
 }
 
 }  // namespace ddp

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/exit_codes.h"  // ddp-trainer's exit codes (README, "Exit codes")
 
 namespace ddp {
@@ -30,6 +31,9 @@ struct TrainerConfig {
   double coordinator_grace_s = 60;
   double pg_timeout_s = 300;  // every collective fails after this long instead of hanging
   double linger_s = 10;       // the coordinator keeps serving status this long after the end
+  // node: a task that spawns several workers relays their heartbeats as one call per interval
+  // (client/heartbeat_relay.h); worker: every worker heartbeats the coordinator itself.
+  std::string heartbeats = "node";
   // In-job recovery: workers the job may replace in place, job-wide (0: a lost worker fails the
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
   int max_restarts = 3;
@@ -85,6 +89,11 @@ struct TrainerConfig {
 // Parses argv. On --help prints usage and returns an error whose message is empty with
 // `*exit_code` = 0; on bad flags returns a one-line error and sets `*exit_code` = kExitUsage.
 absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit_code);
+
+// The deadline of a worker's calls to the coordinator (heartbeats, a shard, a checkpoint
+// commit): 10 s, or --coordinator-grace when shorter, so a call that was on its way when the
+// coordinator died does not hold a worker past the grace. A node's heartbeat relay uses it too.
+absl::Duration WorkerRpcTimeout(const TrainerConfig& c);
 
 }  // namespace ddp
 

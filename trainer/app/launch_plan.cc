@@ -189,7 +189,7 @@ std::vector<std::string> WorkerCommand(const std::string& self,
 }
 
 std::vector<std::string> PlacementEnv(const WorkerPlacement& p) {
-  return {
+  std::vector<std::string> env = {
       absl::StrCat("DDP_WORKER_JOB_ID=", p.job_id),
       absl::StrCat("DDP_WORKER_GENERATION=", p.generation),
       absl::StrCat("DDP_WORKER_DIST_FILE=", p.dist_file),
@@ -201,6 +201,8 @@ std::vector<std::string> PlacementEnv(const WorkerPlacement& p) {
       absl::StrCat("DDP_WORKER_LOCAL_WORLD_SIZE=", p.local_world_size),
       absl::StrCat("DDP_WORKER_LOCAL_MODE=", p.local_mode ? 1 : 0),
   };
+  if (p.heartbeat_fd >= 0) env.push_back(absl::StrCat("DDP_WORKER_HEARTBEAT_FD=", p.heartbeat_fd));
+  return env;
 }
 
 absl::StatusOr<WorkerPlacement> PlacementFromEnv(const EnvMap& env) {
@@ -225,6 +227,10 @@ absl::StatusOr<WorkerPlacement> PlacementFromEnv(const EnvMap& env) {
   p.local_rank = static_cast<int>(local);
   p.local_world_size = static_cast<int>(local_world);
   p.local_mode = local_mode != 0;
+  if (!Get(env, "DDP_WORKER_HEARTBEAT_FD").empty()) {
+    ASSIGN_OR_RETURN(const int64_t fd, GetInt(env, "DDP_WORKER_HEARTBEAT_FD"));
+    p.heartbeat_fd = static_cast<int>(fd);
+  }
   return p;
 }
 

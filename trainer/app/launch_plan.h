@@ -37,6 +37,9 @@ struct WorkerPlacement {
   int local_rank = 0;
   int local_world_size = 1;
   bool local_mode = true;
+  // The worker's end of its task's heartbeat relay socket (client/heartbeat_relay.h), inherited
+  // across exec; -1: the worker heartbeats the coordinator itself.
+  int heartbeat_fd = -1;
 };
 
 struct LaunchPlan {

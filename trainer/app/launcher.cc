@@ -127,6 +127,16 @@ class LauncherRun {
       ChildSpec spec;
       spec.name = absl::StrCat("worker (local rank ", local_rank, ")");
       spec.spawn.argv = options_.worker_command;
+      if (options_.heartbeat_socket) {
+        absl::StatusOr<int> fd = options_.heartbeat_socket();
+        if (fd.ok()) {
+          p.heartbeat_fd = *fd;
+          spec.spawn.inherit_fds.push_back(*fd);
+        } else {
+          Log(task_, absl::StrCat("worker (local rank ", local_rank,
+                                  ") heartbeats by itself: ", fd.status().message()));
+        }
+      }
       spec.spawn.extra_env = PlacementEnv(p);
       spec.spawn.stop_grace = options_.timeouts.worker_stop_grace;
       auto id = supervisor_.Start(std::move(spec));

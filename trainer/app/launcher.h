@@ -46,6 +46,10 @@ using LostReporter = std::function<LostDecision(const LostWorker&)>;
 // lost node (Job::StandBy); an error means no answer this time.
 using SpareStandBy = std::function<absl::StatusOr<SpareDecision>()>;
 
+// Makes the heartbeat relay socket of one more worker (client/heartbeat_relay.h) and returns
+// the worker's end, which the worker inherits across exec.
+using HeartbeatSocket = std::function<absl::StatusOr<int>()>;
+
 struct LauncherOptions {
   // What each worker runs (WorkerCommand); the worker's placement travels in its environment.
   std::vector<std::string> worker_command;
@@ -59,6 +63,9 @@ struct LauncherOptions {
   int coordinator_restarts = 3;
   SupervisionTimeouts timeouts;
   LostReporter report_lost;  // optional; without it nothing is respawned
+  // Optional: this task relays its workers' heartbeats (--heartbeats node); each local rank gets
+  // one socket, kept for its respawns. Without it every worker heartbeats by itself.
+  HeartbeatSocket heartbeat_socket;
   // Upper bound on this task's respawns (the job-wide --max-restarts; the coordinator decides
   // each one). 0: fail fast.
   int max_respawns = 0;

@@ -10,6 +10,7 @@
 
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
+#include "client/heartbeat_relay.h"
 #include "common/file_util.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
@@ -136,6 +137,25 @@ int main(int argc, char** argv) {
     options.coordinator_restarts = config->coordinator_restarts;
     options.report_lost = LostReporter(*plan);
     options.max_respawns = config->max_restarts;
+    // A task of several workers relays their heartbeats (one call per node and interval). The
+    // relay outlives the launcher's run: it owns the sockets its workers inherit.
+    std::unique_ptr<ddp::HeartbeatRelay> relay;
+    if (config->heartbeats == "node" && plan->local_ranks.size() > 1) {
+      ddp::HeartbeatRelayOptions ro;
+      ro.connect.dist_file = plan->base.dist_file;
+      ro.connect.expected_job_id = plan->base.job_id;
+      ro.connect.min_generation = plan->base.generation;
+      ro.connect.rpc_timeout = ddp::WorkerRpcTimeout(*config);
+      ro.node_rank = plan->base.node_rank;
+      auto started = ddp::HeartbeatRelay::Start(std::move(ro));
+      if (started.ok()) {
+        relay = *std::move(started);
+        options.heartbeat_socket = [r = relay.get()] { return r->AddWorker(); };
+      } else {
+        std::fprintf(stderr, "ddp-trainer: workers heartbeat by themselves: %s\n",
+                     std::string(started.status().message()).c_str());
+      }
+    }
     if (plan->spare) {
       options.stand_by = StandByReporter(*plan);
       options.stand_by_unanswered = absl::Seconds(config->coordinator_grace_s + 60);

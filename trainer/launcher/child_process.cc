@@ -123,6 +123,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(SpawnOptions o
       if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
     }
     ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+    for (int fd : options.inherit_fds) ::fcntl(fd, F_SETFD, 0);
     ::execve(argv[0], argv.data(), envp.data());
     const int exec_errno = errno;
     ssize_t ignored = ::write(report.write_fd(), &exec_errno, sizeof(exec_errno));

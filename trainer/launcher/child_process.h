@@ -50,6 +50,9 @@ struct SpawnOptions {
   // sends it when the *thread* that called Spawn ends: spawn from a thread that lives as long as
   // the children, as the launcher's main thread does.)
   bool die_with_parent = true;
+  // Close-on-exec descriptors this child keeps across exec (the same numbers); the caller owns
+  // them. E.g. the worker's end of its heartbeat relay socket.
+  std::vector<int> inherit_fds;
   // How long the destructor waits after SIGTERM before it sends SIGKILL.
   absl::Duration stop_grace = absl::Seconds(5);
 };

@@ -13,19 +13,13 @@
 namespace ddp {
 namespace {
 
-// A call to a coordinator that is gone gives up within the grace (heartbeats, a shard, a
-// checkpoint commit): one that was on its way when it died does not hold the worker longer.
-absl::Duration RpcTimeout(const TrainerConfig& c) {
-  return std::min(ConnectOptions().rpc_timeout, absl::Seconds(c.coordinator_grace_s));
-}
-
 // The coordinator is lost after --coordinator-grace without an answer; the stop that follows
 // ends within --stop-timeout.
 ProgressReporterOptions ReporterOptions(const TrainerConfig& c) {
   ProgressReporterOptions o;
   o.coordinator_grace = absl::Seconds(c.coordinator_grace_s);
   o.lost_stop_timeout = absl::Seconds(c.stop_timeout_s);
-  o.heartbeat_deadline = RpcTimeout(c);
+  o.heartbeat_deadline = WorkerRpcTimeout(c);
   return o;
 }
 
@@ -43,7 +37,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
   co.expected_job_id = p.job_id;
   co.min_generation = p.generation;
   co.dist_file_timeout = absl::Seconds(c.registration_timeout_s);
-  co.rpc_timeout = RpcTimeout(c);
+  co.rpc_timeout = WorkerRpcTimeout(c);
+  co.heartbeat_relay_fd = p.heartbeat_fd;
   auto api = ConnectToCoordinator(co);
   if (!api.ok()) {
     return absl::Status(
