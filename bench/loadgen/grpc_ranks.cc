@@ -50,6 +50,28 @@ struct GrpcRanks::Rank {
   std::atomic<bool> aborted{false};
 };
 
+// A simulated node task: the node's ranks in this process and the task's own connection.
+struct GrpcRanks::Node {
+  int first_global = 0;
+  std::vector<Rank*> ranks;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::Coordinator::Stub> stub;
+  std::atomic<bool> beating{false};
+  std::unique_ptr<grpc::ClientContext> ctx;  // Hello
+  int64_t issued_ns = 0;
+  pb::HelloRequest hello_req;
+  pb::HelloReply hello_reply;
+};
+
+struct GrpcRanks::NodeCall {
+  grpc::ClientContext ctx;
+  pb::NodeHeartbeatRequest req;
+  pb::NodeHeartbeatReply reply;
+  Node* node = nullptr;
+  std::vector<Rank*> ranks;  // in req.beats order
+  int64_t issued_ns = 0;
+};
+
 struct GrpcRanks::Call {
   grpc::ClientContext ctx;
   pb::HeartbeatRequest req;
@@ -115,22 +137,38 @@ class GrpcRanks::Phase {
   std::string first_error_ ABSL_GUARDED_BY(mu_);
 };
 
+namespace {
+
+// A channel of its own with a subchannel pool of its own: one TCP connection, opened by its
+// first call. Reconnect backoff as the workers' client sets it (client/rpc_channel.cc).
+std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address, int id) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt("ddp.bench.channel", id);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
 GrpcRanks::GrpcRanks(GrpcRanksOptions options) : options_(std::move(options)) {
+  const int per_node = options_.world % options_.per_node == 0 ? options_.per_node : 1;
   for (int i = 0; i < options_.count; ++i) {
     auto r = std::make_unique<Rank>();
     r->global = options_.first + i;
     r->pid = kFakePidBase + r->global;
-    // A channel of its own with a subchannel pool of its own: one TCP connection per rank,
-    // opened by the rank's first call. Reconnect backoff as the workers' client sets it
-    // (client/rpc_channel.cc).
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetInt("ddp.bench.rank", r->global);
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    r->channel =
-        grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+    r->channel = OwnChannel(options_.address, r->global);
     r->stub = pb::Coordinator::NewStub(r->channel);
+    if (options_.node_heartbeats &&
+        (nodes_.empty() || r->global / per_node != nodes_.back()->first_global / per_node)) {
+      auto n = std::make_unique<Node>();
+      n->first_global = r->global;
+      n->channel = OwnChannel(options_.address, options_.world + r->global / per_node);
+      n->stub = pb::Coordinator::NewStub(n->channel);
+      nodes_.push_back(std::move(n));
+    }
+    if (options_.node_heartbeats) nodes_.back()->ranks.push_back(r.get());
     ranks_.push_back(std::move(r));
   }
 }
@@ -139,7 +177,21 @@ GrpcRanks::~GrpcRanks() { StopHeartbeats(); }
 
 PhaseReport GrpcRanks::Connect() {
   const std::string auth = "Bearer " + options_.token;
-  auto phase = std::make_shared<Phase>(options_.count);  // callbacks may outlive this frame
+  // The node tasks' connections too (node_heartbeats): a node's task is connected before its
+  // workers heartbeat through it.
+  auto phase = std::make_shared<Phase>(options_.count + static_cast<int>(nodes_.size()));
+  for (auto& n : nodes_) {
+    n->issued_ns = MonotonicNanos();
+    n->ctx = std::make_unique<grpc::ClientContext>();
+    n->ctx->AddMetadata("authorization", auth);
+    n->ctx->set_deadline(DeadlineIn(options_.phase_timeout));
+    n->ctx->set_wait_for_ready(true);
+    n->hello_req.set_nonce(options_.nonce);
+    Node* raw = n.get();
+    raw->stub->async()->Hello(
+        raw->ctx.get(), &raw->hello_req, &raw->hello_reply,
+        [raw, phase](grpc::Status s) { phase->Done(raw->issued_ns, s, "Hello (node)"); });
+  }
   for (auto& r : ranks_) {
     r->issued_ns = MonotonicNanos();
     r->ctx = std::make_unique<grpc::ClientContext>();
@@ -211,7 +263,12 @@ void GrpcRanks::BeatLoop() {
   const int64_t period = absl::ToInt64Nanoseconds(options_.heartbeat_period);
   int64_t round = MonotonicNanos();
   while (!stop_.load()) {
-    for (size_t j = 0; j < ranks_.size() && !stop_.load(); ++j) {
+    for (size_t j = 0; j < nodes_.size() && !stop_.load(); ++j) {
+      Node* n = nodes_[j].get();
+      if (j % 2 == 0) SleepUntilNs(round + period * n->first_global / options_.world);
+      SendNodeHeartbeat(n, static_cast<double>(MonotonicNanos() - train_start_ns_) / 1e9);
+    }
+    for (size_t j = 0; j < ranks_.size() && !stop_.load() && nodes_.empty(); ++j) {
       Rank* r = ranks_[j].get();
       // Rank g's turn is g/world of the way through the period: the ranks of all processes
       // together spread evenly over it.
@@ -227,22 +284,15 @@ void GrpcRanks::BeatLoop() {
   }
 }
 
-void GrpcRanks::SendHeartbeat(Rank* rank, double elapsed_s) {
-  if (rank->beating.exchange(true)) {
-    absl::MutexLock lock(&mu_);
-    ++beats_.late;
-    return;
-  }
-  auto* call = new Call();
-  call->rank = rank;
-  call->ctx.AddMetadata("authorization", "Bearer " + options_.token);
-  call->ctx.set_deadline(DeadlineIn(options_.rpc_timeout));
-  call->req.mutable_worker()->set_rank(rank->rank.load());
-  call->req.mutable_worker()->set_pid(rank->pid);
-  // A training worker's progress: every rank at the same step (DDP is synchronous).
+namespace {
+
+// A training worker's progress: every rank at the same step (DDP is synchronous).
+void FillBeat(int rank, int pid, double elapsed_s, pb::HeartbeatRequest* req) {
+  req->mutable_worker()->set_rank(rank);
+  req->mutable_worker()->set_pid(pid);
   constexpr int64_t kStepsPerEpoch = 5000;
   const int64_t step = static_cast<int64_t>(elapsed_s * 5);
-  pb::Progress* p = call->req.mutable_progress();
+  pb::Progress* p = req->mutable_progress();
   p->set_phase(pb::PHASE_TRAINING);
   p->set_epochs(90);
   p->set_steps_per_epoch(kStepsPerEpoch);
@@ -254,6 +304,78 @@ void GrpcRanks::SendHeartbeat(Rank* rank, double elapsed_s) {
   p->set_backward_ms(120);
   p->set_comm_wait_ms(8);
   p->set_optimizer_ms(5);
+}
+
+}  // namespace
+
+void GrpcRanks::SendNodeHeartbeat(Node* node, double elapsed_s) {
+  auto* call = new NodeCall();
+  call->node = node;
+  for (Rank* r : node->ranks) {
+    if (r->aborted.load() || r->rank.load() < 0) continue;
+    FillBeat(r->rank.load(), r->pid, elapsed_s, call->req.add_beats());
+    call->ranks.push_back(r);
+  }
+  if (call->ranks.empty()) {
+    delete call;
+    return;
+  }
+  if (node->beating.exchange(true)) {
+    absl::MutexLock lock(&mu_);
+    beats_.late += static_cast<int64_t>(call->ranks.size());
+    delete call;
+    return;
+  }
+  call->req.set_node_rank(node->first_global / std::max(1, options_.per_node));
+  call->ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  call->ctx.set_deadline(DeadlineIn(options_.rpc_timeout));
+  {
+    absl::MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  call->issued_ns = MonotonicNanos();
+  node->stub->async()->NodeHeartbeat(&call->ctx, &call->req, &call->reply,
+                                     [this, call](grpc::Status s) { NodeHeartbeatDone(call, s); });
+}
+
+void GrpcRanks::NodeHeartbeatDone(NodeCall* call, const grpc::Status& s) {
+  const double ms = static_cast<double>(MonotonicNanos() - call->issued_ns) / 1e6;
+  absl::MutexLock lock(&mu_);
+  --in_flight_;
+  for (size_t i = 0; i < call->ranks.size(); ++i) {
+    const bool has = s.ok() && static_cast<int>(i) < call->reply.replies_size();
+    const pb::RankHeartbeatReply* r = has ? &call->reply.replies(static_cast<int>(i)) : nullptr;
+    if (r == nullptr || r->code() != 0) {
+      ++beats_.failed;
+      if (beats_.first_error.empty()) {
+        beats_.first_error = !s.ok()    ? absl::StrCat(s.error_code(), " ", s.error_message())
+                             : r == nullptr ? std::string("NodeHeartbeat: missing reply")
+                                            : absl::StrCat(r->code(), " ", r->error());
+      }
+      continue;
+    }
+    ++beats_.ok;
+    if (r->reply().command() == pb::ABORT) {
+      ++beats_.aborted;
+      call->ranks[i]->aborted = true;
+    }
+    beat_ms_.push_back(ms);
+  }
+  call->node->beating = false;
+  delete call;
+}
+
+void GrpcRanks::SendHeartbeat(Rank* rank, double elapsed_s) {
+  if (rank->beating.exchange(true)) {
+    absl::MutexLock lock(&mu_);
+    ++beats_.late;
+    return;
+  }
+  auto* call = new Call();
+  call->rank = rank;
+  call->ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  call->ctx.set_deadline(DeadlineIn(options_.rpc_timeout));
+  FillBeat(rank->rank.load(), rank->pid, elapsed_s, &call->req);
   {
     absl::MutexLock lock(&mu_);
     ++in_flight_;

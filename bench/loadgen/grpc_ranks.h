@@ -27,6 +27,10 @@
 #include "bench/loadgen/agent_line.h"
 #include "bench/loadgen/quantiles.h"
 
+namespace grpc {
+class Status;
+}
+
 namespace ddp::bench {
 
 struct GrpcRanksOptions {
@@ -37,6 +41,10 @@ struct GrpcRanksOptions {
   int count = 0;
   int world = 0;
   int per_node = 8;  // simulated workers per node (host names and local ranks)
+  // As ddp-trainer's node tasks do (--heartbeats node): the ranks of one node heartbeat
+  // together, one NodeHeartbeat per node per period on the node task's own connection (one more
+  // channel per node). false: every rank sends its own Heartbeat on its own connection.
+  bool node_heartbeats = true;
   absl::Duration heartbeat_period = absl::Seconds(1);
   absl::Duration rpc_timeout = absl::Seconds(10);  // ddp-trainer's workers use 10 s
   absl::Duration phase_timeout = absl::Seconds(120);
@@ -66,15 +74,20 @@ class GrpcRanks {
 
  private:
   struct Rank;
+  struct Node;
   struct Call;
+  struct NodeCall;
   class Phase;
 
   void BeatLoop();
   void SendHeartbeat(Rank* rank, double elapsed_s);
+  void SendNodeHeartbeat(Node* node, double elapsed_s);
   void HeartbeatDone(Call* call, bool ok, const std::string& error, int command);
+  void NodeHeartbeatDone(NodeCall* call, const grpc::Status& s);
 
   const GrpcRanksOptions options_;
   std::vector<std::unique_ptr<Rank>> ranks_;
+  std::vector<std::unique_ptr<Node>> nodes_;  // node_heartbeats only
   std::thread beater_;
   std::atomic<bool> stop_{false};
   int64_t train_start_ns_ = 0;

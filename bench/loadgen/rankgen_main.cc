@@ -43,6 +43,11 @@ int Main(int argc, char** argv) {
   app.add_option("--world", o.world, "Ranks in the job")->required()->check(CLI::Range(1, 65536));
   app.add_option("--per-node", o.per_node, "Simulated workers per node")
       ->check(CLI::Range(1, 1024));
+  std::string heartbeats = "node";
+  app.add_option("--heartbeats", heartbeats,
+                 "node: one NodeHeartbeat per simulated node per period, on the node task's own "
+                 "connection (ddp-trainer's default); worker: one Heartbeat per rank")
+      ->check(CLI::IsMember({"node", "worker"}));
   app.add_option("--heartbeat", heartbeat_s, "Seconds between a rank's heartbeats")
       ->check(CLI::PositiveNumber);
   app.add_option("--rpc-timeout", rpc_timeout_s, "Heartbeat deadline, seconds")
@@ -55,6 +60,7 @@ int Main(int argc, char** argv) {
                  o.first + o.count, o.world);
     return 2;
   }
+  o.node_heartbeats = heartbeats == "node";
   o.heartbeat_period = absl::Seconds(heartbeat_s);
   o.rpc_timeout = absl::Seconds(rpc_timeout_s);
   o.phase_timeout = absl::Seconds(phase_timeout_s);
@@ -78,7 +84,7 @@ int Main(int argc, char** argv) {
       {kCmdConnect,
        [&] {
          // One socket per rank plus gRPC's own descriptors (epoll, wakeup pipes, files).
-         if (static_cast<uint64_t>(o.count) + 64 > fd_limit) {
+         if (static_cast<uint64_t>(o.count) * (o.node_heartbeats ? 9 : 8) / 8 + 64 > fd_limit) {
            return FormatError(absl::StrCat(o.count, " connections need more than the fd limit ",
                                            fd_limit, " (RLIMIT_NOFILE hard limit)"));
          }

@@ -117,7 +117,8 @@ absl::Status ScaleRun::StartCoordinator() {
   token_ = file->view_token;  // the status probe reads with the view token
   return StartAgents({absl::StrCat(options_.bin_dir, "/ddp-rankgen"), "--dist-file", dist_file,
                       "--heartbeat", absl::StrCat(absl::ToDoubleSeconds(options_.heartbeat)),
-                      "--phase-timeout", absl::StrCat(timeout_s)});
+                      "--heartbeats", options_.heartbeats, "--phase-timeout",
+                      absl::StrCat(timeout_s)});
 }
 
 absl::Status ScaleRun::StartTcpStoreServer(const std::vector<std::string>& command) {
@@ -228,7 +229,8 @@ absl::Status ScaleRun::HeartbeatWindows() {
   const double cores = (cpu1 - cpu0) / span;
   // Percent of one core per 1,000 heartbeats a second.
   const double pct_per_1k = rate > 0 ? 100.0 * cores / (rate / 1000.0) : -1;
-  result_.Add("hb_per_s", rate)
+  result_.Add("heartbeats", options_.heartbeats)
+      .Add("hb_per_s", rate)
       .Add("coord_cores", cores)
       .Add("coord_pct_core_per_1k_hbps", pct_per_1k)
       .Add("agents_cores", (agents1 - agents0) / span);

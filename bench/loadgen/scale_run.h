@@ -37,6 +37,9 @@ struct ScaleOptions {
   absl::Duration window = absl::Seconds(10);  // each of the two heartbeat windows
   absl::Duration warmup = absl::Seconds(3);   // heartbeating before the first window
   absl::Duration heartbeat = absl::Seconds(1);
+  // grpc: node (8 ranks per simulated node send one NodeHeartbeat, as ddp-trainer's node tasks
+  // do) or worker (one Heartbeat per rank).
+  std::string heartbeats = "node";
   absl::Duration status_pause = absl::Milliseconds(20);
   absl::Duration phase_timeout = absl::Seconds(180);
 };

@@ -59,6 +59,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--heartbeat", heartbeat_s, "Seconds between a rank's heartbeats")
       ->check(CLI::PositiveNumber);
+  app.add_option("--heartbeats", o.heartbeats,
+                 "grpc: node (one NodeHeartbeat per 8-rank node, ddp-trainer's default) or "
+                 "worker (one Heartbeat per rank)")
+      ->check(CLI::IsMember({"node", "worker"}));
   app.add_option("--phase-timeout", phase_timeout_s, "Deadline of the connect and rendezvous")
       ->check(CLI::PositiveNumber);
   app.add_flag("--keep", keep, "Keep the work folder (logs) after a successful run");

@@ -1,0 +1,297 @@
+// The node's heartbeat relay: batching, per-beat outcomes, call failures, the batch window, late
+// replies, a relay that goes away (fake sender); and end to end against a real coordinator, where
+// three workers' heartbeats arrive as one NodeHeartbeat and each rank's progress lands on it.
+#include "client/heartbeat_relay.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/relay_link.h"
+#include "common/dist_file.h"
+#include "coordinator/job/job.h"
+#include "coordinator/kv_store.h"
+#include "coordinator/rpc/server.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace ddp {
+namespace {
+
+namespace pb = ::slurm_ddp::v1;
+using ::testing::HasSubstr;
+
+pb::HeartbeatRequest Beat(int rank, int64_t step) {
+  pb::HeartbeatRequest b;
+  b.mutable_worker()->set_rank(rank);
+  b.mutable_worker()->set_pid(1000 + rank);
+  b.mutable_progress()->set_step(step);
+  return b;
+}
+
+// A sender that records each call's beats and answers each beat with a reason naming its rank
+// (or refuses the ranks in `refuse`).
+struct RecordingSender {
+  absl::Mutex mu;
+  std::vector<std::vector<int>> calls;  // ranks per call
+  std::vector<int> refuse;
+  absl::Duration delay = absl::ZeroDuration();
+  absl::Status fail = absl::OkStatus();
+
+  NodeBeatSender sender() {
+    return [this](const std::string& bytes) -> absl::StatusOr<std::string> {
+      absl::SleepFor(delay);
+      pb::NodeHeartbeatRequest req;
+      EXPECT_TRUE(req.ParseFromString(bytes));
+      EXPECT_EQ(req.node_rank(), 7);
+      pb::NodeHeartbeatReply reply;
+      std::vector<int> ranks;
+      for (const pb::HeartbeatRequest& b : req.beats()) {
+        ranks.push_back(b.worker().rank());
+        pb::RankHeartbeatReply* r = reply.add_replies();
+        if (std::find(refuse.begin(), refuse.end(), b.worker().rank()) != refuse.end()) {
+          r->set_code(static_cast<int>(absl::StatusCode::kNotFound));
+          r->set_error("no such rank");
+        } else {
+          r->mutable_reply()->set_reason("for rank " + std::to_string(b.worker().rank()));
+          r->mutable_reply()->set_membership_generation(b.progress().step());
+        }
+      }
+      {
+        absl::MutexLock lock(&mu);
+        calls.push_back(ranks);
+      }
+      if (!fail.ok()) return fail;
+      return reply.SerializeAsString();
+    };
+  }
+  size_t num_calls() {
+    absl::MutexLock lock(&mu);
+    return calls.size();
+  }
+};
+
+std::unique_ptr<HeartbeatRelay> StartRelay(RecordingSender* s, absl::Duration window) {
+  HeartbeatRelayOptions o;
+  o.node_rank = 7;
+  o.batch_window = window;
+  auto relay = HeartbeatRelay::StartWithSender(o, s->sender());
+  EXPECT_TRUE(relay.ok()) << relay.status();
+  return relay.ok() ? *std::move(relay) : nullptr;
+}
+
+// The worker's own copy of its end (after exec it is the worker's; here the relay keeps its own).
+std::unique_ptr<RelayLink> Link(HeartbeatRelay* relay) {
+  absl::StatusOr<int> fd = relay->AddWorker();
+  EXPECT_TRUE(fd.ok()) << fd.status();
+  return std::make_unique<RelayLink>(::dup(*fd));
+}
+
+struct Outcome {
+  absl::Status status;
+  pb::HeartbeatReply reply;
+};
+
+// Each link sends one heartbeat (rank i, step 10 + i) from its own thread.
+std::vector<Outcome> BeatTogether(std::vector<std::unique_ptr<RelayLink>>& links,
+                                  absl::Duration timeout) {
+  std::vector<Outcome> out(links.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < links.size(); ++i) {
+    threads.emplace_back([&, i] {
+      out[i].status = links[i]->RoundTrip(Beat(static_cast<int>(i), 10 + static_cast<int64_t>(i)),
+                                          timeout, &out[i].reply);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return out;
+}
+
+TEST(HeartbeatRelayTest, TheNodesBeatsGoAsOneCallAndEachWorkerGetsItsOwnReply) {
+  RecordingSender s;
+  auto relay = StartRelay(&s, absl::Seconds(30));  // only "everyone is waiting" flushes
+  std::vector<std::unique_ptr<RelayLink>> links;
+  for (int i = 0; i < 4; ++i) links.push_back(Link(relay.get()));
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<Outcome> out = BeatTogether(links, absl::Seconds(10));
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_TRUE(out[i].status.ok()) << out[i].status;
+      EXPECT_EQ(out[i].reply.reason(), "for rank " + std::to_string(i));
+      EXPECT_EQ(out[i].reply.membership_generation(), 10 + static_cast<int64_t>(i));
+    }
+  }
+  EXPECT_EQ(s.num_calls(), 3u);
+  EXPECT_EQ(relay->calls(), 3);
+  EXPECT_EQ(relay->beats(), 12);
+}
+
+TEST(HeartbeatRelayTest, ARefusedBeatFailsAloneWithTheCoordinatorsCode) {
+  RecordingSender s;
+  s.refuse = {1};
+  auto relay = StartRelay(&s, absl::Seconds(30));
+  std::vector<std::unique_ptr<RelayLink>> links;
+  for (int i = 0; i < 3; ++i) links.push_back(Link(relay.get()));
+  const std::vector<Outcome> out = BeatTogether(links, absl::Seconds(10));
+  EXPECT_TRUE(out[0].status.ok());
+  EXPECT_EQ(out[1].status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(out[1].status.message(), HasSubstr("no such rank"));
+  EXPECT_TRUE(out[2].status.ok());
+}
+
+TEST(HeartbeatRelayTest, AFailedNodeCallFailsEveryBeatWithItsError) {
+  RecordingSender s;
+  s.fail = absl::UnavailableError("NodeHeartbeat: coordinator at h:1 unreachable");
+  auto relay = StartRelay(&s, absl::Seconds(30));
+  std::vector<std::unique_ptr<RelayLink>> links;
+  for (int i = 0; i < 2; ++i) links.push_back(Link(relay.get()));
+  for (const Outcome& o : BeatTogether(links, absl::Seconds(10))) {
+    EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(o.status.message(), HasSubstr("unreachable"));
+  }
+}
+
+TEST(HeartbeatRelayTest, ALoneWorkerWaitsAtMostTheBatchWindow) {
+  RecordingSender s;
+  auto relay = StartRelay(&s, absl::Milliseconds(150));
+  auto alone = Link(relay.get());
+  auto silent = Link(relay.get());  // a worker that is being respawned sends nothing
+  const absl::Time start = absl::Now();
+  pb::HeartbeatReply reply;
+  ASSERT_TRUE(alone->RoundTrip(Beat(0, 1), absl::Seconds(10), &reply).ok());
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(140));
+  EXPECT_LT(took, absl::Seconds(3));
+  EXPECT_EQ(reply.reason(), "for rank 0");
+}
+
+TEST(HeartbeatRelayTest, AReplyThatComesTooLateIsNotTakenForTheNextOne) {
+  RecordingSender s;
+  s.delay = absl::Milliseconds(600);
+  auto relay = StartRelay(&s, absl::Milliseconds(10));
+  auto link = Link(relay.get());
+  pb::HeartbeatReply reply;
+  absl::Status st = link->RoundTrip(Beat(0, 1), absl::Milliseconds(200), &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(st.message(), HasSubstr("heartbeat relay"));
+  // The late reply to step 1 arrives while this call waits; it must answer step 2 only.
+  ASSERT_TRUE(link->RoundTrip(Beat(0, 2), absl::Seconds(10), &reply).ok());
+  EXPECT_EQ(reply.membership_generation(), 2);
+}
+
+TEST(HeartbeatRelayTest, AWorkerWhoseTaskIsGoneSeesUnavailable) {
+  RecordingSender s;
+  auto relay = StartRelay(&s, absl::Milliseconds(10));
+  auto link = Link(relay.get());
+  relay.reset();  // the task ended: its end of every socket is closed
+  pb::HeartbeatReply reply;
+  absl::Status st = link->RoundTrip(Beat(0, 1), absl::Seconds(5), &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
+}
+
+// A real coordinator: three workers register, then heartbeat through one relay; the coordinator
+// answers them in one NodeHeartbeat and each rank's progress is its own.
+TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
+  const DistFileContents contents = *NewDistFileContents("relay", 0, "", 0);
+  JobConfig config;
+  config.job_id = "relay";
+  config.nonce = contents.nonce;
+  config.world_size = 3;
+  Job job(config, MonotonicClock::Get());
+  KvStore store;
+  ServerOptions so;
+  so.tokens = {contents.token, contents.view_token, contents.control_token};
+  auto server = CoordinatorServer::Start(so, &job, &store, MonotonicClock::Get());
+  ASSERT_TRUE(server.ok()) << server.status();
+  ConnectOptions co;
+  co.address = (*server)->address();
+  co.token = contents.token;
+
+  HeartbeatRelayOptions ro;
+  ro.connect = co;
+  ro.node_rank = 0;
+  ro.batch_window = absl::Seconds(30);
+  auto relay = HeartbeatRelay::Start(ro);
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  std::vector<std::unique_ptr<CoordinatorApi>> workers;
+  for (int i = 0; i < 3; ++i) {
+    ConnectOptions wo = co;
+    absl::StatusOr<int> fd = (*relay)->AddWorker();
+    ASSERT_TRUE(fd.ok());
+    wo.heartbeat_relay_fd = ::dup(*fd);
+    auto api = ConnectToCoordinator(wo);
+    ASSERT_TRUE(api.ok()) << api.status();
+    workers.push_back(*std::move(api));
+  }
+  std::vector<std::thread> threads;
+  std::vector<int> ranks(3, -1);
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      WorkerIdentity who;
+      who.host = "n0";
+      who.local_rank = i;
+      who.local_world_size = 3;
+      who.pid = 1000 + i;  // Beat()'s pids: rank i is local rank i
+      who.nonce = contents.nonce;
+      auto a = workers[i]->Register(who, absl::Seconds(10));
+      if (a.ok()) ranks[i] = a->rank;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+  std::vector<absl::Status> results(3);
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      ProgressReport p;
+      p.phase = WorkerPhase::kTraining;
+      p.step = 100 + ranks[i];
+      auto r = workers[i]->Heartbeat(p);
+      results[i] = r.status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& st : results) EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ((*relay)->calls(), 1);
+  EXPECT_EQ((*relay)->beats(), 3);
+  const JobStatus status = job.Status();
+  ASSERT_EQ(status.ranks.size(), 3u);
+  for (const RankStatus& r : status.ranks) EXPECT_EQ(r.step, 100 + r.rank) << r.rank;
+
+  // Over the wire by hand: each beat is judged alone; too many beats refuse the call.
+  auto stub = pb::Coordinator::NewStub(
+      grpc::CreateChannel(co.address, grpc::InsecureChannelCredentials()));
+  pb::NodeHeartbeatRequest req;
+  *req.add_beats() = Beat(0, 5);
+  *req.add_beats() = Beat(1, 5);
+  req.mutable_beats(1)->mutable_worker()->set_pid(999);  // not the process that registered
+  *req.add_beats() = Beat(2, -1);
+  pb::NodeHeartbeatReply reply;
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + contents.token);
+  ASSERT_TRUE(stub->NodeHeartbeat(&ctx, req, &reply).ok());
+  ASSERT_EQ(reply.replies_size(), 3);
+  EXPECT_EQ(reply.replies(0).code(), 0) << reply.replies(0).error();
+  EXPECT_NE(reply.replies(1).code(), 0);
+  EXPECT_EQ(reply.replies(2).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  pb::NodeHeartbeatRequest big;
+  for (int i = 0; i <= 4096; ++i) *big.add_beats() = Beat(0, 1);
+  grpc::ClientContext ctx2;
+  ctx2.AddMetadata("authorization", "Bearer " + contents.token);
+  const grpc::Status refused = stub->NodeHeartbeat(&ctx2, big, &reply);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("4097 beats"));
+  grpc::ClientContext ctx3;
+  ctx3.AddMetadata("authorization", "Bearer " + contents.view_token);
+  EXPECT_EQ(stub->NodeHeartbeat(&ctx3, req, &reply).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+}
+
+}  // namespace
+}  // namespace ddp
