@@ -49,6 +49,8 @@ struct RankAssignment {
   int restarts = 0;             // job-wide restarts used so far
   FailureCause recovery_cause;  // why this generation was formed (empty for the first)
   double recovery_seconds = 0;  // from the loss to this generation's completion
+  // How often this worker heartbeats (sized by the world; Job::HeartbeatInterval).
+  absl::Duration heartbeat_interval = absl::Seconds(1);
 };
 
 // A survivor asking to join the next membership generation (CoordinatorApi::Rejoin).

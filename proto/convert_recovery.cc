@@ -110,6 +110,7 @@ void RecoveryToProto(const RankAssignment& in, pb::RegisterReply* out) {
   out->set_restarts(in.restarts);
   if (!in.recovery_cause.empty()) ToProto(in.recovery_cause, out->mutable_recovery_cause());
   out->set_recovery_seconds(in.recovery_seconds);
+  out->set_heartbeat_interval_ms(absl::ToInt64Milliseconds(in.heartbeat_interval));
 }
 
 void RecoveryFromProto(const pb::RegisterReply& in, RankAssignment* out) {
@@ -119,6 +120,9 @@ void RecoveryFromProto(const pb::RegisterReply& in, RankAssignment* out) {
   out->restarts = in.restarts();
   if (in.has_recovery_cause()) out->recovery_cause = FromProto(in.recovery_cause());
   out->recovery_seconds = in.recovery_seconds();
+  out->heartbeat_interval = in.heartbeat_interval_ms() > 0
+                                ? absl::Milliseconds(in.heartbeat_interval_ms())
+                                : absl::Seconds(1);
 }
 
 void RecoveryToProto(const JobStatus& in, pb::JobStatus* out) {

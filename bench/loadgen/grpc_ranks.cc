@@ -48,6 +48,7 @@ struct GrpcRanks::Rank {
   pb::GetShardReply shard_reply;
   std::atomic<bool> beating{false};  // a heartbeat is in flight
   std::atomic<bool> aborted{false};
+  std::atomic<int64_t> interval_ms{0};  // the coordinator's heartbeat interval (Register)
 };
 
 // A simulated node task: the node's ranks in this process and the task's own connection.
@@ -243,6 +244,7 @@ PhaseReport GrpcRanks::Rendezvous() {
             return;
           }
           raw->shard_req.mutable_worker()->set_rank(raw->register_reply.rank());
+          raw->interval_ms = raw->register_reply.heartbeat_interval_ms();
           raw->rank = raw->register_reply.rank();  // from now on it heartbeats
           raw->stub->async()->GetShard(
               raw->shard_ctx.get(), &raw->shard_req, &raw->shard_reply,
@@ -260,9 +262,12 @@ void GrpcRanks::StartHeartbeats() {
 }
 
 void GrpcRanks::BeatLoop() {
-  const int64_t period = absl::ToInt64Nanoseconds(options_.heartbeat_period);
   int64_t round = MonotonicNanos();
   while (!stop_.load()) {
+    // The coordinator's interval once Register told it (as a worker's reporter follows it).
+    const int64_t told = ranks_.empty() ? 0 : ranks_.front()->interval_ms.load();
+    const int64_t period =
+        told > 0 ? told * 1000000 : absl::ToInt64Nanoseconds(options_.heartbeat_period);
     for (size_t j = 0; j < nodes_.size() && !stop_.load(); ++j) {
       Node* n = nodes_[j].get();
       if (j % 2 == 0) SleepUntilNs(round + period * n->first_global / options_.world);

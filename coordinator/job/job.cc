@@ -55,7 +55,22 @@ void Job::FailLocked(const FailureCause& cause, absl::StatusCode code, absl::Tim
   membership_.FailWaiters(absl::Status(code, cause.text), out);
 }
 
-void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
+absl::Duration Job::HeartbeatInterval(int world_size, absl::Duration heartbeat_timeout) {
+  const absl::Duration by_world = absl::Seconds(static_cast<double>(world_size) / 4096);
+  return std::max(absl::Seconds(1), std::min(by_world, heartbeat_timeout / 4));
+}
+
+Job::RegisterCallback Job::WithHeartbeatInterval(RegisterCallback done) const {
+  return [done = std::move(done), interval = HeartbeatInterval(config_.world_size,
+                                                                config_.heartbeat_timeout)](
+             absl::StatusOr<RankAssignment> a) {
+    if (a.ok()) a->heartbeat_interval = interval;
+    done(std::move(a));
+  };
+}
+
+void Job::Register(const WorkerIdentity& who, RegisterCallback done_as_is) {
+  RegisterCallback done = WithHeartbeatInterval(std::move(done_as_is));
   Completions out;
   absl::Status error;
   {
@@ -70,11 +85,24 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done) {
     } else if (joined->new_slot) {
       const bool replacing = membership_.world_complete();
       if (!replacing && config_.journal != nullptr) config_.journal->Registered(who);
-      EventLocked(
-          absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host, " pid ",
-                       who.pid, " node ", who.node_rank, " local rank ", who.local_rank, " (",
-                       membership_.registered(), " of ", config_.world_size, ")"),
-          &out);
+      // A large world's registrations are summed up (every tenth of the world) rather than
+      // logged one by one: 16,384 lines would cost the registration more than the work.
+      const int registered = membership_.registered();
+      const int world = config_.world_size;
+      if (replacing || world <= kRegistrationsLoggedEach ||
+          registered * 10 / world != (registered - 1) * 10 / world || registered == world) {
+        EventLocked(
+            world <= kRegistrationsLoggedEach || replacing
+                ? absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host,
+                               " pid ", who.pid, " node ", who.node_rank, " local rank ",
+                               who.local_rank, " (", registered, " of ", world, ")")
+                : absl::StrCat("registered ", registered, " of ", world, " workers"),
+            &out);
+      } else {
+        // Not logged, still a change every status reader sees at once.
+        version_.fetch_add(1, std::memory_order_acq_rel);
+        major_version_.fetch_add(1, std::memory_order_acq_rel);
+      }
       if (joined->world_full) {
         if (replacing) {
           CompleteRecoveryLocked(&out);

@@ -129,6 +129,13 @@ class Job {
   // ("rank 3 (host h, ...)").
   absl::StatusOr<LostDecision> ReportLost(const LostWorker& lost);
   static constexpr absl::Duration kRootCauseWindow = absl::Seconds(5);
+  // How often workers heartbeat: 1 s up to 4,096 ranks, then world / 4,096 s, at most a quarter
+  // of the heartbeat timeout, never under 1 s (proto/coordinator.proto, HEARTBEAT INTERVAL).
+  static absl::Duration HeartbeatInterval(int world_size, absl::Duration heartbeat_timeout);
+  // `done`, with the heartbeat interval set in a successful assignment.
+  RegisterCallback WithHeartbeatInterval(RegisterCallback done) const;
+  // Worlds up to this size log every registration; larger ones every tenth of the world.
+  static constexpr int kRegistrationsLoggedEach = 256;
   // A survivor (rank, pid) leaves its generation and joins the next; `done` runs once that is
   // complete, or with ABORTED and the job's failure when it cannot recover.
   void Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done);

@@ -169,7 +169,8 @@ void Job::CompleteRecoveryLocked(Completions* out) {
   for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
 }
 
-void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done) {
+void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done_as_is) {
+  RegisterCallback done = WithHeartbeatInterval(std::move(done_as_is));
   absl::Status error = membership_.CheckWorker(rank, pid);
   Completions out;
   if (error.ok()) {

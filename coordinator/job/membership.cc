@@ -51,6 +51,7 @@ absl::StatusOr<Membership::JoinResult> Membership::Join(const WorkerIdentity& wh
   if (replacing) {
     Slot& slot = it->second;
     slot.who = who;
+    if (slot.vacant) --vacant_;
     slot.vacant = false;
     slot.joined = forming_;
     slot.committed_step = -1;
@@ -87,6 +88,7 @@ absl::StatusOr<bool> Membership::Rejoin(int rank, int64_t committed_step, Regist
   }
   // The member was declared lost (silent) but is alive: it may take its slot back until a
   // replacement does.
+  if (slot.vacant) --vacant_;
   slot.vacant = false;
   slot.joined = current_ + 1;
   slot.committed_step = committed_step;
@@ -106,6 +108,7 @@ void Membership::Vacate(int rank, const std::string& fate, const absl::Status& e
   auto it = slots_.find(Key(w.node_rank, w.local_rank));
   if (it == slots_.end()) return;
   Slot& slot = it->second;
+  if (!slot.vacant) ++vacant_;
   slot.vacant = true;
   slot.vacated = true;
   slot.joined = -1;
@@ -162,6 +165,7 @@ std::vector<int> Membership::Complete(const GenerationNote& note, Completions* o
 
 void Membership::Restore(const RankTable& table) {
   slots_.clear();
+  vacant_ = 0;
   for (const WorkerIdentity& who : table.ranks) {
     Slot& slot = slots_[{who.node_rank, who.local_rank}];
     slot.who = who;
@@ -185,11 +189,7 @@ void Membership::FailWaiters(const absl::Status& error, Completions* out) {
   }
 }
 
-int Membership::registered() const {
-  int n = 0;
-  for (const auto& [key, slot] : slots_) n += slot.vacant ? 0 : 1;
-  return n;
-}
+int Membership::registered() const { return static_cast<int>(slots_.size()) - vacant_; }
 
 std::vector<WorkerIdentity> Membership::Registered() const {
   std::vector<WorkerIdentity> out;
@@ -220,6 +220,7 @@ int Membership::RemoveNode(int node_rank) {
   int removed = 0;
   for (auto it = slots_.begin(); it != slots_.end();) {
     if (it->first.first == node_rank) {
+      if (it->second.vacant) --vacant_;
       it = slots_.erase(it);
       ++removed;
     } else {
@@ -292,7 +293,15 @@ std::string Membership::MissingWorkers() const {
                                  missing.size() == 1 ? " local rank " : " local ranks ",
                                  absl::StrJoin(missing, ",")));
   }
-  return absl::StrCat(head, "; missing ", absl::StrJoin(parts, "; "));
+  // A large job's list is cut (a reason is one line of at most a few KiB): the first nodes, then
+  // how many more.
+  constexpr size_t kMaxListed = 32;
+  std::string more;
+  if (parts.size() > kMaxListed) {
+    more = absl::StrCat("; and ", parts.size() - kMaxListed, " more nodes");
+    parts.resize(kMaxListed);
+  }
+  return absl::StrCat(head, "; missing ", absl::StrJoin(parts, "; "), more);
 }
 
 std::string Membership::MissingMembers() const {

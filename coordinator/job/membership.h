@@ -161,6 +161,7 @@ class Membership {
   const std::string nonce_;
   const int64_t slurm_generation_;
   std::map<Key, Slot> slots_;  // ordered: ranks follow map order
+  int vacant_ = 0;             // slots_ with vacant set (registered() is O(1))
   int num_nodes_ = 0;
   int64_t current_ = -1;
   int64_t forming_ = 0;

@@ -19,6 +19,12 @@
 #include "coordinator/rpc/validation.h"
 
 namespace ddp {
+namespace {
+
+// Transport memory allowed per rank of the job, above ServerOptions::memory_quota_bytes.
+constexpr size_t kQuotaPerRank = size_t{64} << 10;
+
+}  // namespace
 
 std::string DefaultListenHost() {
   char name[256] = {0};
@@ -76,7 +82,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, options.max_header_bytes);
   grpc::ResourceQuota quota("ddp-coordinator");
-  quota.Resize(options.memory_quota_bytes);
+  // Every connection holds read buffers against the quota; under pressure gRPC sends idle
+  // connections GOAWAY to reclaim memory, which at 16,384 connections refused registrations. So
+  // the bound grows with the world (one connection per worker, one per node task).
+  quota.Resize(options.memory_quota_bytes +
+               kQuotaPerRank * static_cast<size_t>(job->config().world_size));
   builder.SetResourceQuota(quota);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));

@@ -57,7 +57,8 @@ struct ServerOptions {
   size_t max_calls = 0;
   int max_streams_per_connection = 100;
   int max_header_bytes = 16 * 1024;
-  // Memory gRPC's transport may hold (read buffers, queued frames), a soft bound.
+  // Memory gRPC's transport may hold (read buffers, queued frames), a soft bound; 64 KiB per
+  // rank of the job are added to it (every rank holds a connection).
   size_t memory_quota_bytes = size_t{128} << 20;
 };
 

@@ -58,7 +58,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
     return absl::Status(rank.status().code(),
                         absl::StrCat("registration failed: ", rank.status().message()));
   }
-  return std::make_unique<CoordinatorSession>(*std::move(api), *rank, ReporterOptions(c));
+  ProgressReporterOptions reporter = ReporterOptions(c);
+  reporter.period = rank->heartbeat_interval;  // sized by the world (Job::HeartbeatInterval)
+  return std::make_unique<CoordinatorSession>(*std::move(api), *rank, std::move(reporter));
 }
 
 CoordinatorSession::CoordinatorSession(std::unique_ptr<CoordinatorApi> api, RankAssignment rank,
