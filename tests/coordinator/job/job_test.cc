@@ -458,5 +458,23 @@ TEST_F(JobTest, StatusAggregatesProgress) {
   EXPECT_FALSE(s.events.empty());
 }
 
+TEST(JobHeartbeatIntervalTest, GrowsWithTheWorldWithinTheTimeout) {
+  struct Case {
+    int world;
+    double timeout_s;
+    double want_s;
+  };
+  for (const Case& c : std::vector<Case>{{1, 10, 1},
+                                         {4096, 10, 1},
+                                         {8192, 10, 2},
+                                         {16384, 10, 2.5},
+                                         {16384, 60, 4},
+                                         {65536, 60, 15},
+                                         {16384, 3, 1}}) {
+    EXPECT_EQ(Job::HeartbeatInterval(c.world, absl::Seconds(c.timeout_s)), absl::Seconds(c.want_s))
+        << c.world << " ranks, timeout " << c.timeout_s;
+  }
+}
+
 }  // namespace
 }  // namespace ddp

@@ -166,6 +166,40 @@ TEST(MembershipTest, MissingWorkersNamesTheGap) {
   }
 }
 
+TEST(MembershipTest, ALargeJobsMissingListIsCut) {
+  // 100 nodes of 2, node i's worker 0 only: every node misses local rank 1.
+  std::vector<WorkerIdentity> joined;
+  for (int node = 0; node < 100; ++node) joined.push_back(Who(node, 0, 2, 100 + node));
+  Membership m(200, "n", 0);
+  JoinAll(m, joined);
+  EXPECT_EQ(m.registered(), 100);
+  const std::string text = m.MissingWorkers();
+  EXPECT_NE(text.find("missing node 0 (host0) local rank 1; node 1 (host1)"), std::string::npos);
+  EXPECT_NE(text.find("node 31 (host31) local rank 1; and 68 more nodes"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("node 32 "), std::string::npos) << text;
+  EXPECT_LT(text.size(), 4096u);
+}
+
+TEST(MembershipTest, RegisteredCountsOccupiedSlotsThroughVacateAndRejoin) {
+  Membership m(3, "n", 0);
+  JoinAll(m, {Who(0, 0, 1, 10), Who(1, 0, 1, 11), Who(2, 0, 1, 12)});
+  EXPECT_EQ(m.registered(), 3);
+  Completions out;
+  m.BeginNext();
+  m.Vacate(1, "lost", absl::AbortedError("lost"), &out);
+  m.Vacate(1, "lost again", absl::AbortedError("lost"), &out);  // counted once
+  EXPECT_EQ(m.registered(), 2);
+  Membership::RegisterCallback cb = [](absl::StatusOr<RankAssignment>) {};
+  ASSERT_TRUE(m.Rejoin(1, 5, cb).ok());  // the silent one was alive after all
+  EXPECT_EQ(m.registered(), 3);
+  m.Vacate(2, "lost", absl::AbortedError("lost"), &out);
+  EXPECT_EQ(m.registered(), 2);
+  EXPECT_EQ(m.RemoveNode(2), 1);  // dropping the vacant node's slot
+  EXPECT_EQ(m.registered(), 2);
+  out.Run();
+}
+
 TEST(MembershipTest, CheckWorkerAndDescriptions) {
   Membership m(2, "n", 0);
   EXPECT_TRUE(absl::IsFailedPrecondition(m.CheckWorker(0, 1)));
