@@ -18,8 +18,9 @@ echo "$out"
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
 g="$(sed -n 's/^grpc-1024: //p' <<<"$out")"
 [[ -n "$g" ]] || fail "no ddp-coordinator result"
-for kv in ranks=1024 connect_rank_n=1024 rendezvous_rank_n=1024 hb_failed=0 hb_aborted=0 \
-          job_state=RUNNING unhealthy_ranks=0 status_errors=0; do
+# Connections: one per rank and one per node task (128 nodes of 8 relay their heartbeats).
+for kv in ranks=1024 connect_rank_n=1152 rendezvous_rank_n=1024 heartbeats=node hb_failed=0 \
+          hb_aborted=0 job_state=RUNNING unhealthy_ranks=0 status_errors=0; do
   [[ "$(field "${kv%%=*}" "$g")" == "${kv#*=}" ]] || fail "expected $kv, got $(field "${kv%%=*}" "$g")"
 done
 awk -v n="$(field status_n "$g")" 'BEGIN { exit !(n > 10) }' || fail "too few GetStatus samples"
