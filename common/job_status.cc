@@ -222,6 +222,16 @@ RankFlags FlagRank(const RankStatus& r, int64_t median_step) {
 }
 
 std::string JsonQuote(absl::string_view raw) {
+  // Most strings (hosts, states, phases) are printable ASCII with nothing to escape.
+  bool plain = true;
+  for (char c : raw) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u > 0x7e || c == '"' || c == '\\') {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return absl::StrCat("\"", raw, "\"");
   const std::string s = ToValidUtf8(raw);  // JSON text is UTF-8: never pass a bad byte through
   std::string out = "\"";
   for (char c : s) {

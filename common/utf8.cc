@@ -46,6 +46,9 @@ bool IsValidUtf8(absl::string_view s) {
 }
 
 std::string ToValidUtf8(absl::string_view s) {
+  bool ascii = true;
+  for (char c : s) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return std::string(s);
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
