@@ -5,9 +5,11 @@
 #   connect     every rank connected and answered once (gRPC: Hello; TCPStore: its handshake)
 #   rendezvous  every rank holds its rank and its shard (gRPC: Register + GetShard; TCPStore:
 #               add / set / add / wait / get)
-# and, for ddp-coordinator only, a heartbeat window (every rank heartbeating once a second; the
-# coordinator's CPU from /proc) and a status window (GetStatus p50/p99 from an operator process
-# while every rank heartbeats).
+# and, for ddp-coordinator only, a heartbeat window (every rank heartbeating at the interval the
+# coordinator gives it: 1 s up to 4,096 ranks, 2.5 s at 16,384 with the default 10 s timeout;
+# as ddp-trainer's node tasks do, the 8 ranks of a simulated node send one NodeHeartbeat on the
+# node task's own connection; the coordinator's CPU from /proc) and a status window (GetStatus
+# p50/p99 from an operator process while every rank heartbeats).
 #
 #   bench/loadgen.sh [--quick] [--no-python] [--python-max N] [--resolver] [N...]
 #                  (default sizes: 1024 4096 16384)
@@ -114,8 +116,8 @@ fi
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank)"
-printf "%-7s %-34s %-6s %-10s %-12s %-13s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms listen_overfl load1
+echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank; CPU seconds of the server and of all client processes during the rendezvous)"
+printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms rdzv_srv_cpu rdzv_cli_cpu listen_overfl load1
 for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   r="${res[$key]:-}"
   [[ -z "$r" ]] && continue
@@ -125,13 +127,14 @@ for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppd
     py-*) name="TCPStore, Python client" ;;
     cppdns-*) name="TCPStore, C++, resolver as is" ;;
   esac
-  printf "%-7s %-34s %-6s %-10s %-12s %-13s %-14s %-9s\n" "$(col ranks "$r")" "$name" "$(col procs "$r")" \
+  printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-14s %-9s\n" "$(col ranks "$r")" "$name" "$(col procs "$r")" \
     "$(col connect_s "$r")" "$(col rendezvous_s "$r")" "$(col rendezvous_rank_p99_ms "$r")" \
+    "$(col rendezvous_server_cpu_s "$r")" "$(col rendezvous_clients_cpu_s "$r")" \
     "$(col connect_ListenOverflows "$r")" "$(col load1_before "$r")"
 done
 
 echo
-echo "ddp-coordinator under heartbeats (every rank once a second; GetStatus from an operator process)"
+echo "ddp-coordinator under heartbeats (every rank at the coordinator's interval, 8 ranks per NodeHeartbeat; GetStatus from an operator process)"
 printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" ranks hb_per_s hb_failed hb_late hb_p99_ms st_p50_ms st_p99_ms coord_cores %core/1k_hb/s state
 for n in "${sizes[@]}"; do
   r="${res[grpc-$n]:-}"

@@ -176,6 +176,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ScaleRun::TcpExtDelta(
 absl::Status ScaleRun::TimedPhase(const std::string& command, const std::string& name) {
   ASSIGN_OR_RETURN(const auto tcp_before, TcpExtCounters());
   ASSIGN_OR_RETURN(const double cpu_before, ProcessCpuSeconds(server_->pid()));
+  ASSIGN_OR_RETURN(const double agents_before, agents_->CpuSeconds());
   // Agents reply once their last rank is done, or with an error after phase_timeout.
   const absl::Time deadline = absl::Now() + options_.phase_timeout + absl::Seconds(30);
   auto phase = agents_->TimedPhase(command, deadline);
@@ -184,10 +185,13 @@ absl::Status ScaleRun::TimedPhase(const std::string& command, const std::string&
                                                             "): ", phase.status().message()));
   }
   ASSIGN_OR_RETURN(const double cpu_after, ProcessCpuSeconds(server_->pid()));
+  ASSIGN_OR_RETURN(const double agents_after, agents_->CpuSeconds());
   ASSIGN_OR_RETURN(const auto tcp_delta, TcpExtDelta(tcp_before));
+  // The clients' CPU too: on one machine they share its cores with the server.
   result_.Add(name + "_s", phase->seconds)
       .Add(name + "_rank", phase->latency)
-      .Add(name + "_server_cpu_s", cpu_after - cpu_before);
+      .Add(name + "_server_cpu_s", cpu_after - cpu_before)
+      .Add(name + "_clients_cpu_s", agents_after - agents_before);
   std::string counters;
   for (const auto& [k, v] : tcp_delta) {
     result_.Add(name + "_" + k, v);
