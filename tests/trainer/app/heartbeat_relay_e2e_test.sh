@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Per-node heartbeats for real: a local job of 4 workers (one task) heartbeats through its task's
+# relay: the coordinator's /metrics counts NodeHeartbeat calls and no per-worker Heartbeat, and
+# every rank's own progress arrives (ddpctl status: 4 ranks, each done, each past half of the job's steps). With
+# --heartbeats worker it is the other way round. The job must also end 0 either way.
+set -euo pipefail
+bin="${DDP_BIN_DIR:?DDP_BIN_DIR is unset (run through ctest)}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/hb-relay-e2e.XXXXXX")"
+pid=""
+cleanup() {
+  [[ -n "$pid" ]] && kill -9 "$pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [[ -f "$work/log" ]] && tail -20 "$work/log" >&2; exit 1; }
+
+# count METRICS METHOD: the OK calls of METHOD in a /metrics text (0 when absent).
+count() { sed -n "s/^ddp_rpc_requests_total{method=\"$2\",code=\"OK\"} \([0-9]*\)$/\1/p" <<<"$1" | head -1 | grep . || echo 0; }
+
+run() {
+  local mode="$1" df="$work/df.$1"
+  "$bin/ddp-trainer" --nprocs-per-node 4 --data synthetic:8000 --arch mlp --epochs 2 \
+    --batch-size 16 --no-eval --print-freq 1000 --linger 60 --heartbeats "$mode" \
+    --dist-file "$df" >"$work/log" 2>&1 &
+  pid=$!
+  local deadline=$((SECONDS + 120))
+  until grep -q "job SUCCEEDED" "$df.coordinator.log" 2>/dev/null; do
+    ((SECONDS < deadline)) || fail "$mode: the job did not succeed within 120 s"
+    kill -0 "$pid" 2>/dev/null || fail "$mode: the job ended early"
+    sleep 0.5
+  done
+  local port token
+  port="$(sed -n 's/^http_port=//p' "$df")"
+  token="$(sed -n 's/^view_token=//p' "$df")"
+  metrics="$(curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics")" ||
+    fail "$mode: no /metrics"
+  status="$("$bin/ddpctl" status --json --dist-file "$df")" || fail "$mode: ddpctl status"
+  # Once the workers have exited (only the coordinator is left), a signal ends the linger.
+  until [[ "$(pgrep -P "$pid" | wc -l)" -le 1 ]]; do
+    ((SECONDS < deadline)) || fail "$mode: the workers did not exit"
+    sleep 0.2
+  done
+  kill -TERM "$pid"
+  local rc=0
+  wait "$pid" || rc=$?
+  pid=""
+  [[ $rc == 0 ]] || fail "$mode: the job exited $rc"
+}
+
+check_ranks() {
+  python3 - "$1" <<'PY' || fail "$2: status: $1"
+import json, sys
+s = json.loads(sys.argv[1])
+assert s["state"] == "SUCCEEDED", s["state"]
+ranks = s["ranks"]
+assert len(ranks) == 4, ranks
+total = s["epochs"] * s["steps_per_epoch"]
+for r in ranks:
+    # Each rank's own progress arrived (its last heartbeat, up to an interval before the end).
+    assert r["state"] == "done" and total // 2 < r["step"] <= total, (r, total)
+PY
+}
+
+run node
+node_calls="$(count "$metrics" NodeHeartbeat)"
+worker_calls="$(count "$metrics" Heartbeat)"
+echo "node: NodeHeartbeat $node_calls, Heartbeat $worker_calls"
+((node_calls >= 2)) || fail "node: $node_calls NodeHeartbeat calls"
+((worker_calls == 0)) || fail "node: $worker_calls per-worker Heartbeat calls"
+check_ranks "$status" node
+
+run worker
+node_calls="$(count "$metrics" NodeHeartbeat)"
+worker_calls="$(count "$metrics" Heartbeat)"
+echo "worker: NodeHeartbeat $node_calls, Heartbeat $worker_calls"
+((node_calls == 0)) || fail "worker: $node_calls NodeHeartbeat calls"
+((worker_calls >= 8)) || fail "worker: $worker_calls per-worker Heartbeat calls"
+check_ranks "$status" worker
+echo "ok: heartbeats relayed per node, and per worker when asked"
