@@ -86,7 +86,8 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done_as_is) {
       const bool replacing = membership_.world_complete();
       if (!replacing && config_.journal != nullptr) config_.journal->Registered(who);
       // A large world's registrations are summed up (every tenth of the world) rather than
-      // logged one by one: 16,384 lines would cost the registration more than the work.
+      // logged one by one: 16,384 lines tell little that the count does not, and they would
+      // push everything else out of the bounded event list.
       const int registered = membership_.registered();
       const int world = config_.world_size;
       if (replacing || world <= kRegistrationsLoggedEach ||
