@@ -260,7 +260,8 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
 absl::StatusOr<std::unique_ptr<CoordinatorApi>> ConnectToCoordinator(
     const ConnectOptions& options) {
   std::unique_ptr<RelayLink> relay;
-  if (options.heartbeat_relay_fd >= 0) relay = std::make_unique<RelayLink>(options.heartbeat_relay_fd);
+  if (options.heartbeat_relay_fd >= 0)
+    relay = std::make_unique<RelayLink>(options.heartbeat_relay_fd);
   ASSIGN_OR_RETURN(std::unique_ptr<RpcChannel> channel, RpcChannel::Open(options));
   return std::unique_ptr<CoordinatorApi>(
       new GrpcCoordinatorClient(std::move(channel), std::move(relay)));

@@ -50,10 +50,9 @@ class CoordinatorSender {
     pb::NodeHeartbeatRequest req;
     if (!req.ParseFromString(request)) return absl::InternalError("NodeHeartbeat: bad request");
     pb::NodeHeartbeatReply reply;
-    absl::Status st =
-        channel_->Call("NodeHeartbeat", channel_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-          return channel_->stub().NodeHeartbeat(ctx, req, &reply);
-        });
+    absl::Status st = channel_->Call(
+        "NodeHeartbeat", channel_->rpc_timeout(),
+        [&](grpc::ClientContext* ctx) { return channel_->stub().NodeHeartbeat(ctx, req, &reply); });
     if (!st.ok()) return st;
     return reply.SerializeAsString();
   }
@@ -273,9 +272,8 @@ absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::StartWithSender(
 absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::Start(
     HeartbeatRelayOptions options) {
   auto sender = std::make_shared<CoordinatorSender>(options.connect);
-  return StartWithSender(std::move(options), [sender](const std::string& request) {
-    return sender->Send(request);
-  });
+  return StartWithSender(std::move(options),
+                         [sender](const std::string& request) { return sender->Send(request); });
 }
 
 absl::StatusOr<int> HeartbeatRelay::AddWorker() { return impl_->AddWorker(); }

@@ -353,7 +353,7 @@ void GrpcRanks::NodeHeartbeatDone(NodeCall* call, const grpc::Status& s) {
     if (r == nullptr || r->code() != 0) {
       ++beats_.failed;
       if (beats_.first_error.empty()) {
-        beats_.first_error = !s.ok()    ? absl::StrCat(s.error_code(), " ", s.error_message())
+        beats_.first_error = !s.ok()        ? absl::StrCat(s.error_code(), " ", s.error_message())
                              : r == nullptr ? std::string("NodeHeartbeat: missing reply")
                                             : absl::StrCat(r->code(), " ", r->error());
       }

@@ -61,8 +61,8 @@ absl::Duration Job::HeartbeatInterval(int world_size, absl::Duration heartbeat_t
 }
 
 Job::RegisterCallback Job::WithHeartbeatInterval(RegisterCallback done) const {
-  return [done = std::move(done), interval = HeartbeatInterval(config_.world_size,
-                                                                config_.heartbeat_timeout)](
+  return [done = std::move(done),
+          interval = HeartbeatInterval(config_.world_size, config_.heartbeat_timeout)](
              absl::StatusOr<RankAssignment> a) {
     if (a.ok()) a->heartbeat_interval = interval;
     done(std::move(a));

@@ -157,16 +157,13 @@ void CoordinatorService::AddWorkerMethods() {
           }));
   AddUnary("Heartbeat", kWorkerRoles, kIdentity,
            Typed<pb::HeartbeatRequest, pb::HeartbeatReply>(
-               "Heartbeat",
-               [this](const pb::HeartbeatRequest& req, pb::HeartbeatReply* resp, Done done) {
-                 done(OneHeartbeat(req, resp));
-               }));
+               "Heartbeat", [this](const pb::HeartbeatRequest& req, pb::HeartbeatReply* resp,
+                                   Done done) { done(OneHeartbeat(req, resp)); }));
   // Each beat is judged as its own Heartbeat; one refused beat fails alone.
   AddUnary("NodeHeartbeat", kWorkerRoles, kMaxRequestBytes,
            Typed<pb::NodeHeartbeatRequest, pb::NodeHeartbeatReply>(
-               "NodeHeartbeat",
-               [this](const pb::NodeHeartbeatRequest& req, pb::NodeHeartbeatReply* resp,
-                      Done done) {
+               "NodeHeartbeat", [this](const pb::NodeHeartbeatRequest& req,
+                                       pb::NodeHeartbeatReply* resp, Done done) {
                  if (req.beats_size() > kMaxNodeBeats) {
                    return done(absl::InvalidArgumentError(
                        absl::StrCat("NodeHeartbeat: ", req.beats_size(),
