@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -20,7 +21,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "client/relay_link.h"
 #include "client/rpc_channel.h"
+#include "proto/convert.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace ddp {
@@ -28,8 +31,6 @@ namespace ddp {
 namespace pb = ::slurm_ddp::v1;
 
 namespace {
-
-constexpr size_t kMaxPacket = 64 * 1024;
 
 // The default sender: the node's own connection to the coordinator, opened on first use and
 // again after a failure.
@@ -39,7 +40,7 @@ class CoordinatorSender {
     options_.dist_file_timeout = absl::ZeroDuration();  // the workers found it already
   }
 
-  absl::StatusOr<std::string> Send(const std::string& request) {
+  absl::Status Send(const pb::NodeHeartbeatRequest& req, pb::NodeHeartbeatReply* reply) {
     if (channel_ == nullptr) {
       absl::StatusOr<std::unique_ptr<RpcChannel>> ch = RpcChannel::Open(options_);
       if (!ch.ok()) {
@@ -47,14 +48,9 @@ class CoordinatorSender {
       }
       channel_ = *std::move(ch);
     }
-    pb::NodeHeartbeatRequest req;
-    if (!req.ParseFromString(request)) return absl::InternalError("NodeHeartbeat: bad request");
-    pb::NodeHeartbeatReply reply;
-    absl::Status st = channel_->Call(
-        "NodeHeartbeat", channel_->rpc_timeout(),
-        [&](grpc::ClientContext* ctx) { return channel_->stub().NodeHeartbeat(ctx, req, &reply); });
-    if (!st.ok()) return st;
-    return reply.SerializeAsString();
+    return channel_->Call("NodeHeartbeat", channel_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return channel_->stub().NodeHeartbeat(ctx, req, reply);
+    });
   }
 
  private:
@@ -191,28 +187,22 @@ class HeartbeatRelay::Impl {
       *req.add_beats() = l.waiting->beat;
       sent.push_back(&l);
     }
-    absl::StatusOr<std::string> bytes = sender_(req.SerializeAsString());
+    pb::NodeHeartbeatReply reply;
+    const absl::Status st = sender_(req, &reply);
     calls_.fetch_add(1);
     beats_.fetch_add(static_cast<int64_t>(sent.size()));
-    pb::NodeHeartbeatReply reply;
-    absl::Status st = bytes.status();
-    if (st.ok() && !reply.ParseFromString(*bytes)) {
-      st = absl::InternalError("NodeHeartbeat: unreadable reply");
-    }
     for (size_t i = 0; i < sent.size(); ++i) {
       Link* l = sent[i];
       pb::RelayedHeartbeatReply out;
       out.set_pid(l->waiting->pid);
       out.set_seq(l->waiting->seq);
-      pb::RankHeartbeatReply* r = out.mutable_result();
       if (!st.ok()) {
-        r->set_code(static_cast<int>(st.code()));
-        r->set_error(std::string(st.message()));
+        ToProto(st, out.mutable_result());  // the call failed: every beat in it did
       } else if (static_cast<int>(i) < reply.replies_size()) {
-        *r = reply.replies(static_cast<int>(i));
+        *out.mutable_result() = reply.replies(static_cast<int>(i));
       } else {
-        r->set_code(static_cast<int>(absl::StatusCode::kInternal));
-        r->set_error("NodeHeartbeat: the reply has fewer results than beats");
+        ToProto(absl::InternalError("NodeHeartbeat: the reply has fewer results than beats"),
+                out.mutable_result());
       }
       l->waiting.reset();
       const std::string packet = out.SerializeAsString();
@@ -224,7 +214,7 @@ class HeartbeatRelay::Impl {
 
   void Loop() {
     std::vector<Link> links;
-    std::vector<char> buf(kMaxPacket);
+    std::vector<char> buf(kMaxRelayPacket);
     std::vector<pollfd> fds;
     while (!stop_.load()) {
       TakeNewSockets(&links);
@@ -238,7 +228,13 @@ class HeartbeatRelay::Impl {
                          : static_cast<int>(absl::ToInt64Milliseconds(left)) + 1;
       }
       const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
-      if (ready < 0 && errno != EINTR) return;
+      if (ready < 0 && errno != EINTR) {
+        // Not expected (poll fails on bad arguments or no memory); the workers' heartbeats now
+        // time out, which they report as an unanswered coordinator.
+        std::fprintf(stderr, "ddp-trainer: the heartbeat relay stopped: poll: %s\n",
+                     std::strerror(errno));
+        return;
+      }
       for (size_t i = 0; i < links.size(); ++i) {
         if (fds[i + 1].revents & POLLIN) Read(&links[i], &buf);
       }
@@ -272,8 +268,10 @@ absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::StartWithSender(
 absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::Start(
     HeartbeatRelayOptions options) {
   auto sender = std::make_shared<CoordinatorSender>(options.connect);
-  return StartWithSender(std::move(options),
-                         [sender](const std::string& request) { return sender->Send(request); });
+  return StartWithSender(std::move(options), [sender](const pb::NodeHeartbeatRequest& req,
+                                                      pb::NodeHeartbeatReply* reply) {
+    return sender->Send(req, reply);
+  });
 }
 
 absl::StatusOr<int> HeartbeatRelay::AddWorker() { return impl_->AddWorker(); }

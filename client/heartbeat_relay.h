@@ -28,6 +28,11 @@
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 
+namespace slurm_ddp::v1 {
+class NodeHeartbeatRequest;  // proto/coordinator.proto; declared only, so that this header
+class NodeHeartbeatReply;    // stays free of protobuf for the launcher that includes it
+}  // namespace slurm_ddp::v1
+
 namespace ddp {
 
 struct HeartbeatRelayOptions {
@@ -37,9 +42,9 @@ struct HeartbeatRelayOptions {
   absl::Duration batch_window = absl::Milliseconds(100);
 };
 
-// A node call as bytes (tests): a serialized NodeHeartbeatRequest in, a serialized
-// NodeHeartbeatReply out, or the call's error.
-using NodeBeatSender = std::function<absl::StatusOr<std::string>(const std::string& request)>;
+// One node call (tests send it to a fake): fills the reply, or returns the call's error.
+using NodeBeatSender = std::function<absl::Status(const slurm_ddp::v1::NodeHeartbeatRequest&,
+                                                  slurm_ddp::v1::NodeHeartbeatReply*)>;
 
 class HeartbeatRelay {
  public:

@@ -7,19 +7,17 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "proto/convert.h"
 
 namespace ddp {
 
 namespace pb = ::slurm_ddp::v1;
 
-// Larger than any reply (a heartbeat reply holds two texts of at most 4 KiB).
-constexpr size_t kMaxPacket = 64 * 1024;
-
-RelayLink::RelayLink(int fd) : fd_(fd), pid_(static_cast<int>(::getpid())) {}
+RelayLink::RelayLink(int fd) : fd_(fd), pid_(static_cast<int>(::getpid())), buf_(kMaxRelayPacket) {}
 
 RelayLink::~RelayLink() { ::close(fd_); }
 
@@ -41,7 +39,6 @@ absl::Status RelayLink::RoundTrip(const pb::HeartbeatRequest& beat, absl::Durati
         absl::StrCat("Heartbeat: the node's heartbeat relay: ", std::strerror(errno)));
   }
   const absl::Time deadline = absl::Now() + timeout;
-  std::vector<char> buf(kMaxPacket);
   while (true) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
@@ -53,20 +50,17 @@ absl::Status RelayLink::RoundTrip(const pb::HeartbeatRequest& beat, absl::Durati
     const int ready = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;  // the deadline check above ends it
-    const ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) {
       return absl::UnavailableError(
           "Heartbeat: the node's ddp-trainer task closed the heartbeat relay");
     }
     pb::RelayedHeartbeatReply in;
-    if (!in.ParseFromArray(buf.data(), static_cast<int>(n))) continue;
+    if (!in.ParseFromArray(buf_.data(), static_cast<int>(n))) continue;
     if (in.pid() != pid_ || in.seq() != seq) continue;  // a reply nobody waits for any more
-    const pb::RankHeartbeatReply& r = in.result();
-    if (r.code() != 0) {
-      return absl::Status(static_cast<absl::StatusCode>(r.code()), r.error());
-    }
-    *reply = r.reply();
+    RETURN_IF_ERROR(FromProto(in.result()));
+    *reply = in.result().reply();
     return absl::OkStatus();
   }
 }

@@ -13,7 +13,9 @@
 #ifndef SLURM_DDP_CLIENT_RELAY_LINK_H_
 #define SLURM_DDP_CLIENT_RELAY_LINK_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -22,6 +24,9 @@
 #include "proto/coordinator.pb.h"
 
 namespace ddp {
+
+// The largest packet either side sends (a heartbeat reply holds two texts of at most 4 KiB).
+inline constexpr size_t kMaxRelayPacket = 64 * 1024;
 
 class RelayLink {
  public:
@@ -38,6 +43,7 @@ class RelayLink {
   const int pid_;
   absl::Mutex mu_;
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<char> buf_ ABSL_GUARDED_BY(mu_);  // kMaxRelayPacket bytes
 };
 
 }  // namespace ddp

@@ -403,12 +403,27 @@ void ToProto(const absl::Status& outcome, pb::ReportDoneRequest* out) {
   out->set_message(std::string(outcome.message()));
 }
 
+namespace {
+// A failure's code from the wire: 1..16, anything else UNKNOWN.
+absl::StatusCode FailureCode(int code) {
+  return code <= 0 || code > 16 ? absl::StatusCode::kUnknown : static_cast<absl::StatusCode>(code);
+}
+}  // namespace
+
 absl::Status FromProto(const pb::ReportDoneRequest& in) {
   if (in.ok()) return absl::OkStatus();
-  int code = in.error_code();
-  if (code <= 0 || code > 16) code = static_cast<int>(absl::StatusCode::kUnknown);
-  return absl::Status(static_cast<absl::StatusCode>(code),
+  return absl::Status(FailureCode(in.error_code()),
                       in.message().empty() ? "worker failed" : in.message());
+}
+
+void ToProto(const absl::Status& outcome, pb::RankHeartbeatReply* out) {
+  out->set_code(static_cast<int>(outcome.code()));
+  out->set_error(std::string(outcome.message()));
+}
+
+absl::Status FromProto(const pb::RankHeartbeatReply& in) {
+  if (in.code() == 0) return absl::OkStatus();
+  return absl::Status(FailureCode(in.code()), in.error());
 }
 
 void ToProto(const LostWorker& in, pb::ReportLostRequest* out) {

@@ -58,6 +58,10 @@ CommittedCheckpoint FromProto(const slurm_ddp::v1::CommitCheckpointRequest& in);
 // A worker's outcome: OK, or its code (1..16; anything else reads UNKNOWN) and message.
 void ToProto(const absl::Status& outcome, slurm_ddp::v1::ReportDoneRequest* out);
 absl::Status FromProto(const slurm_ddp::v1::ReportDoneRequest& in);
+// One beat's outcome in a NodeHeartbeat (its reply is set apart): OK, or the code (1..16; anything
+// else reads UNKNOWN) and error its own Heartbeat would have got.
+void ToProto(const absl::Status& outcome, slurm_ddp::v1::RankHeartbeatReply* out);
+absl::Status FromProto(const slurm_ddp::v1::RankHeartbeatReply& in);
 void ToProto(const LostWorker& in, slurm_ddp::v1::ReportLostRequest* out);
 LostWorker FromProto(const slurm_ddp::v1::ReportLostRequest& in);
 

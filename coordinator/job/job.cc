@@ -31,8 +31,29 @@ Job::Job(JobConfig config, const Clock* clock)
 
 void Job::EventLocked(const std::string& line, Completions* out) {
   events_.Add(clock_->Now(), line, out);
+  ChangedLocked();
+}
+
+void Job::ChangedLocked() {
   version_.fetch_add(1, std::memory_order_acq_rel);
   major_version_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Job::NoteRegistrationLocked(const WorkerIdentity& who, bool replacing, Completions* out) {
+  const int registered = membership_.registered();
+  const int world = config_.world_size;
+  if (replacing || world <= kRegistrationsLoggedEach) {
+    EventLocked(absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host,
+                             " pid ", who.pid, " node ", who.node_rank, " local rank ",
+                             who.local_rank, " (", registered, " of ", world, ")"),
+                out);
+  } else if (registered * 10 / world != (registered - 1) * 10 / world) {
+    // A large world: 16,384 lines tell little that the count does not, and they would push
+    // everything else out of the bounded event list.
+    EventLocked(absl::StrCat("registered ", registered, " of ", world, " workers"), out);
+  } else {
+    ChangedLocked();
+  }
 }
 
 void Job::StateChangedLocked(const std::string& why, Completions* out) {
@@ -85,25 +106,7 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done_as_is) {
     } else if (joined->new_slot) {
       const bool replacing = membership_.world_complete();
       if (!replacing && config_.journal != nullptr) config_.journal->Registered(who);
-      // A large world's registrations are summed up (every tenth of the world) rather than
-      // logged one by one: 16,384 lines tell little that the count does not, and they would
-      // push everything else out of the bounded event list.
-      const int registered = membership_.registered();
-      const int world = config_.world_size;
-      if (replacing || world <= kRegistrationsLoggedEach ||
-          registered * 10 / world != (registered - 1) * 10 / world || registered == world) {
-        EventLocked(
-            world <= kRegistrationsLoggedEach || replacing
-                ? absl::StrCat(replacing ? "replacement registered: " : "registered ", who.host,
-                               " pid ", who.pid, " node ", who.node_rank, " local rank ",
-                               who.local_rank, " (", registered, " of ", world, ")")
-                : absl::StrCat("registered ", registered, " of ", world, " workers"),
-            &out);
-      } else {
-        // Not logged, still a change every status reader sees at once.
-        version_.fetch_add(1, std::memory_order_acq_rel);
-        major_version_.fetch_add(1, std::memory_order_acq_rel);
-      }
+      NoteRegistrationLocked(who, replacing, &out);
       if (joined->world_full) {
         if (replacing) {
           CompleteRecoveryLocked(&out);

@@ -132,8 +132,6 @@ class Job {
   // How often workers heartbeat: 1 s up to 4,096 ranks, then world / 4,096 s, at most a quarter
   // of the heartbeat timeout, never under 1 s (proto/coordinator.proto, HEARTBEAT INTERVAL).
   static absl::Duration HeartbeatInterval(int world_size, absl::Duration heartbeat_timeout);
-  // `done`, with the heartbeat interval set in a successful assignment.
-  RegisterCallback WithHeartbeatInterval(RegisterCallback done) const;
   // Worlds up to this size log every registration; larger ones every tenth of the world.
   static constexpr int kRegistrationsLoggedEach = 256;
   // A survivor (rank, pid) leaves its generation and joins the next; `done` runs once that is
@@ -203,6 +201,13 @@ class Job {
   void FailLocked(const FailureCause& cause, absl::StatusCode code, absl::Time revisable_until,
                   Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EventLocked(const std::string& line, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A change every status reader must see at once (EventLocked includes it).
+  void ChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new slot was taken: its event line (a large world logs every tenth of it only).
+  void NoteRegistrationLocked(const WorkerIdentity& who, bool replacing, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `done`, with the heartbeat interval set in a successful assignment.
+  RegisterCallback WithHeartbeatInterval(RegisterCallback done) const;
   void RankFinishedLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SuspendedLocked(absl::Duration gap, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A heartbeat said its worker received a stop signal: a graceful stop while running.

@@ -172,9 +172,7 @@ void CoordinatorService::AddWorkerMethods() {
                  resp->mutable_replies()->Reserve(req.beats_size());
                  for (const pb::HeartbeatRequest& beat : req.beats()) {
                    pb::RankHeartbeatReply* out = resp->add_replies();
-                   const absl::Status st = OneHeartbeat(beat, out->mutable_reply());
-                   out->set_code(static_cast<int>(st.code()));
-                   if (!st.ok()) out->set_error(std::string(st.message()));
+                   ToProto(OneHeartbeat(beat, out->mutable_reply()), out);
                  }
                  done(absl::OkStatus());
                }));

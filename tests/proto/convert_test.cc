@@ -176,6 +176,10 @@ TEST(ConvertTest, OutcomesAndRpcStatus) {
     ToProto(c.outcome, &req);
     EXPECT_EQ(FromProto(req).code(), c.want) << c.outcome;
     EXPECT_EQ(FromGrpc(ToGrpc(c.outcome)).code(), c.outcome.code()) << c.outcome;
+    pb::RankHeartbeatReply beat;  // one beat's outcome in a NodeHeartbeat
+    ToProto(c.outcome, &beat);
+    EXPECT_EQ(FromProto(beat).code(), c.want) << c.outcome;
+    EXPECT_EQ(FromProto(beat).message(), c.outcome.message()) << c.outcome;
   }
   pb::ReportDoneRequest empty_message;
   empty_message.set_ok(false);

@@ -1,7 +1,8 @@
 // What `srun ddp-trainer` (or plain `ddp-trainer`) does before any training: start the job's
 // coordinator on task 0, spawn this task's workers with fork+exec, and supervise them until they
 // end. Nothing here touches LibTorch, CUDA or gRPC: workers are forked before any such thread
-// exists. (The LostReporter, called only after every worker has been forked, may use gRPC.)
+// exists. (The LostReporter, called only after every worker has been forked, may use gRPC; so does
+// the heartbeat relay behind heartbeat_socket, from its first node call on, after the forks.)
 //
 // Supervision rules (README, "Launcher supervision"):
 //   - SIGTERM, SIGUSR1 and SIGINT to the task are forwarded to its workers.

@@ -91,6 +91,24 @@ ddp::SpareStandBy StandByReporter(const ddp::LaunchPlan& plan) {
   };
 }
 
+// A task of several workers relays their heartbeats, one call per node and interval (--heartbeats
+// node); null when its workers heartbeat by themselves.
+std::unique_ptr<ddp::HeartbeatRelay> StartHeartbeatRelay(const ddp::LaunchPlan& plan,
+                                                         const ddp::TrainerConfig& config) {
+  if (config.heartbeats != "node" || plan.local_ranks.size() < 2) return nullptr;
+  ddp::HeartbeatRelayOptions o;
+  o.connect.dist_file = plan.base.dist_file;
+  o.connect.expected_job_id = plan.base.job_id;
+  o.connect.min_generation = plan.base.generation;
+  o.connect.rpc_timeout = ddp::WorkerRpcTimeout(config);
+  o.node_rank = plan.base.node_rank;
+  auto relay = ddp::HeartbeatRelay::Start(std::move(o));
+  if (relay.ok()) return *std::move(relay);
+  std::fprintf(stderr, "ddp-trainer: workers heartbeat by themselves: %s\n",
+               std::string(relay.status().message()).c_str());
+  return nullptr;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,25 +155,9 @@ int main(int argc, char** argv) {
     options.coordinator_restarts = config->coordinator_restarts;
     options.report_lost = LostReporter(*plan);
     options.max_respawns = config->max_restarts;
-    // A task of several workers relays their heartbeats (one call per node and interval). The
-    // relay outlives the launcher's run: it owns the sockets its workers inherit.
-    std::unique_ptr<ddp::HeartbeatRelay> relay;
-    if (config->heartbeats == "node" && plan->local_ranks.size() > 1) {
-      ddp::HeartbeatRelayOptions ro;
-      ro.connect.dist_file = plan->base.dist_file;
-      ro.connect.expected_job_id = plan->base.job_id;
-      ro.connect.min_generation = plan->base.generation;
-      ro.connect.rpc_timeout = ddp::WorkerRpcTimeout(*config);
-      ro.node_rank = plan->base.node_rank;
-      auto started = ddp::HeartbeatRelay::Start(std::move(ro));
-      if (started.ok()) {
-        relay = *std::move(started);
-        options.heartbeat_socket = [r = relay.get()] { return r->AddWorker(); };
-      } else {
-        std::fprintf(stderr, "ddp-trainer: workers heartbeat by themselves: %s\n",
-                     std::string(started.status().message()).c_str());
-      }
-    }
+    // The relay outlives the launcher's run: it owns the sockets its workers inherit.
+    const std::unique_ptr<ddp::HeartbeatRelay> relay = StartHeartbeatRelay(*plan, *config);
+    if (relay != nullptr) options.heartbeat_socket = [r = relay.get()] { return r->AddWorker(); };
     if (plan->spare) {
       options.stand_by = StandByReporter(*plan);
       options.stand_by_unanswered = absl::Seconds(config->coordinator_grace_s + 60);

@@ -2,7 +2,8 @@
 # Per-node heartbeats for real: a local job of 4 workers (one task) heartbeats through its task's
 # relay: the coordinator's /metrics counts NodeHeartbeat calls and no per-worker Heartbeat, and
 # every rank's own progress arrives (ddpctl status: 4 ranks, each done, each past half of the job's steps). With
-# --heartbeats worker it is the other way round. The job must also end 0 either way.
+# --heartbeats worker it is the other way round. The job must also end 0 either way. A bad
+# --heartbeats value is a one-line usage error.
 set -euo pipefail
 bin="${DDP_BIN_DIR:?DDP_BIN_DIR is unset (run through ctest)}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/hb-relay-e2e.XXXXXX")"
@@ -60,6 +61,16 @@ for r in ranks:
     assert r["state"] == "done" and total // 2 < r["step"] <= total, (r, total)
 PY
 }
+
+# A value that is neither: a one-line usage error (exit 2), nothing started.
+rc=0
+"$bin/ddp-trainer" --nprocs-per-node 2 --data synthetic:64 --heartbeats sometimes \
+  --dist-file "$work/df.bad" >"$work/bad.out" 2>&1 || rc=$?
+eval "$("$bin/ddpctl" exit-codes)"
+[[ $rc == "$DDP_EXIT_USAGE" ]] || fail "--heartbeats sometimes exited $rc: $(cat "$work/bad.out")"
+[[ "$(wc -l <"$work/bad.out")" == 1 ]] && grep -q -- "--heartbeats" "$work/bad.out" ||
+  fail "--heartbeats sometimes: not one line naming the flag: $(cat "$work/bad.out")"
+[[ ! -e "$work/df.bad" ]] || fail "--heartbeats sometimes started a job"
 
 run node
 node_calls="$(count "$metrics" NodeHeartbeat)"
