@@ -13,43 +13,12 @@
 #include "coordinator/rpc/server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/client/live_coordinator.h"
 
 namespace ddp {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A Job of `world_size` ranks behind a real CoordinatorServer on a free port, with the three
-// tokens of a fresh dist_file; connect() builds ConnectOptions for the server with one token.
-struct LiveCoordinator {
-  LiveCoordinator(const std::string& job_id, int world_size, int max_restarts)
-      : contents(*NewDistFileContents(job_id, 0, "", 0)),
-        job(Config(job_id, contents.nonce, world_size, max_restarts), MonotonicClock::Get()) {
-    ServerOptions options;
-    options.tokens = {contents.token, contents.view_token, contents.control_token};
-    server = CoordinatorServer::Start(options, &job, &store, MonotonicClock::Get());
-  }
-  static JobConfig Config(const std::string& job_id, const std::string& nonce, int world_size,
-                          int max_restarts) {
-    JobConfig config;
-    config.job_id = job_id;
-    config.nonce = nonce;
-    config.world_size = world_size;
-    config.max_restarts = max_restarts;
-    return config;
-  }
-  ConnectOptions connect(const std::string& token) const {
-    ConnectOptions o;
-    o.address = (*server)->address();
-    o.token = token;
-    return o;
-  }
-
-  DistFileContents contents;
-  Job job;
-  KvStore store;
-  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server;
-};
 
 TEST(CoordinatorClientTest, RoundTripThroughTheGeneratedProto) {
   LiveCoordinator c("rt", /*world_size=*/1, /*max_restarts=*/0);

@@ -16,13 +16,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/relay_link.h"
-#include "common/dist_file.h"
-#include "coordinator/job/job.h"
-#include "coordinator/kv_store.h"
-#include "coordinator/rpc/server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "tests/client/live_coordinator.h"
 
 namespace ddp {
 namespace {
@@ -201,20 +198,10 @@ TEST(HeartbeatRelayTest, AWorkerWhoseTaskIsGoneSeesUnavailable) {
 // A real coordinator: three workers register, then heartbeat through one relay; the coordinator
 // answers them in one NodeHeartbeat and each rank's progress is its own.
 TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
-  const DistFileContents contents = *NewDistFileContents("relay", 0, "", 0);
-  JobConfig config;
-  config.job_id = "relay";
-  config.nonce = contents.nonce;
-  config.world_size = 3;
-  Job job(config, MonotonicClock::Get());
-  KvStore store;
-  ServerOptions so;
-  so.tokens = {contents.token, contents.view_token, contents.control_token};
-  auto server = CoordinatorServer::Start(so, &job, &store, MonotonicClock::Get());
-  ASSERT_TRUE(server.ok()) << server.status();
-  ConnectOptions co;
-  co.address = (*server)->address();
-  co.token = contents.token;
+  LiveCoordinator c("relay", /*world_size=*/3, /*max_restarts=*/0);
+  ASSERT_TRUE(c.server.ok()) << c.server.status();
+  const DistFileContents& contents = c.contents;
+  const ConnectOptions co = c.connect(contents.token);
 
   HeartbeatRelayOptions ro;
   ro.connect = co;
@@ -262,7 +249,7 @@ TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
   for (const absl::Status& st : results) EXPECT_TRUE(st.ok()) << st;
   EXPECT_EQ((*relay)->calls(), 1);
   EXPECT_EQ((*relay)->beats(), 3);
-  const JobStatus status = job.Status();
+  const JobStatus status = c.job.Status();
   ASSERT_EQ(status.ranks.size(), 3u);
   for (const RankStatus& r : status.ranks) EXPECT_EQ(r.step, 100 + r.rank) << r.rank;
 
