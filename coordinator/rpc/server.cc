@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/rpc/metrics_interceptor.h"
 #include "coordinator/rpc/service.h"
+#include "coordinator/rpc/status_queue.h"
 #include "coordinator/rpc/validation.h"
 
 namespace ddp {
@@ -91,10 +92,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  std::unique_ptr<grpc::ServerCompletionQueue> status_cq =
+      builder.AddCompletionQueue(/*is_frequently_polled=*/true);
   s->server_ = builder.BuildAndStart();
+  s->status_queue_ = std::make_unique<StatusQueue>(s->service_.get(), s->gate_.get(),
+                                                   s->cache_.get(), std::move(status_cq));
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
   }
+  s->status_queue_->Start();
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   if (host.empty() || host == "0.0.0.0" || host == "[::]") host = DefaultListenHost();
   s->address_ = absl::StrCat(host, ":", s->port_);
@@ -113,6 +119,8 @@ void CoordinatorServer::TickLoop() {
   }
 }
 
+uint64_t CoordinatorServer::status_calls() const { return status_queue_->served(); }
+
 void CoordinatorServer::SetHttpPort(int port) { service_->SetHttpPort(port); }
 
 void CoordinatorServer::Shutdown(absl::Duration grace) {
@@ -122,7 +130,9 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
   // with the job's failure, store waiters with UNAVAILABLE.
   if (!job_->Finished()) (void)job_->Stop(/*graceful=*/false, "coordinator shutting down");
   store_->CancelAll(absl::UnavailableError("coordinator shutting down"));
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // After the server's: no call is in flight on the status queue any more.
+  if (status_queue_ != nullptr) status_queue_->Shutdown();
   stop_ticker_.Notify();
   if (ticker_.joinable()) ticker_.join();
 }

@@ -40,6 +40,7 @@ class Server;
 namespace ddp {
 
 class CoordinatorService;
+class StatusQueue;
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free port
@@ -82,6 +83,8 @@ class CoordinatorServer {
   const Authenticator& authenticator() const { return *auth_; }
   RefusalLog& refusals() { return *refusals_; }
   const CallGate& gate() const { return *gate_; }
+  // GetStatus calls answered OK, all on the status queue's own thread (status_queue.h).
+  uint64_t status_calls() const;
   // Tells clients (Hello) where the HTTP endpoint listens.
   void SetHttpPort(int port);
 
@@ -104,6 +107,7 @@ class CoordinatorServer {
   std::unique_ptr<History> history_;
   std::unique_ptr<CoordinatorService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<StatusQueue> status_queue_;  // GetStatus, apart from the workers' calls
   int port_ = 0;
   std::string address_;
   absl::Notification stop_ticker_;

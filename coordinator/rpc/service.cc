@@ -70,6 +70,22 @@ void CoordinatorService::AddUnary(const std::string& name, RoleMask roles, size_
                      }));
 }
 
+void CoordinatorService::AddGetStatus() {
+  paths_.push_back(absl::StrCat("/", pb::Coordinator::service_full_name(), "/GetStatus"));
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      paths_.back().c_str(), grpc::internal::RpcMethod::BIDI_STREAMING, nullptr));
+  status_method_ = static_cast<int>(names_.size());
+  MarkMethodRaw(status_method_);  // asynchronous, on StatusQueue's completion queue
+  names_.push_back("GetStatus");
+}
+
+void CoordinatorService::RequestStatusCall(
+    grpc::ServerContext* ctx,
+    grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
+    grpc::ServerCompletionQueue* cq, void* tag) {
+  RequestAsyncBidiStreaming(status_method_, ctx, stream, cq, cq, tag);
+}
+
 void CoordinatorService::AddWatchStatus() {
   Register("WatchStatus",
            new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
@@ -103,12 +119,7 @@ void CoordinatorService::AddOperatorMethods() {
              }
              reply(absl::OkStatus(), SerializeReply(resp));
            });
-  AddUnary("GetStatus", kViewRoles, kSmall,
-           [this](const CallInfo&, grpc::ByteBuffer*, UnaryCall::Reply reply) {
-             std::shared_ptr<const StatusSnapshot> snapshot = cache_->Get();
-             grpc::Slice slice(snapshot->proto_bytes);
-             reply(absl::OkStatus(), grpc::ByteBuffer(&slice, 1));
-           });
+  AddGetStatus();
   AddUnary("Stop", kControlRoles, kMessage,
            Typed<pb::StopRequest, pb::StopReply>(
                "Stop", [this](const pb::StopRequest& req, pb::StopReply* resp, Done done) {

@@ -13,14 +13,18 @@
 //   StoreSet StoreCompareSet StoreCheck StoreWait             worker        kMaxRequestBytes
 //   GetStatus WatchStatus                                     view/control  1 KiB
 //   Stop                                                      control       64 KiB
-// GetStatus answers with the status snapshot's pre-serialized bytes (a memcpy per read).
+// GetStatus answers with the status snapshot's pre-serialized bytes (a memcpy per read); it is
+// the one asynchronous method, served on a completion queue and thread of its own
+// (status_queue.h), so operators are not queued behind the workers' calls.
 //
 // Thread safety: handlers run on gRPC's threads concurrently; PollWatchers runs on the server's
 // ticker thread. Job and KvStore are thread-safe; the watcher list is guarded by a mutex.
 #ifndef SLURM_DDP_COORDINATOR_RPC_SERVICE_H_
 #define SLURM_DDP_COORDINATOR_RPC_SERVICE_H_
 
+#include <grpcpp/completion_queue.h>
 #include <grpcpp/impl/service_type.h>
+#include <grpcpp/support/async_stream.h>
 
 #include <atomic>
 #include <cstddef>
@@ -61,12 +65,18 @@ class CoordinatorService final : public grpc::Service {
   // The methods served, in registration order ("Hello", ...).
   const std::vector<std::string>& method_names() const { return names_; }
   size_t watchers() const;
+  // Asks for the next GetStatus call on `cq` (StatusQueue); `tag` comes back when it arrives.
+  void RequestStatusCall(grpc::ServerContext* ctx,
+                         grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
+                         grpc::ServerCompletionQueue* cq, void* tag);
 
  private:
   // Registers `name` as a raw bidi callback method served by UnaryCall.
   void AddUnary(const std::string& name, RoleMask roles, size_t max_request_bytes,
                 UnaryCall::Body body);
   void AddWatchStatus();
+  // Registers GetStatus as a raw asynchronous bidi method (served by StatusQueue).
+  void AddGetStatus();
   void AddWorkerMethods();
   void AddStoreMethods();
   void AddOperatorMethods();
@@ -86,6 +96,7 @@ class CoordinatorService final : public grpc::Service {
   std::deque<std::string> paths_;  // "/slurm_ddp.v1.Coordinator/Hello"; gRPC keeps the pointers
   std::deque<UnaryCall::Method> methods_;  // stable addresses for the calls
   std::vector<std::string> names_;
+  int status_method_ = -1;  // GetStatus's index among the methods
   std::atomic<int> http_port_{0};
   mutable absl::Mutex watchers_mu_;
   std::set<StatusWatcher*> watchers_ ABSL_GUARDED_BY(watchers_mu_);

@@ -82,6 +82,7 @@ size_t PeakRss(pid_t pid) {
 struct CallResult {
   grpc::StatusCode code;
   std::string message;
+  std::string reply;  // the reply's bytes, when OK
 };
 
 // One unary call of `method` with `body` (shared, not copied) on a connection of its own.
@@ -103,7 +104,16 @@ std::future<CallResult> RawCall(const std::string& address, const std::string& m
     stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &reply,
                    [&](grpc::Status s) { done.set_value(s); });
     grpc::Status s = done.get_future().get();
-    return CallResult{s.error_code(), s.error_message()};
+    std::string bytes;
+    if (s.ok()) {
+      std::vector<grpc::Slice> slices;
+      if (reply.Dump(&slices).ok()) {
+        for (const grpc::Slice& piece : slices) {
+          bytes.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+        }
+      }
+    }
+    return CallResult{s.error_code(), s.error_message(), std::move(bytes)};
   });
 }
 
@@ -253,6 +263,60 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
   EXPECT_EQ(counted, 64 + 1) << log;  // the flood and the view token's write
   EXPECT_LE(lines, static_cast<int>(absl::ToDoubleSeconds(took)) + 3) << log;
   EXPECT_THAT(log, HasSubstr("StoreCheck: missing authorization token"));
+}
+
+// GetStatus has a completion queue and thread of its own (status_queue.h); it keeps the gate
+// before the body: unauthenticated 16 MiB calls cost nothing, the worker token is refused, a
+// body over its bound is refused, and the view token gets the snapshot, while heartbeats go on.
+TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewToken) {
+  auto worker = ConnectToCoordinator(Options(TokenRole::kWorker));
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  WorkerIdentity who;
+  who.host = "status-host";
+  ASSERT_TRUE((*worker)->Register(who, absl::Seconds(10)).ok());
+  ProgressReport progress;
+  progress.phase = WorkerPhase::kTraining;
+  progress.step = 7;
+  ASSERT_TRUE((*worker)->Heartbeat(progress).ok());
+
+  const std::string address = contents_.grpc_address;
+  const std::string method = "/slurm_ddp.v1.Coordinator/GetStatus";
+  std::vector<std::future<CallResult>> flood;
+  for (int i = 0; i < 64; ++i) flood.push_back(RawCall(address, method, EmptyKeysBody(), ""));
+  std::future<CallResult> as_worker = RawCall(address, method, "", contents_.token);
+  const std::string two_kib(2048, '\0');
+  std::future<CallResult> too_long = RawCall(address, method, two_kib, contents_.view_token);
+  for (auto& f : flood) {
+    const CallResult r = f.get();
+    EXPECT_EQ(r.code, grpc::StatusCode::UNAUTHENTICATED) << r.message;
+  }
+  const CallResult denied = as_worker.get();
+  EXPECT_EQ(denied.code, grpc::StatusCode::PERMISSION_DENIED) << denied.message;
+  EXPECT_THAT(denied.message, HasSubstr("needs a view or control token; this is the worker token"));
+  const CallResult bounded = too_long.get();
+  EXPECT_EQ(bounded.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << bounded.message;
+  EXPECT_THAT(bounded.message,
+              HasSubstr("GetStatus request of 2048 bytes exceeds its limit of 1024"));
+
+  // Heartbeats still answered; the view token reads the job.
+  progress.step = 8;
+  ASSERT_TRUE((*worker)->Heartbeat(progress).ok());
+  const CallResult read = RawCall(address, method, "", contents_.view_token).get();
+  ASSERT_EQ(read.code, grpc::StatusCode::OK) << read.message;
+  slurm_ddp::v1::JobStatus status;
+  ASSERT_TRUE(status.ParseFromString(read.reply));
+  EXPECT_EQ(status.job_id(), "flood");
+  EXPECT_EQ(status.world_size(), 1);
+  ASSERT_EQ(status.ranks_size(), 1);
+  EXPECT_EQ(status.ranks(0).host(), "status-host");
+
+  const size_t peak = PeakRss(pid_);
+  std::printf("GetStatus flood: coordinator peak RSS %.1f MB\n", peak / 1e6);
+  EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "the coordinator died";
+  if (!kSanitized) {
+    EXPECT_LT(peak, size_t{256} << 20) << "peak RSS " << peak;
+  }
+  EXPECT_THAT(Log(), HasSubstr("GetStatus: missing authorization token"));
 }
 
 TEST_F(FloodTest, StopReasonsOfAnyShapeLeaveTheJobHealthyAndStoppable) {

@@ -237,7 +237,10 @@ TEST_F(ServerTest, TypedStateCrossesTheWire) {
   ASSERT_TRUE(op.ok()) << op.status();
   // Progress is served from snapshots up to ~200 ms old (a state change is never missed).
   absl::StatusOr<JobStatus> st;
+  const uint64_t queued_before = server_->status_calls();
+  uint64_t reads = 0;
   for (const absl::Time end = absl::Now() + absl::Seconds(3); absl::Now() < end;) {
+    ++reads;
     st = (*op)->GetStatus();
     ASSERT_TRUE(st.ok()) << st.status();
     if (st->ranks[0].phase != StepPhase::kNone) break;
@@ -249,6 +252,8 @@ TEST_F(ServerTest, TypedStateCrossesTheWire) {
   EXPECT_DOUBLE_EQ(st->ranks[0].phase_seconds, 3.5);
   EXPECT_EQ(st->ranks[1].state, RankState::kStarting);
   EXPECT_TRUE(st->failure.empty());
+  // Every read was answered by the status queue, not the workers' callback threads.
+  EXPECT_EQ(server_->status_calls() - queued_before, reads);
 
   auto who = apis[1]->ReportLost({0, 1, 21, "killed by signal 9", 9, 0});
   ASSERT_TRUE(who.ok()) << who.status();
