@@ -19,8 +19,15 @@ std::string Number(double v) {
 
 class ObjectWriter {
  public:
-  explicit ObjectWriter(std::string* out) : out_(out) { out_->push_back('{'); }
-  ~ObjectWriter() { out_->push_back('}'); }
+  // `continued`: the object was opened elsewhere and has members already (no '{').
+  explicit ObjectWriter(std::string* out, bool continued = false) : out_(out), first_(!continued) {
+    if (!continued) out_->push_back('{');
+  }
+  ~ObjectWriter() {
+    if (!detached_) out_->push_back('}');
+  }
+  // The object is closed elsewhere (no '}').
+  void Detach() { detached_ = true; }
   ObjectWriter(const ObjectWriter&) = delete;
   ObjectWriter& operator=(const ObjectWriter&) = delete;
 
@@ -37,12 +44,15 @@ class ObjectWriter {
  private:
   std::string* out_;
   bool first_ = true;
+  bool detached_ = false;
 };
 
-std::string RankJson(const RankStatus& r) {
-  std::string out;
+// The JSON of a rank before and after its last_seen_seconds value (RankJsonParts).
+void RankJsonAround(const RankStatus& r, std::string* head, std::string* tail) {
+  head->clear();
+  tail->clear();
   {
-    ObjectWriter w(&out);
+    ObjectWriter w(head);
     w.Int("rank", r.rank);
     w.Str("host", r.host);
     w.Int("node_rank", r.node_rank);
@@ -53,11 +63,21 @@ std::string RankJson(const RankStatus& r) {
     w.Int("step", r.step);
     w.Dbl("loss", r.loss);
     w.Dbl("samples_per_second", r.samples_per_second);
-    w.Dbl("last_seen_seconds", r.last_seen_seconds);
+    w.Raw("last_seen_seconds", "");
+    w.Detach();  // the object goes on in `tail`
+  }
+  {
+    ObjectWriter w(tail, /*continued=*/true);
     w.Raw("phase", r.phase == StepPhase::kNone ? "null" : JsonQuote(StepPhaseName(r.phase)));
     w.Dbl("phase_seconds", r.phase_seconds);
   }
-  return out;
+}
+
+std::string RankJson(const RankStatus& r) {
+  std::string head;
+  std::string tail;
+  RankJsonAround(r, &head, &tail);
+  return absl::StrCat(head, Number(r.last_seen_seconds), tail);
 }
 
 // The failure's rank, or null when no single rank is to blame (or nothing failed).
@@ -270,6 +290,22 @@ std::string JsonQuote(absl::string_view raw) {
 }
 
 std::string ToJson(const JobStatus& s) {
+  std::string ranks = "[";
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    if (i > 0) ranks.push_back(',');
+    ranks += RankJson(s.ranks[i]);
+  }
+  ranks.push_back(']');
+  return ToJson(s, ranks);
+}
+
+void RankJsonParts(const RankStatus& rank, std::string* head, std::string* tail) {
+  RankJsonAround(rank, head, tail);
+}
+
+void AppendJsonNumber(double v, std::string* out) { out->append(Number(v)); }
+
+std::string ToJson(const JobStatus& s, absl::string_view ranks) {
   std::string out;
   {
     ObjectWriter w(&out);
@@ -301,12 +337,6 @@ std::string ToJson(const JobStatus& s) {
       c.Str("path", s.checkpoint_path);
     }
     w.Raw("checkpoint", ckpt);
-    std::string ranks = "[";
-    for (size_t i = 0; i < s.ranks.size(); ++i) {
-      if (i > 0) ranks.push_back(',');
-      ranks += RankJson(s.ranks[i]);
-    }
-    ranks.push_back(']');
     w.Raw("ranks", ranks);
     std::string events = "[";
     for (size_t i = 0; i < s.events.size(); ++i) {

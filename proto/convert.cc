@@ -124,7 +124,29 @@ FailureCause FromProto(const pb::FailureCause& in) {
   return c;
 }
 
+void ToProto(const RankStatus& r, pb::RankStatus* p) {
+  p->set_rank(r.rank);
+  p->set_host(r.host);
+  p->set_node_rank(r.node_rank);
+  p->set_local_rank(r.local_rank);
+  p->set_pid(r.pid);
+  p->set_state(ToProto(r.state));
+  p->set_phase(ToProto(r.phase));
+  p->set_phase_seconds(r.phase_seconds);
+  p->set_epoch(r.epoch);
+  p->set_step(r.step);
+  p->set_loss(r.loss);
+  p->set_samples_per_second(r.samples_per_second);
+  p->set_last_seen_seconds(r.last_seen_seconds);
+}
+
 void ToProto(const JobStatus& in, pb::JobStatus* out) {
+  ToProtoWithoutRanks(in, out);
+  out->mutable_ranks()->Reserve(static_cast<int>(in.ranks.size()));
+  for (const RankStatus& r : in.ranks) ToProto(r, out->add_ranks());
+}
+
+void ToProtoWithoutRanks(const JobStatus& in, pb::JobStatus* out) {
   out->set_job_id(in.job_id);
   out->set_state(ToProto(in.state));
   out->set_finished(in.finished);
@@ -145,23 +167,6 @@ void ToProto(const JobStatus& in, pb::JobStatus* out) {
   out->set_checkpoint_epoch(in.checkpoint_epoch);
   out->set_checkpoint_step(in.checkpoint_step);
   out->set_checkpoint_path(in.checkpoint_path);
-  out->mutable_ranks()->Reserve(static_cast<int>(in.ranks.size()));
-  for (const RankStatus& r : in.ranks) {
-    pb::RankStatus* p = out->add_ranks();
-    p->set_rank(r.rank);
-    p->set_host(r.host);
-    p->set_node_rank(r.node_rank);
-    p->set_local_rank(r.local_rank);
-    p->set_pid(r.pid);
-    p->set_state(ToProto(r.state));
-    p->set_phase(ToProto(r.phase));
-    p->set_phase_seconds(r.phase_seconds);
-    p->set_epoch(r.epoch);
-    p->set_step(r.step);
-    p->set_loss(r.loss);
-    p->set_samples_per_second(r.samples_per_second);
-    p->set_last_seen_seconds(r.last_seen_seconds);
-  }
   for (const std::string& e : in.events) out->add_events(e);
   RecoveryToProto(in, out);
   if (in.stall.present()) {

@@ -38,6 +38,9 @@ Command FromProto(slurm_ddp::v1::Command in);
 void ToProto(const FailureCause& in, slurm_ddp::v1::FailureCause* out);
 FailureCause FromProto(const slurm_ddp::v1::FailureCause& in);
 void ToProto(const JobStatus& in, slurm_ddp::v1::JobStatus* out);
+// Every field but `ranks` (in.ranks is not read): the snapshot appends each rank's bytes.
+void ToProtoWithoutRanks(const JobStatus& in, slurm_ddp::v1::JobStatus* out);
+void ToProto(const RankStatus& in, slurm_ddp::v1::RankStatus* out);
 JobStatus FromProto(const slurm_ddp::v1::JobStatus& in);
 
 // --- worker calls (requests leave WorkerRef to the caller) --------------------------------------

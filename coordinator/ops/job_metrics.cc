@@ -3,12 +3,43 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/ops/prometheus_text.h"
 
 namespace ddp {
 
-void RenderJobMetrics(const JobStatus& s, std::string* out) {
+RankMetricLines RankMetricsOf(const RankStatus& r) {
+  RankMetricLines lines;
+  if (r.rank < 0) return lines;
+  if (r.phase != StepPhase::kNone) {
+    absl::StrAppend(&lines.phase, "ddp_rank_phase_seconds{rank=\"", r.rank, "\",phase=\"",
+                    StepPhaseName(r.phase), "\"} ", PromValue(r.phase_seconds), "\n");
+  }
+  const std::string labels =
+      absl::StrCat("{rank=\"", r.rank, "\",host=\"", PromLabel(r.host), "\"} ");
+  absl::StrAppend(&lines.step, "ddp_rank_step", labels, r.step, "\n");
+  absl::StrAppend(&lines.seen, "ddp_rank_last_seen_seconds", labels);
+  return lines;
+}
+
+void RenderRankMetrics(size_t ranks, absl::FunctionRef<const RankMetricLines&(size_t)> lines,
+                       absl::FunctionRef<double(size_t)> last_seen, std::string* out) {
+  AppendPromHeader(out, "ddp_rank_phase_seconds", "gauge",
+                   "Seconds each rank has been in its step phase, labelled with the phase");
+  for (size_t i = 0; i < ranks; ++i) out->append(lines(i).phase);
+  AppendPromHeader(out, "ddp_rank_step", "gauge", "Global step reported by each rank");
+  for (size_t i = 0; i < ranks; ++i) out->append(lines(i).step);
+  AppendPromHeader(out, "ddp_rank_last_seen_seconds", "gauge",
+                   "Seconds since each rank's last heartbeat");
+  for (size_t i = 0; i < ranks; ++i) {
+    const RankMetricLines& l = lines(i);
+    if (l.seen.empty()) continue;
+    absl::StrAppend(out, l.seen, PromValue(last_seen(i)), "\n");
+  }
+}
+
+void RenderJobGauges(const JobStatus& s, std::string* out) {
   AppendPromHeader(out, "ddp_job_info", "gauge", "Constant 1, labelled with the job's identity");
   absl::StrAppend(out, "ddp_job_info{job_id=\"", PromLabel(s.job_id), "\",generation=\"",
                   s.generation, "\"} 1\n");
@@ -71,26 +102,16 @@ void RenderJobMetrics(const JobStatus& s, std::string* out) {
   AppendPromGauge(out, "ddp_stall_seconds",
                   "Seconds the stalled rank has been in its phase (0 none)",
                   s.stall.present() ? s.stall.seconds : 0.0);
-  AppendPromHeader(out, "ddp_rank_phase_seconds", "gauge",
-                   "Seconds each rank has been in its step phase, labelled with the phase");
-  for (const RankStatus& r : s.ranks) {
-    if (r.rank < 0 || r.phase == StepPhase::kNone) continue;
-    absl::StrAppend(out, "ddp_rank_phase_seconds{rank=\"", r.rank, "\",phase=\"",
-                    StepPhaseName(r.phase), "\"} ", PromValue(r.phase_seconds), "\n");
-  }
-  AppendPromHeader(out, "ddp_rank_step", "gauge", "Global step reported by each rank");
-  for (const RankStatus& r : s.ranks) {
-    if (r.rank < 0) continue;
-    absl::StrAppend(out, "ddp_rank_step{rank=\"", r.rank, "\",host=\"", PromLabel(r.host), "\"} ",
-                    r.step, "\n");
-  }
-  AppendPromHeader(out, "ddp_rank_last_seen_seconds", "gauge",
-                   "Seconds since each rank's last heartbeat");
-  for (const RankStatus& r : s.ranks) {
-    if (r.rank < 0) continue;
-    absl::StrAppend(out, "ddp_rank_last_seen_seconds{rank=\"", r.rank, "\",host=\"",
-                    PromLabel(r.host), "\"} ", PromValue(r.last_seen_seconds), "\n");
-  }
+}
+
+void RenderJobMetrics(const JobStatus& s, std::string* out) {
+  RenderJobGauges(s, out);
+  std::vector<RankMetricLines> lines;
+  lines.reserve(s.ranks.size());
+  for (const RankStatus& r : s.ranks) lines.push_back(RankMetricsOf(r));
+  RenderRankMetrics(
+      s.ranks.size(), [&lines](size_t i) -> const RankMetricLines& { return lines[i]; },
+      [&s](size_t i) { return s.ranks[i].last_seen_seconds; }, out);
 }
 
 }  // namespace ddp

@@ -10,14 +10,31 @@
 #ifndef SLURM_DDP_COORDINATOR_OPS_JOB_METRICS_H_
 #define SLURM_DDP_COORDINATOR_OPS_JOB_METRICS_H_
 
+#include <cstddef>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "common/job_status.h"
 
 namespace ddp {
 
 // Appends the job and per-rank gauges for `status` in Prometheus text format.
 void RenderJobMetrics(const JobStatus& status, std::string* out);
+
+// RenderJobMetrics in parts, for a snapshot built incrementally (status_render.h): the job-wide
+// families, then the per-rank ones from each rank's lines. The same text as RenderJobMetrics.
+//
+// One rank's lines: its ddp_rank_phase_seconds and ddp_rank_step lines (empty when the rank has
+// none), and its ddp_rank_last_seen_seconds line up to the value (empty for an unranked worker).
+struct RankMetricLines {
+  std::string phase;
+  std::string step;
+  std::string seen;
+};
+RankMetricLines RankMetricsOf(const RankStatus& rank);
+void RenderJobGauges(const JobStatus& status, std::string* out);
+void RenderRankMetrics(size_t ranks, absl::FunctionRef<const RankMetricLines&(size_t)> lines,
+                       absl::FunctionRef<double(size_t)> last_seen, std::string* out);
 
 }  // namespace ddp
 

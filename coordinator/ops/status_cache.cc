@@ -2,9 +2,6 @@
 
 #include <utility>
 
-#include "coordinator/ops/job_metrics.h"
-#include "proto/convert.h"
-
 namespace ddp {
 
 StatusCache::StatusCache(const Job* job, const Clock* clock, absl::Duration max_age)
@@ -42,10 +39,11 @@ void StatusCache::Rebuild(bool (StatusCache::*still_due)(const StatusSnapshot&) 
   s->version = job_->version();
   s->built = clock_->Now();
   s->status = job_->Status();
-  s->json = ToJson(s->status);
-  ToProto(s->status, &s->proto);
-  s->proto_bytes = s->proto.SerializeAsString();
-  RenderJobMetrics(s->status, &s->metrics);
+  StatusRender::Output forms;
+  render_.Render(s->status, &forms);
+  s->json = std::move(forms.json);
+  s->proto_bytes = std::move(forms.proto_bytes);
+  s->metrics = std::move(forms.metrics);
   absl::MutexLock lock(&mu_);
   current_ = std::move(s);
   ++builds_;

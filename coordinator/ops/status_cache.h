@@ -1,7 +1,8 @@
 // Published snapshots of the job's status, so readers (GetStatus, WatchStatus, /api/status,
 // /metrics) never build a 4096-rank status themselves or hold the job's locks: a snapshot holds
 // the JobStatus, its JSON (the `ddpctl status --json` contract), its protobuf form and the job's
-// Prometheus gauges (job_metrics.h), built together from one Job::Status() call.
+// Prometheus gauges (job_metrics.h), built together from one Job::Status() call, incrementally:
+// only the ranks whose row changed since the last build are rendered again (status_render.h).
 //
 // Freshness: the server's ticker calls Refresh(), which rebuilds at most every `max_age` (and
 // only when the job changed, or once a second so ages keep moving; while workers register, only
@@ -24,19 +25,18 @@
 #include "common/job_status.h"
 #include "coordinator/clock.h"
 #include "coordinator/job/job.h"
-#include "proto/coordinator.pb.h"
+#include "coordinator/ops/status_render.h"
 
 namespace ddp {
 
 struct StatusSnapshot {
   JobStatus status;
-  std::string json;                // ToJson(status)
-  slurm_ddp::v1::JobStatus proto;  // ToProto(status)
-  std::string proto_bytes;         // proto, serialized (the GetStatus reply)
-  std::string metrics;             // RenderJobMetrics(status)
-  absl::Time built;                // clock time of the build
-  uint64_t version = 0;            // Job::version() before the build
-  uint64_t major_version = 0;      // Job::major_version() before the build
+  std::string json;            // ToJson(status)
+  std::string proto_bytes;     // ToProto(status), serialized (the GetStatus reply)
+  std::string metrics;         // RenderJobMetrics(status)
+  absl::Time built;            // clock time of the build
+  uint64_t version = 0;        // Job::version() before the build
+  uint64_t major_version = 0;  // Job::major_version() before the build
 };
 
 class StatusCache {
@@ -64,6 +64,7 @@ class StatusCache {
   const Clock* const clock_;
   const absl::Duration max_age_;
   absl::Mutex build_mu_;  // one builder at a time; never held while taking mu_ for long
+  StatusRender render_ ABSL_GUARDED_BY(build_mu_);  // each rank's pieces, kept between builds
   mutable absl::Mutex mu_;
   std::shared_ptr<const StatusSnapshot> current_ ABSL_GUARDED_BY(mu_);
   uint64_t builds_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,0 +1,98 @@
+#include "coordinator/ops/status_render.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "google/protobuf/wire_format_lite.h"
+#include "proto/convert.h"
+#include "proto/coordinator.pb.h"
+
+namespace ddp {
+namespace {
+
+namespace pb = ::slurm_ddp::v1;
+using google::protobuf::internal::WireFormatLite;
+
+// Everything the pieces are made of: all but last_seen_seconds.
+bool SameRow(const RankStatus& a, const RankStatus& b) {
+  return a.rank == b.rank && a.node_rank == b.node_rank && a.local_rank == b.local_rank &&
+         a.pid == b.pid && a.state == b.state && a.phase == b.phase &&
+         a.phase_seconds == b.phase_seconds && a.epoch == b.epoch && a.step == b.step &&
+         a.loss == b.loss && a.samples_per_second == b.samples_per_second && a.host == b.host;
+}
+
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// One `ranks` entry of the JobStatus message: the kept piece, then last_seen_seconds (proto3
+// writes a double whose bits are not all zero).
+void AppendRankProto(const std::string& piece, double last_seen, std::string* out) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &last_seen, sizeof(bits));
+  AppendVarint(WireFormatLite::MakeTag(pb::JobStatus::kRanksFieldNumber,
+                                       WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
+               out);
+  const uint32_t seen_tag = WireFormatLite::MakeTag(pb::RankStatus::kLastSeenSecondsFieldNumber,
+                                                    WireFormatLite::WIRETYPE_FIXED64);
+  std::string seen;
+  if (bits != 0) {
+    AppendVarint(seen_tag, &seen);
+    for (int i = 0; i < 8; ++i) seen.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  }
+  AppendVarint(piece.size() + seen.size(), out);
+  out->append(piece);
+  out->append(seen);
+}
+
+}  // namespace
+
+void StatusRender::Render(const JobStatus& s, Output* out) {
+  const size_t n = s.ranks.size();
+  pieces_.resize(n);
+  rendered_last_ = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const RankStatus& r = s.ranks[i];
+    Piece& p = pieces_[i];
+    if (p.valid && SameRow(p.row, r)) continue;
+    p.valid = true;
+    p.row = r;
+    RankJsonParts(r, &p.json_head, &p.json_tail);
+    RankStatus unseen = r;
+    unseen.last_seen_seconds = 0;
+    pb::RankStatus msg;
+    ToProto(unseen, &msg);
+    p.proto = msg.SerializeAsString();
+    p.prom = RankMetricsOf(r);
+    ++rendered_last_;
+  }
+
+  std::string ranks_json = "[";
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) ranks_json.push_back(',');
+    ranks_json.append(pieces_[i].json_head);
+    AppendJsonNumber(s.ranks[i].last_seen_seconds, &ranks_json);
+    ranks_json.append(pieces_[i].json_tail);
+  }
+  ranks_json.push_back(']');
+  out->json = ToJson(s, ranks_json);
+
+  pb::JobStatus head;
+  ToProtoWithoutRanks(s, &head);
+  out->proto_bytes = head.SerializeAsString();
+  for (size_t i = 0; i < n; ++i) {
+    AppendRankProto(pieces_[i].proto, s.ranks[i].last_seen_seconds, &out->proto_bytes);
+  }
+
+  out->metrics.clear();
+  RenderJobGauges(s, &out->metrics);
+  RenderRankMetrics(
+      n, [this](size_t i) -> const RankMetricLines& { return pieces_[i].prom; },
+      [&s](size_t i) { return s.ranks[i].last_seen_seconds; }, &out->metrics);
+}
+
+}  // namespace ddp
