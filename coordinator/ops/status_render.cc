@@ -71,7 +71,10 @@ void StatusRender::Render(const JobStatus& s, Output* out) {
     ++rendered_last_;
   }
 
-  std::string ranks_json = "[";
+  // Each form is about as long as last time: reserved once, not grown by copies.
+  std::string ranks_json;
+  ranks_json.reserve(json_bytes_ + 64);
+  ranks_json.push_back('[');
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) ranks_json.push_back(',');
     ranks_json.append(pieces_[i].json_head);
@@ -83,16 +86,22 @@ void StatusRender::Render(const JobStatus& s, Output* out) {
 
   pb::JobStatus head;
   ToProtoWithoutRanks(s, &head);
-  out->proto_bytes = head.SerializeAsString();
+  out->proto_bytes.clear();
+  out->proto_bytes.reserve(proto_bytes_ + 64);
+  head.AppendToString(&out->proto_bytes);
   for (size_t i = 0; i < n; ++i) {
     AppendRankProto(pieces_[i].proto, s.ranks[i].last_seen_seconds, &out->proto_bytes);
   }
 
   out->metrics.clear();
+  out->metrics.reserve(metrics_bytes_ + 64);
   RenderJobGauges(s, &out->metrics);
   RenderRankMetrics(
       n, [this](size_t i) -> const RankMetricLines& { return pieces_[i].prom; },
       [&s](size_t i) { return s.ranks[i].last_seen_seconds; }, &out->metrics);
+  json_bytes_ = ranks_json.size();
+  proto_bytes_ = out->proto_bytes.size();
+  metrics_bytes_ = out->metrics.size();
 }
 
 }  // namespace ddp

@@ -48,6 +48,10 @@ class StatusRender {
 
   std::vector<Piece> pieces_;
   size_t rendered_last_ = 0;
+  // The sizes of the last build's forms (the ranks' JSON, the protobuf, the metrics).
+  size_t json_bytes_ = 0;
+  size_t proto_bytes_ = 0;
+  size_t metrics_bytes_ = 0;
 };
 
 }  // namespace ddp

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,29 @@ TEST(JobStatusTest, RankStateAndPhaseNames) {
   };
   ASSERT_EQ(phases.size(), std::size(kAllStepPhases));
   for (const auto& [phase, name] : phases) EXPECT_EQ(StepPhaseName(phase), name);
+}
+
+// JSON numbers are printf's %.6g (written with std::to_chars), NaN and infinities null.
+TEST(JobStatusTest, JsonNumbersAreSixSignificantDigitsAsPrintfWritesThem) {
+  std::mt19937_64 rng(3);
+  std::vector<double> values = {0.0,  -0.0,     1.0,       0.25,     1e-7,     123456.5, 1234567.0,
+                                1e21, -3.75e-5, 0.1 + 0.2, 999999.5, 9.999995, 5e-324};
+  for (int i = 0; i < 20000; ++i) {
+    const double mantissa = std::uniform_real_distribution<double>(-10, 10)(rng);
+    values.push_back(std::ldexp(mantissa, std::uniform_int_distribution<int>(-60, 60)(rng)));
+  }
+  for (double v : values) {
+    char want[64];
+    std::snprintf(want, sizeof(want), "%.6g", v);
+    std::string got;
+    AppendJsonNumber(v, &got);
+    ASSERT_EQ(got, want) << v;
+  }
+  for (double v : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    std::string got;
+    AppendJsonNumber(v, &got);
+    EXPECT_EQ(got, "null");
+  }
 }
 
 TEST(JobStatusTest, JsonQuoteEscapes) {
