@@ -9,7 +9,8 @@
 # coordinator gives it: 1 s up to 4,096 ranks, 2.5 s at 16,384 with the default 10 s timeout;
 # as ddp-trainer's node tasks do, the 8 ranks of a simulated node send one NodeHeartbeat on the
 # node task's own connection; the coordinator's CPU from /proc) and a status window (GetStatus
-# p50/p99 from an operator process while every rank heartbeats).
+# p50/p99 from an operator process while every rank heartbeats); then the status snapshot's
+# rendering, full against incremental (ddp-renderbench), at each size.
 #
 #   bench/loadgen.sh [--quick] [--no-python] [--python-max N] [--resolver] [N...]
 #                  (default sizes: 1024 4096 16384)
@@ -160,6 +161,19 @@ for key in "${failures[@]}"; do
   e="$(field error "${res[$key]:-}")"; j="$(field job_failure "${res[$key]:-}")"
   echo "$key FAILED: ${e:-see above}${j:+ (job: $j)}" | tr '_' ' '
 done
+
+# The status snapshot's rendering, full against incremental, at each size: the same statuses in
+# memory, rebuilt every 0.2 s while each rank heartbeats at the interval the coordinator gives it.
+if [[ -x "$bin/ddp-renderbench" ]]; then
+  echo
+  echo "Status snapshot rendering (ddp-renderbench: ms per build, full ToJson + ToProto + metrics / incremental StatusRender)"
+  for n in "${sizes[@]}"; do
+    interval="$(awk -v n="$n" 'BEGIN { i = n / 4096; if (i < 1) i = 1; if (i > 2.5) i = 2.5; print i }')"
+    r="$("$bin/ddp-renderbench" --ranks "$n" --interval "$interval" --builds 30 | grep '^ok ' || true)"
+    [[ -z "$r" ]] && { echo "  $n ranks: ddp-renderbench failed"; failures+=("render-$n"); continue; }
+    echo "  $n ranks (heartbeat ${interval} s): full $(field full_ms "$r") ms, incremental $(field incremental_ms "$r") ms, $(field ratio_full_over_incremental "$r")x"
+  done
+fi
 
 echo
 echo "== raw results (ddp-scalebench, one line per run)"
