@@ -168,10 +168,9 @@ if [[ -x "$bin/ddp-renderbench" ]]; then
   echo
   echo "Status snapshot rendering (ddp-renderbench: ms per build, full ToJson + ToProto + metrics / incremental StatusRender)"
   for n in "${sizes[@]}"; do
-    interval="$(awk -v n="$n" 'BEGIN { i = n / 4096; if (i < 1) i = 1; if (i > 2.5) i = 2.5; print i }')"
-    r="$("$bin/ddp-renderbench" --ranks "$n" --interval "$interval" --builds 30 | grep '^ok ' || true)"
+    r="$("$bin/ddp-renderbench" --ranks "$n" --builds 30 | grep '^ok ' || true)"
     [[ -z "$r" ]] && { echo "  $n ranks: ddp-renderbench failed"; failures+=("render-$n"); continue; }
-    echo "  $n ranks (heartbeat ${interval} s): full $(field full_ms "$r") ms, incremental $(field incremental_ms "$r") ms, $(field ratio_full_over_incremental "$r")x"
+    echo "  $n ranks (heartbeat $(field interval_s "$r") s): full $(field full_ms "$r") ms, incremental $(field incremental_ms "$r") ms, $(field ratio_full_over_incremental "$r")x"
   done
 fi
 

@@ -52,8 +52,9 @@ class ObjectWriter {
   bool detached_ = false;
 };
 
-// The JSON of a rank before and after its last_seen_seconds value (RankJsonParts).
-void RankJsonAround(const RankStatus& r, std::string* head, std::string* tail) {
+}  // namespace
+
+void RankJsonParts(const RankStatus& r, std::string* head, std::string* tail) {
   head->clear();
   tail->clear();
   {
@@ -78,10 +79,14 @@ void RankJsonAround(const RankStatus& r, std::string* head, std::string* tail) {
   }
 }
 
+void AppendJsonNumber(double v, std::string* out) { out->append(Number(v)); }
+
+namespace {
+
 std::string RankJson(const RankStatus& r) {
   std::string head;
   std::string tail;
-  RankJsonAround(r, &head, &tail);
+  RankJsonParts(r, &head, &tail);
   return absl::StrCat(head, Number(r.last_seen_seconds), tail);
 }
 
@@ -303,12 +308,6 @@ std::string ToJson(const JobStatus& s) {
   ranks.push_back(']');
   return ToJson(s, ranks);
 }
-
-void RankJsonParts(const RankStatus& rank, std::string* head, std::string* tail) {
-  RankJsonAround(rank, head, tail);
-}
-
-void AppendJsonNumber(double v, std::string* out) { out->append(Number(v)); }
 
 std::string ToJson(const JobStatus& s, absl::string_view ranks) {
   std::string out;

@@ -30,23 +30,21 @@ void AppendVarint(uint64_t v, std::string* out) {
 }
 
 // One `ranks` entry of the JobStatus message: the kept piece, then last_seen_seconds (proto3
-// writes a double whose bits are not all zero).
+// writes a double whose bits are not all zero: a one-byte tag and 8 little-endian bytes).
 void AppendRankProto(const std::string& piece, double last_seen, std::string* out) {
   uint64_t bits = 0;
   std::memcpy(&bits, &last_seen, sizeof(bits));
+  constexpr uint32_t kSeenTag = WireFormatLite::MakeTag(pb::RankStatus::kLastSeenSecondsFieldNumber,
+                                                        WireFormatLite::WIRETYPE_FIXED64);
+  static_assert(kSeenTag < 0x80, "a one-byte tag");
   AppendVarint(WireFormatLite::MakeTag(pb::JobStatus::kRanksFieldNumber,
                                        WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
                out);
-  const uint32_t seen_tag = WireFormatLite::MakeTag(pb::RankStatus::kLastSeenSecondsFieldNumber,
-                                                    WireFormatLite::WIRETYPE_FIXED64);
-  std::string seen;
-  if (bits != 0) {
-    AppendVarint(seen_tag, &seen);
-    for (int i = 0; i < 8; ++i) seen.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
-  }
-  AppendVarint(piece.size() + seen.size(), out);
+  AppendVarint(piece.size() + (bits != 0 ? 9 : 0), out);
   out->append(piece);
-  out->append(seen);
+  if (bits == 0) return;
+  out->push_back(static_cast<char>(kSeenTag));
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
 }
 
 }  // namespace

@@ -53,11 +53,8 @@ void CoordinatorService::AddUnary(const std::string& name, RoleMask roles, size_
   UnaryCall::Body bounded = [name, max_request_bytes, body = std::move(body)](
                                 const CallInfo& call, grpc::ByteBuffer* request,
                                 UnaryCall::Reply reply) {
-    if (request->Length() > max_request_bytes) {
-      reply(absl::ResourceExhaustedError(absl::StrCat(name, " request of ", request->Length(),
-                                                      " bytes exceeds its limit of ",
-                                                      max_request_bytes)),
-            grpc::ByteBuffer());
+    if (absl::Status st = CheckRequestSize(name, request->Length(), max_request_bytes); !st.ok()) {
+      reply(st, grpc::ByteBuffer());
       return;
     }
     body(call, request, std::move(reply));

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "coordinator/rpc/service.h"
+#include "coordinator/rpc/unary_call.h"
 #include "proto/convert.h"
 
 namespace ddp {
@@ -13,6 +13,8 @@ namespace {
 
 // The alarm's tag: not a Call.
 char stop_tag;
+
+constexpr char kMethod[] = "GetStatus";
 
 }  // namespace
 
@@ -46,7 +48,7 @@ class StatusQueue::Call {
 
   bool Admit() {
     Role role = Role::kNone;
-    absl::Status st = queue_->gate_->Enter(ctx_, "GetStatus", kViewRoles, &role);
+    absl::Status st = queue_->gate_->Enter(ctx_, kMethod, kViewRoles, &role);
     if (!st.ok()) return Finish(st);  // the body is never read
     admitted_ = true;
     step_ = Step::kReading;
@@ -55,11 +57,10 @@ class StatusQueue::Call {
   }
 
   bool Answer(bool read) {
-    if (!read) return Finish(absl::InvalidArgumentError("GetStatus: no request message"));
-    if (request_.Length() > kMaxStatusRequestBytes) {
-      return Finish(absl::ResourceExhaustedError(
-          absl::StrCat("GetStatus request of ", request_.Length(), " bytes exceeds its limit of ",
-                       kMaxStatusRequestBytes)));
+    if (!read) return Finish(NoRequestMessage(kMethod));
+    if (absl::Status st = CheckRequestSize(kMethod, request_.Length(), kMaxStatusRequestBytes);
+        !st.ok()) {
+      return Finish(st);
     }
     request_.Clear();
     std::shared_ptr<const StatusSnapshot> snapshot = queue_->cache_->Get();

@@ -10,6 +10,16 @@ grpc::ByteBuffer SerializeReply(const google::protobuf::Message& reply) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
+absl::Status CheckRequestSize(const std::string& method, size_t bytes, size_t limit) {
+  if (bytes <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(method, " request of ", bytes, " bytes exceeds its limit of ", limit));
+}
+
+absl::Status NoRequestMessage(const std::string& method) {
+  return absl::InvalidArgumentError(absl::StrCat(method, ": no request message"));
+}
+
 UnaryCall::UnaryCall(grpc::CallbackServerContext* ctx, const Method* method, CallGate* gate)
     : method_(method), gate_(gate) {
   absl::Status admitted = gate_->Enter(*ctx, method_->name, method_->roles, &info_.role);
@@ -23,10 +33,7 @@ UnaryCall::UnaryCall(grpc::CallbackServerContext* ctx, const Method* method, Cal
 
 void UnaryCall::OnReadDone(bool ok) {
   if (!ok) {
-    // No message: the client went away, or the message broke the receive limit (gRPC has
-    // already failed the call with RESOURCE_EXHAUSTED naming the sizes).
-    Finish(
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, method_->name + ": no request message"));
+    Finish(ToGrpc(NoRequestMessage(method_->name)));
     return;
   }
   method_->body(info_, &request_, [this](const absl::Status& st, grpc::ByteBuffer reply) {

@@ -75,6 +75,13 @@ absl::Status ParseRequest(const std::string& method, grpc::ByteBuffer* bytes, Me
 
 grpc::ByteBuffer SerializeReply(const google::protobuf::Message& reply);
 
+// A method's request bound, checked on the request's size before it is parsed:
+// RESOURCE_EXHAUSTED naming the sizes, else OK.
+absl::Status CheckRequestSize(const std::string& method, size_t bytes, size_t limit);
+// A call that ended without its one request message: the client went away, or the message broke
+// the receive limit (gRPC has then already failed the call with RESOURCE_EXHAUSTED).
+absl::Status NoRequestMessage(const std::string& method);
+
 // A Body from `run(const Request&, Response*, std::function<void(const absl::Status&)> done)`:
 // parses the request, and serializes the response when `done` gets OK. `run` may call `done`
 // later; it must not keep a reference to the request.

@@ -117,6 +117,17 @@ std::future<CallResult> RawCall(const std::string& address, const std::string& m
   });
 }
 
+// Waits for every call and expects each to end with `want`; returns how many did.
+int ExpectEach(std::vector<std::future<CallResult>>* calls, grpc::StatusCode want) {
+  int n = 0;
+  for (auto& f : *calls) {
+    const CallResult r = f.get();
+    EXPECT_EQ(r.code, want) << r.message;
+    n += r.code == want ? 1 : 0;
+  }
+  return n;
+}
+
 class FloodTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -155,6 +166,21 @@ class FloodTest : public ::testing::Test {
     o.rpc_timeout = absl::Seconds(5);
     return o;
   }
+  // A worker registered as `host` (the job's one rank); null, with a test failure, otherwise.
+  std::unique_ptr<CoordinatorApi> RegisteredWorker(const std::string& host) const {
+    auto worker = ConnectToCoordinator(Options(TokenRole::kWorker));
+    if (!worker.ok()) {
+      ADD_FAILURE() << worker.status();
+      return nullptr;
+    }
+    WorkerIdentity who;
+    who.host = host;
+    if (absl::Status st = (*worker)->Register(who, absl::Seconds(10)).status(); !st.ok()) {
+      ADD_FAILURE() << st;
+      return nullptr;
+    }
+    return *std::move(worker);
+  }
   std::string Log() const {
     std::ifstream in(log_);
     std::stringstream s;
@@ -170,12 +196,9 @@ class FloodTest : public ::testing::Test {
 };
 
 TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
-  auto worker = ConnectToCoordinator(Options(TokenRole::kWorker));
-  ASSERT_TRUE(worker.ok()) << worker.status();
-  WorkerIdentity who;
-  who.host = "flood-host";
-  ASSERT_TRUE((*worker)->Register(who, absl::Seconds(10)).ok());
-  ASSERT_TRUE((*worker)->StoreSet("real", {'1'}).ok());
+  std::unique_ptr<CoordinatorApi> worker = RegisteredWorker("flood-host");
+  ASSERT_NE(worker, nullptr);
+  ASSERT_TRUE(worker->StoreSet("real", {'1'}).ok());
 
   // The job's heartbeats, every 100 ms, throughout.
   std::atomic<bool> stop{false};
@@ -184,7 +207,7 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
   std::string first_failure;
   std::thread heart([&] {
     while (!stop.load()) {
-      absl::StatusOr<HeartbeatReply> r = (*worker)->Heartbeat(ProgressReport());
+      absl::StatusOr<HeartbeatReply> r = worker->Heartbeat(ProgressReport());
       if (r.ok()) {
         ++beats;
       } else if (failed_beats++ == 0) {
@@ -207,16 +230,8 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
   std::future<CallResult> view_write =
       RawCall(address, "/slurm_ddp.v1.Coordinator/StoreSet", std::string("\x0a\x01k\x12\x01v", 6),
               contents_.view_token);
-  int unauthenticated = 0;
-  for (auto& f : flood) {
-    const CallResult r = f.get();
-    EXPECT_EQ(r.code, grpc::StatusCode::UNAUTHENTICATED) << r.message;
-    unauthenticated += r.code == grpc::StatusCode::UNAUTHENTICATED ? 1 : 0;
-  }
-  for (auto& f : oversized) {
-    const CallResult r = f.get();
-    EXPECT_EQ(r.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << r.message;
-  }
+  const int unauthenticated = ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
+  ExpectEach(&oversized, grpc::StatusCode::RESOURCE_EXHAUSTED);
   const CallResult denied = view_write.get();
   EXPECT_EQ(denied.code, grpc::StatusCode::PERMISSION_DENIED) << denied.message;
   EXPECT_THAT(denied.message, HasSubstr("needs the worker token; this is the view token"));
@@ -240,10 +255,10 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
   EXPECT_GE(beats.load(), 10);
 
   // Still serving the job: its store is intact, the view token reads status.
-  auto value = (*worker)->StoreGet("real", absl::Seconds(5));
+  auto value = worker->StoreGet("real", absl::Seconds(5));
   ASSERT_TRUE(value.ok()) << value.status();
   EXPECT_EQ(std::string(value->begin(), value->end()), "1");
-  EXPECT_FALSE(*(*worker)->StoreCheck({"k"}));  // the view token's write changed nothing
+  EXPECT_FALSE(*worker->StoreCheck({"k"}));  // the view token's write changed nothing
   auto op = OperatorClient::Connect(Options(TokenRole::kView));
   ASSERT_TRUE(op.ok()) << op.status();
   auto status = (*op)->GetStatus();
@@ -269,15 +284,12 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
 // before the body: unauthenticated 16 MiB calls cost nothing, the worker token is refused, a
 // body over its bound is refused, and the view token gets the snapshot, while heartbeats go on.
 TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewToken) {
-  auto worker = ConnectToCoordinator(Options(TokenRole::kWorker));
-  ASSERT_TRUE(worker.ok()) << worker.status();
-  WorkerIdentity who;
-  who.host = "status-host";
-  ASSERT_TRUE((*worker)->Register(who, absl::Seconds(10)).ok());
+  std::unique_ptr<CoordinatorApi> worker = RegisteredWorker("status-host");
+  ASSERT_NE(worker, nullptr);
   ProgressReport progress;
   progress.phase = WorkerPhase::kTraining;
   progress.step = 7;
-  ASSERT_TRUE((*worker)->Heartbeat(progress).ok());
+  ASSERT_TRUE(worker->Heartbeat(progress).ok());
 
   const std::string address = contents_.grpc_address;
   const std::string method = "/slurm_ddp.v1.Coordinator/GetStatus";
@@ -286,10 +298,7 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
   std::future<CallResult> as_worker = RawCall(address, method, "", contents_.token);
   const std::string two_kib(2048, '\0');
   std::future<CallResult> too_long = RawCall(address, method, two_kib, contents_.view_token);
-  for (auto& f : flood) {
-    const CallResult r = f.get();
-    EXPECT_EQ(r.code, grpc::StatusCode::UNAUTHENTICATED) << r.message;
-  }
+  ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
   const CallResult denied = as_worker.get();
   EXPECT_EQ(denied.code, grpc::StatusCode::PERMISSION_DENIED) << denied.message;
   EXPECT_THAT(denied.message, HasSubstr("needs a view or control token; this is the worker token"));
@@ -300,7 +309,7 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
 
   // Heartbeats still answered; the view token reads the job.
   progress.step = 8;
-  ASSERT_TRUE((*worker)->Heartbeat(progress).ok());
+  ASSERT_TRUE(worker->Heartbeat(progress).ok());
   const CallResult read = RawCall(address, method, "", contents_.view_token).get();
   ASSERT_EQ(read.code, grpc::StatusCode::OK) << read.message;
   slurm_ddp::v1::JobStatus status;
@@ -320,11 +329,8 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
 }
 
 TEST_F(FloodTest, StopReasonsOfAnyShapeLeaveTheJobHealthyAndStoppable) {
-  auto worker = ConnectToCoordinator(Options(TokenRole::kWorker));
-  ASSERT_TRUE(worker.ok()) << worker.status();
-  WorkerIdentity who;
-  who.host = "utf8-host";
-  ASSERT_TRUE((*worker)->Register(who, absl::Seconds(10)).ok());
+  std::unique_ptr<CoordinatorApi> worker = RegisteredWorker("utf8-host");
+  ASSERT_NE(worker, nullptr);
   const std::string address = contents_.grpc_address;
   const std::string stop = "/slurm_ddp.v1.Coordinator/Stop";
   auto stop_body = [](const std::string& reason) {
@@ -360,11 +366,11 @@ TEST_F(FloodTest, StopReasonsOfAnyShapeLeaveTheJobHealthyAndStoppable) {
   EXPECT_TRUE(IsValidUtf8(status->stop_reason));
   EXPECT_LE(status->stop_reason.size(), 4096u + 64);
   EXPECT_THAT(status->stop_reason, HasSubstr(std::string(4087, 'a')));
-  auto beat = (*worker)->Heartbeat(ProgressReport());
+  auto beat = worker->Heartbeat(ProgressReport());
   ASSERT_TRUE(beat.ok()) << beat.status();
   EXPECT_EQ(beat->command, Command::kCheckpointAndStop);
   EXPECT_TRUE(IsValidUtf8(beat->reason));
-  ASSERT_TRUE((*worker)->ReportDone(absl::CancelledError("stopped after checkpoint")).ok());
+  ASSERT_TRUE(worker->ReportDone(absl::CancelledError("stopped after checkpoint")).ok());
   int exit_status = 0;
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (::waitpid(pid_, &exit_status, WNOHANG) == 0 && absl::Now() < deadline) {
