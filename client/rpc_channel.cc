@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "proto/convert.h"
+#include "proto/transport_args.h"
 
 namespace ddp {
 namespace {
@@ -37,6 +38,7 @@ std::string WireText(absl::string_view text, size_t max_bytes) {
 absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOptions& options) {
   std::unique_ptr<RpcChannel> ch(new RpcChannel());
   ch->rpc_timeout_ = options.rpc_timeout;
+  ch->worker_ = options.role == TokenRole::kWorker;
   if (!options.dist_file.empty()) {
     const DistFileExpectation expect{options.expected_job_id, options.min_generation};
     // A zero timeout reads once (operator tools: a missing file is an error at once).
@@ -91,8 +93,11 @@ void RpcChannel::Connect(const std::string& address) const {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  if (worker_) {
+    SetWorkerChannelArgs(&args);
+  } else {
+    SetReconnectArgs(&args);  // operator tools: large status replies keep BDP's window growth
+  }
   channels_.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
   stubs_.push_back(slurm_ddp::v1::Coordinator::NewStub(channels_.back()));
   address_ = address;

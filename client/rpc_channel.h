@@ -75,6 +75,7 @@ class RpcChannel {
   std::string token_;
   absl::Duration rpc_timeout_;
   int world_size_ = 0;
+  bool worker_ = true;  // a worker's channel (proto/transport_args.h), else an operator's
   std::string dist_file_;  // empty: opened by address
   DistFileExpectation expect_;
   mutable absl::Mutex mu_;

@@ -306,14 +306,16 @@ std::string ToJson(const JobStatus& s) {
     ranks += RankJson(s.ranks[i]);
   }
   ranks.push_back(']');
-  return ToJson(s, ranks);
+  std::string out;
+  ToJson(s, ranks, &out);
+  return out;
 }
 
-std::string ToJson(const JobStatus& s, absl::string_view ranks) {
-  std::string out;
-  out.reserve(ranks.size() + 4096 + 256 * s.events.size());  // one copy of the ranks, no regrowth
+void ToJson(const JobStatus& s, absl::string_view ranks, std::string* out) {
+  out->clear();
+  out->reserve(ranks.size() + 4096 + 256 * s.events.size());  // one copy of the ranks, no regrowth
   {
-    ObjectWriter w(&out);
+    ObjectWriter w(out);
     w.Str("job_id", s.job_id);
     w.Str("state", JobStateJsonName(s.state));
     w.Bool("finished", s.finished);
@@ -359,7 +361,6 @@ std::string ToJson(const JobStatus& s, absl::string_view ranks) {
     w.Int("spare_nodes", s.spare_nodes);
     if (s.stall.present()) w.Raw("stall", StallJson(s.stall));
   }
-  return out;
 }
 
 }  // namespace ddp

@@ -193,9 +193,10 @@ std::string JsonQuote(absl::string_view s);
 // until one completed), `membership_generation` and `lost_ranks` ([{rank, cause, text,
 // at_seconds, replaced}], the cause by its stable name); `spare_nodes` (spares standing by).
 std::string ToJson(const JobStatus& status);
-// The same with the `ranks` array already rendered (status.ranks is not read): a snapshot built
-// incrementally (coordinator/ops/status_render.h) renders only the ranks that changed.
-std::string ToJson(const JobStatus& status, absl::string_view ranks_json);
+// The same with the `ranks` array already rendered (status.ranks is not read), written over
+// `*out` (its capacity is kept): a snapshot built incrementally (coordinator/ops/status_render.h)
+// renders only the ranks that changed, into the buffers of an earlier snapshot.
+void ToJson(const JobStatus& status, absl::string_view ranks_json, std::string* out);
 // One rank's object in ToJson's `ranks` is head + its last_seen_seconds + tail; the number as
 // AppendJsonNumber writes it.
 void RankJsonParts(const RankStatus& rank, std::string* head, std::string* tail);

@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "bench/loadgen/host_limits.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "proto/transport_args.h"
 
 namespace pb = ::slurm_ddp::v1;
 
@@ -141,13 +142,12 @@ class GrpcRanks::Phase {
 namespace {
 
 // A channel of its own with a subchannel pool of its own: one TCP connection, opened by its
-// first call. Reconnect backoff as the workers' client sets it (client/rpc_channel.cc).
+// first call. Transport settings as the workers' client sets them (proto/transport_args.h).
 std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address, int id) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("ddp.bench.channel", id);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  SetWorkerChannelArgs(&args);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 

@@ -1,5 +1,6 @@
 #include "coordinator/ops/status_cache.h"
 
+#include <atomic>
 #include <utility>
 
 namespace ddp {
@@ -33,20 +34,38 @@ void StatusCache::Rebuild(bool (StatusCache::*still_due)(const StatusSnapshot&) 
     std::shared_ptr<const StatusSnapshot> now = Current();
     if (!(this->*still_due)(*now)) return;  // another caller rebuilt meanwhile
   }
-  auto s = std::make_shared<StatusSnapshot>();
+  std::shared_ptr<StatusSnapshot> s = Recycled();
   // Versions first: a change racing with the build makes the snapshot look stale, never fresh.
   s->major_version = job_->major_version();
   s->version = job_->version();
   s->built = clock_->Now();
   s->status = job_->Status();
-  StatusRender::Output forms;
+  StatusRender::Output forms{std::move(s->json), std::move(s->proto_bytes),
+                             std::move(s->metrics)};
   render_.Render(s->status, &forms);
   s->json = std::move(forms.json);
   s->proto_bytes = std::move(forms.proto_bytes);
   s->metrics = std::move(forms.metrics);
-  absl::MutexLock lock(&mu_);
-  current_ = std::move(s);
-  ++builds_;
+  std::shared_ptr<StatusSnapshot> replaced;
+  {
+    absl::MutexLock lock(&mu_);
+    replaced = std::move(current_);
+    current_ = std::move(s);
+    ++builds_;
+  }
+  spare_ = std::move(replaced);
+}
+
+std::shared_ptr<StatusSnapshot> StatusCache::Recycled() {
+  // Only this cache hands out snapshots, and only current_: once the replaced one's readers
+  // are gone (an HTTP reply still being sent keeps it), nobody can take a new reference.
+  if (spare_ != nullptr && spare_.use_count() == 1) {
+    // The readers' last reads happen before their release of the count seen above.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return std::move(spare_);
+  }
+  spare_.reset();
+  return std::make_shared<StatusSnapshot>();
 }
 
 bool StatusCache::Refresh() {

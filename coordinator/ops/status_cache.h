@@ -59,6 +59,8 @@ class StatusCache {
   void Rebuild(bool (StatusCache::*still_due)(const StatusSnapshot&) const);
   bool Due(const StatusSnapshot& s) const;
   bool MajorStale(const StatusSnapshot& s) const;
+  // The snapshot replaced last, for its buffers, once no reader holds it; else a new one.
+  std::shared_ptr<StatusSnapshot> Recycled() ABSL_EXCLUSIVE_LOCKS_REQUIRED(build_mu_);
 
   const Job* const job_;
   const Clock* const clock_;
@@ -66,7 +68,10 @@ class StatusCache {
   absl::Mutex build_mu_;  // one builder at a time; never held while taking mu_ for long
   StatusRender render_ ABSL_GUARDED_BY(build_mu_);  // each rank's pieces, kept between builds
   mutable absl::Mutex mu_;
-  std::shared_ptr<const StatusSnapshot> current_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<StatusSnapshot> current_ ABSL_GUARDED_BY(mu_);  // handed out as const only
+  // The snapshot current_ replaced: at 16,384 ranks its three forms are several MB, and new
+  // strings of that size are fresh pages the kernel zeroes on every build.
+  std::shared_ptr<StatusSnapshot> spare_ ABSL_GUARDED_BY(build_mu_);
   uint64_t builds_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -70,7 +70,8 @@ void StatusRender::Render(const JobStatus& s, Output* out) {
   }
 
   // Each form is about as long as last time: reserved once, not grown by copies.
-  std::string ranks_json;
+  std::string& ranks_json = ranks_json_;
+  ranks_json.clear();
   ranks_json.reserve(json_bytes_ + 64);
   ranks_json.push_back('[');
   for (size_t i = 0; i < n; ++i) {
@@ -80,7 +81,7 @@ void StatusRender::Render(const JobStatus& s, Output* out) {
     ranks_json.append(pieces_[i].json_tail);
   }
   ranks_json.push_back(']');
-  out->json = ToJson(s, ranks_json);
+  ToJson(s, ranks_json, &out->json);
 
   pb::JobStatus head;
   ToProtoWithoutRanks(s, &head);

@@ -32,6 +32,8 @@ class StatusRender {
     std::string metrics;      // RenderJobMetrics(status)
   };
 
+  // Writes the three forms over `*out`, keeping its strings' capacity: an earlier Output's
+  // buffers passed back in are filled again without new pages.
   void Render(const JobStatus& status, Output* out);
   // Ranks whose pieces the last Render made afresh (the others were reused).
   size_t rendered_last() const { return rendered_last_; }
@@ -48,6 +50,7 @@ class StatusRender {
 
   std::vector<Piece> pieces_;
   size_t rendered_last_ = 0;
+  std::string ranks_json_;  // the `ranks` array, kept between builds for its capacity
   // The sizes of the last build's forms (the ranks' JSON, the protobuf, the metrics).
   size_t json_bytes_ = 0;
   size_t proto_bytes_ = 0;

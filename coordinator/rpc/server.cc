@@ -18,6 +18,7 @@
 #include "coordinator/rpc/service.h"
 #include "coordinator/rpc/status_queue.h"
 #include "coordinator/rpc/validation.h"
+#include "proto/transport_args.h"
 
 namespace ddp {
 namespace {
@@ -82,6 +83,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, options.max_header_bytes);
+  SetCoordinatorServerArgs(&builder);
   grpc::ResourceQuota quota("ddp-coordinator");
   // Every connection holds read buffers against the quota; under pressure gRPC sends idle
   // connections GOAWAY to reclaim memory, which at 16,384 connections refused registrations. So
@@ -93,7 +95,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::ServerCompletionQueue> status_cq =
-      builder.AddCompletionQueue(/*is_frequently_polled=*/true);
+      builder.AddCompletionQueue(/*is_frequently_polled=*/false);
   s->server_ = builder.BuildAndStart();
   s->status_queue_ = std::make_unique<StatusQueue>(s->service_.get(), s->gate_.get(),
                                                    s->cache_.get(), std::move(status_cq));

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "coordinator/ops/job_metrics.h"
 #include "proto/convert.h"
 
 namespace ddp {
@@ -61,6 +62,32 @@ TEST_F(StatusCacheTest, AStateChangeIsNeverMissedProgressMayBeOld) {
   EXPECT_FALSE(cache.Refresh());
   clock_.Advance(absl::Seconds(1));
   EXPECT_TRUE(cache.Refresh());
+}
+
+// A rebuild writes into the buffers of the snapshot replaced last, and only once no reader
+// holds it: a snapshot in a reader's hands never changes.
+TEST_F(StatusCacheTest, ARebuildReusesAReleasedSnapshotNeverAHeldOne) {
+  StatusCache cache(job_.get(), &clock_, absl::Milliseconds(200));
+  auto rebuild = [&] {
+    clock_.Advance(absl::Seconds(2));  // due (ages moved), whatever changed
+    EXPECT_TRUE(cache.Refresh());
+    return cache.Get();
+  };
+  std::shared_ptr<const StatusSnapshot> held = cache.Get();
+  const std::string held_json = held->json;
+  const StatusSnapshot* second = rebuild().get();  // `held` is now the spare, still held
+  std::shared_ptr<const StatusSnapshot> third = rebuild();
+  EXPECT_NE(third.get(), held.get()) << "a held snapshot was rebuilt";
+  EXPECT_EQ(held->json, held_json);
+  // `second` was replaced by `third` and nobody holds it: the next build takes its buffers.
+  std::shared_ptr<const StatusSnapshot> fourth = rebuild();
+  EXPECT_EQ(fourth.get(), second);
+  EXPECT_EQ(fourth->json, ToJson(fourth->status));
+  std::string metrics;
+  RenderJobMetrics(fourth->status, &metrics);
+  EXPECT_EQ(fourth->metrics, metrics);
+  EXPECT_NEAR(fourth->status.uptime_seconds, 6.0, 0.5);
+  EXPECT_EQ(held->json, held_json);
 }
 
 }  // namespace
