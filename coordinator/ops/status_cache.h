@@ -48,13 +48,14 @@ class StatusCache {
 
   // Rebuilds the snapshot when due (see above). Returns true when it rebuilt.
   bool Refresh();
-  // The current snapshot (never null).
+  // The current snapshot (never null), rebuilt first when MajorStale.
   std::shared_ptr<const StatusSnapshot> Get();
+  // The snapshot as last published, never rebuilding (never null).
+  std::shared_ptr<const StatusSnapshot> Current() const;
   // Snapshots built so far (tests, metrics).
   uint64_t builds() const;
 
  private:
-  std::shared_ptr<const StatusSnapshot> Current() const;
   // Builds and publishes unless `still_due` says another builder already did the work.
   void Rebuild(bool (StatusCache::*still_due)(const StatusSnapshot&) const);
   bool Due(const StatusSnapshot& s) const;

@@ -10,10 +10,12 @@
 #include <netdb.h>
 #include <unistd.h>
 
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/ops/status_cache.h"
 #include "coordinator/rpc/metrics_interceptor.h"
 #include "coordinator/rpc/service.h"
 #include "coordinator/rpc/status_queue.h"
@@ -115,7 +117,12 @@ void CoordinatorServer::TickLoop() {
     job_->Tick();
     store_->ExpireWaiters(clock_->Now());
     cache_->Refresh();
-    history_->Add(cache_->Get()->status);
+    // While workers register the chart has nothing to add, and a Get() per tick would copy the
+    // whole world under the registration lock 20 times a second (every registration is a major
+    // change); Refresh() keeps that snapshot at most a second old.
+    std::shared_ptr<const StatusSnapshot> snapshot = cache_->Current();
+    if (snapshot->status.state != JobState::kRegistering) snapshot = cache_->Get();
+    history_->Add(snapshot->status);
     service_->PollWatchers();
     refusals_->Flush();
   }

@@ -320,6 +320,7 @@ void CoordinatorService::AddStoreMethods() {
 }
 
 void CoordinatorService::PollWatchers() {
+  if (watchers() == 0) return;  // no snapshot to build for nobody
   const absl::Time now = clock_->Now();
   std::shared_ptr<const StatusSnapshot> snapshot = cache_->Get();
   absl::MutexLock lock(&watchers_mu_);

@@ -137,6 +137,62 @@ TEST_F(ServerTest, SixtyFourRanksRunTheWholeFlow) {
   EXPECT_EQ(s.num_nodes, kWorld / kPerNode);
 }
 
+// While workers register, the ticker does not rebuild the status snapshot at every tick (each
+// registration is a major change, and a build copies the whole world under the registration
+// lock); an operator's read still sees every registration at once.
+TEST_F(ServerTest, TickerDoesNotRebuildTheStatusForEveryRegistration) {
+  constexpr int kWorld = 12;
+  constexpr int kEarly = 10;  // register one by one, 100 ms apart (5 ticks of 20 ms)
+  Start(kWorld);
+  auto op = OperatorClient::Connect(Options(TokenRole::kControl));
+  ASSERT_TRUE(op.ok()) << op.status();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  auto register_one = [&](int i) {
+    threads.emplace_back([&, i] {
+      auto api = Connect();
+      if (api == nullptr) return failures++, void();
+      WorkerIdentity who;
+      who.host = absl::StrCat("node", i);
+      who.node_rank = i;
+      who.local_world_size = 1;
+      who.pid = 2000 + i;
+      auto a = api->Register(who, absl::Seconds(30));
+      if (!a.ok()) {
+        ADD_FAILURE() << "worker " << i << ": " << a.status();
+        failures++;
+      }
+    });
+  };
+  const uint64_t builds_before = server_->status_cache().builds();
+  for (int i = 0; i < kEarly; ++i) {
+    register_one(i);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  // ~1.1 s of registrations: Refresh() rebuilds about once a second; a build per registration
+  // (the old ticker's Get()) would be at least kEarly.
+  const uint64_t ticker_builds = server_->status_cache().builds() - builds_before;
+  EXPECT_LE(ticker_builds, 4u) << "the ticker rebuilt the status for registrations";
+  // Registrations are major changes: a reader gets a snapshot with all of them.
+  for (const absl::Time end = absl::Now() + absl::Seconds(5); absl::Now() < end;) {
+    if (job_->Status().registered == kEarly) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  auto st = (*op)->GetStatus();
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->state, JobState::kRegistering);
+  EXPECT_EQ(st->registered, kEarly);
+  for (int i = kEarly; i < kWorld; ++i) register_one(i);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  // Within about a second of the world completing, the ticker's snapshot says so.
+  for (const absl::Time end = absl::Now() + absl::Seconds(2); absl::Now() < end;) {
+    if (server_->status_cache().Current()->status.state == JobState::kRunning) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(server_->status_cache().Current()->status.state, JobState::kRunning);
+}
+
 TEST_F(ServerTest, WrongTokenIsUnauthenticatedAndTheJobKeepsServing) {
   Start(2);
   ConnectOptions forged;
