@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 
 namespace ddp {
@@ -137,6 +138,10 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
     Log(absl::StrCat("job ", identity.job_id, " generation ", identity.generation, ": waiting for ",
                      options_.world_size, " workers on ", server_->address(), "; dist_file ",
                      dist_file_));
+  }
+  if (options_.heap_reserved_bytes > 0) {
+    Log(absl::StrFormat("heap: %d MiB made resident for the rendezvous in %.2f s",
+                        options_.heap_reserved_bytes >> 20, options_.heap_reserve_seconds));
   }
   if (http_) {
     const std::string host = server_->address().substr(0, server_->address().rfind(':'));

@@ -60,6 +60,9 @@ struct CoordinatorOptions {
   std::string log_file;  // also append log lines here
   // Take over the job of the dist_file from its journal (a restarted coordinator).
   bool resume_from_journal = false;
+  // What main() made resident with ReserveHeap before anything started (logged at start).
+  size_t heap_reserved_bytes = 0;
+  double heap_reserve_seconds = 0;
 };
 
 struct JobIdentity {

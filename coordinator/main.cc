@@ -3,6 +3,8 @@
 // serves registration / store / heartbeats / status until the job ends, lingers a little so
 // status can still be read, then exits kExitOk (SUCCEEDED), kExitResumable (stopped for requeue)
 // or kExitFailed; kExitUsage for bad flags (common/exit_codes.h).
+#include <cstddef>
+#include <cstdint>
 #include <iostream>
 #include <string>
 
@@ -10,9 +12,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/exit_codes.h"
+#include "common/heap_reserve.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
 #include "coordinator/coordinator_process.h"
+
+namespace {
+// The coordinator's peak heap per worker at 16,384 ranks was ~55 KB (docs/bench-status.md).
+constexpr size_t kHeapKiBPerWorker = 64;
+}  // namespace
 
 int main(int argc, char** argv) {
   ddp::UseReleaseMutexMode();
@@ -22,6 +30,7 @@ int main(int argc, char** argv) {
   double linger_s = 10;
   double stall_timeout_s = 0;
   double stop_timeout_s = 60;
+  int64_t heap_reserve_mb = -1;
   CLI::App app{"ddp-coordinator: the per-job control plane of slurm-ddp"};
   app.add_option("--world-size", options.world_size, "Number of workers in the job")
       ->required()
@@ -79,6 +88,12 @@ int main(int argc, char** argv) {
                "agreement and stop request, listen on a new port and republish the dist_file "
                "with the same job, tokens, generation and nonce and the next incarnation. A "
                "corrupt journal, or one of another job, is refused (exit 1)");
+  app.add_option("--heap-reserve-mb", heap_reserve_mb,
+                 absl::StrCat("MiB of heap to make resident at start, so that the rendezvous "
+                              "(every worker's Register call held at once) reuses pages instead "
+                              "of faulting in new ones; -1 (default): ",
+                              kHeapKiBPerWorker, " KiB per worker; 0: none"))
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 20));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -90,6 +105,11 @@ int main(int argc, char** argv) {
     std::cerr << "ddp-coordinator: " << what << " (see --help)\n";
     return ddp::kExitUsage;
   }
+  // Before any thread starts (common/heap_reserve.h).
+  options.heap_reserved_bytes =
+      heap_reserve_mb >= 0 ? static_cast<size_t>(heap_reserve_mb) << 20
+                           : static_cast<size_t>(options.world_size) * kHeapKiBPerWorker << 10;
+  options.heap_reserve_seconds = ddp::ReserveHeap(options.heap_reserved_bytes);
   options.registration_timeout = absl::Seconds(registration_timeout_s);
   options.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
   options.linger = absl::Seconds(linger_s);

@@ -12,6 +12,7 @@
 #include "bench/loadgen/grpc_ranks.h"
 #include "bench/loadgen/host_limits.h"
 #include "common/dist_file.h"
+#include "common/heap_reserve.h"
 #include "common/mutex_mode.h"
 
 namespace ddp::bench {
@@ -34,6 +35,7 @@ int Main(int argc, char** argv) {
   double heartbeat_s = 1;
   double rpc_timeout_s = 10;
   double phase_timeout_s = 120;
+  int reserve_kib = 128;
   CLI::App app{"ddp-rankgen: simulated ranks of a scale run, one gRPC connection each"};
   app.add_option("--dist-file", dist_file, "The coordinator's dist_file")->required();
   app.add_option("--first", o.first, "Global index of the first simulated rank")->required();
@@ -54,7 +56,12 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--phase-timeout", phase_timeout_s, "Connect / rendezvous deadline, seconds")
       ->check(CLI::PositiveNumber);
+  app.add_option("--heap-reserve-kib", reserve_kib,
+                 "Heap made resident per simulated rank before anything is timed "
+                 "(common/heap_reserve.h); 0: none")
+      ->check(CLI::Range(0, 1 << 20));
   CLI11_PARSE(app, argc, argv);
+  ReserveHeap(static_cast<size_t>(reserve_kib) * 1024 * static_cast<size_t>(o.count));
   if (o.first < 0 || o.first + o.count > o.world) {
     std::fprintf(stderr, "ddp-rankgen: ranks [%d, %d) are outside the world of %d\n", o.first,
                  o.first + o.count, o.world);

@@ -20,6 +20,7 @@
 #include "bench/loadgen/agent_loop.h"
 #include "bench/loadgen/host_limits.h"
 #include "bench/loadgen/tcpstore_ranks.h"
+#include "common/heap_reserve.h"
 #include "common/mutex_mode.h"
 
 namespace ddp::bench {
@@ -56,6 +57,7 @@ int Main(int argc, char** argv) {
   bool serve = false;
   TcpStoreRanksOptions o;
   int timeout_s = 120;
+  int reserve_kib = 128;
   CLI::App app{"ddp-tcpstore-bench: the c10d::TCPStore baseline of ddp-scalebench"};
   app.add_flag("--serve", serve, "Run the store's server");
   app.add_option("--port", o.port, "The server's port (rank mode)");
@@ -64,7 +66,12 @@ int Main(int argc, char** argv) {
   app.add_option("--world", o.world, "Ranks in the job")->required()->check(CLI::Range(1, 65536));
   app.add_option("--phase-timeout", timeout_s, "The store's timeout, seconds")
       ->check(CLI::Range(1, 3600));
+  app.add_option("--heap-reserve-kib", reserve_kib,
+                 "Rank mode: heap made resident per rank before anything is timed "
+                 "(common/heap_reserve.h); 0: none")
+      ->check(CLI::Range(0, 1 << 20));
   CLI11_PARSE(app, argc, argv);
+  if (!serve) ReserveHeap(static_cast<size_t>(reserve_kib) * 1024 * static_cast<size_t>(o.count));
   auto limit = RaiseFdLimitToHard();
   if (!limit.ok()) {
     std::fprintf(stderr, "ddp-tcpstore-bench: %s\n", std::string(limit.status().message()).c_str());

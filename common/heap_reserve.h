@@ -1,0 +1,27 @@
+// Heap made resident before it is needed, so that a burst of allocations on the critical path
+// reuses pages instead of faulting in new ones.
+//
+// The rendezvous is such a burst: the coordinator holds every worker's Register call at once
+// (~20 KB of gRPC state each, on top of ~30 KB per connection), and a load generator's agent
+// holds thousands of simulated ranks' calls. Every new page is a fault the kernel zeroes; on a
+// virtual machine the first touch of a page the guest has not used for a while costs several
+// times more again (the host backs it anew: ~14 µs against ~1.5-2 µs for a page freed moments
+// ago on the benchmark machine, docs/bench-status.md). ReserveHeap pays that while nothing waits.
+//
+// It makes every thread allocate from glibc's main arena (M_ARENA_MAX 1: per-thread arenas
+// would each need their own resident pages), which then never gives memory back to the kernel
+// (no trimming; blocks under 32 MiB come from the heap, not from mmap), and touches and frees
+// `bytes` of it. Call it first in main, before any thread starts. Not thread-safe.
+#ifndef SLURM_DDP_COMMON_HEAP_RESERVE_H_
+#define SLURM_DDP_COMMON_HEAP_RESERVE_H_
+
+#include <cstddef>
+
+namespace ddp {
+
+// Returns the seconds it took (0 when bytes is 0; the allocator settings apply anyway).
+double ReserveHeap(size_t bytes);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COMMON_HEAP_RESERVE_H_
