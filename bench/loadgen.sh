@@ -10,7 +10,9 @@
 # as ddp-trainer's node tasks do, the 8 ranks of a simulated node send one NodeHeartbeat on the
 # node task's own connection; the coordinator's CPU from /proc) and a status window (GetStatus
 # p50/p99 from an operator process while every rank heartbeats); then the status snapshot's
-# rendering, full against incremental (ddp-renderbench), at each size.
+# rendering, full against incremental (ddp-renderbench), at each size. Every agent process, of
+# either baseline, makes its heap resident before it reports ready (--heap-reserve-kib,
+# common/heap_reserve.h); the servers run with their own defaults.
 #
 #   bench/loadgen.sh [--quick] [--no-python] [--python-max N] [--resolver] [N...]
 #                  (default sizes: 1024 4096 16384)
@@ -41,7 +43,7 @@ while [[ $# -gt 0 ]]; do
     --no-python) python=0 ;;
     --python-max) python_max="$1"; shift ;;
     --resolver) resolver=1 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) sizes+=("$a") ;;
   esac
 done
