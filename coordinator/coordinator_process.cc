@@ -139,7 +139,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
                      options_.world_size, " workers on ", server_->address(), "; dist_file ",
                      dist_file_));
   }
-  if (options_.heap_reserved_bytes > 0) {
+  if (options_.heap_reserved_bytes >= (size_t{16} << 20)) {  // a large job: say what it cost
     Log(absl::StrFormat("heap: %d MiB made resident for the rendezvous in %.2f s",
                         options_.heap_reserved_bytes >> 20, options_.heap_reserve_seconds));
   }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -43,7 +44,7 @@ class CoordinatorBinaryTest : public ::testing::Test {
     }
     if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
   }
-  void StartCoordinator(const char* linger = "10") {
+  void StartCoordinator(const char* linger = "10", const char* heap_reserve_mb = "-1") {
     std::string exe = bin_ + "/ddp-coordinator";
     std::string log = dir_ + "/coordinator.log";
     pid_ = ::fork();
@@ -51,7 +52,8 @@ class CoordinatorBinaryTest : public ::testing::Test {
     if (pid_ == 0) {
       std::freopen(log.c_str(), "w", stderr);
       ::execl(exe.c_str(), exe.c_str(), "--world-size", "8", "--job-id", "bin-test", "--dist-file",
-              dist_file_.c_str(), "--listen", "127.0.0.1:0", "--linger", linger, nullptr);
+              dist_file_.c_str(), "--listen", "127.0.0.1:0", "--linger", linger,
+              "--heap-reserve-mb", heap_reserve_mb, nullptr);
       ::_exit(127);
     }
     auto file = WaitForDistFile(dist_file_, {"bin-test", 0}, absl::Seconds(20));
@@ -147,6 +149,37 @@ TEST_F(CoordinatorBinaryTest, HelpAndBadFlags) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_NE(RunShell(bin_ + "/ddp-coordinator", &out), 0);
   EXPECT_THAT(out, HasSubstr("world-size"));
+}
+
+// The process's resident set in MiB (/proc/<pid>/status VmRSS), -1 when unreadable.
+int64_t ResidentMiB(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) / 1024;
+  }
+  return -1;
+}
+
+TEST_F(CoordinatorBinaryTest, HeapReserveIsResidentBeforeWorkersComeAndLogged) {
+  StartCoordinator("10", "160");
+  const int64_t rss = ResidentMiB(pid_);
+  EXPECT_GE(rss, 160) << "the reserve is not resident";
+  std::ifstream in(dir_ + "/coordinator.log");
+  std::stringstream log;
+  log << in.rdbuf();
+  EXPECT_THAT(log.str(), HasSubstr("heap: 160 MiB made resident for the rendezvous"));
+}
+
+TEST_F(CoordinatorBinaryTest, NoHeapReserveWithZero) {
+  StartCoordinator("10", "0");
+  const int64_t rss = ResidentMiB(pid_);
+  EXPECT_GE(rss, 1);
+  EXPECT_LT(rss, 120) << "0 should reserve nothing";
+  std::string out;
+  EXPECT_EQ(RunShell(bin_ + "/ddp-coordinator --world-size 2 --heap-reserve-mb -2", &out), 2);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_THAT(out, HasSubstr("heap-reserve-mb"));
 }
 
 TEST_F(CoordinatorBinaryTest, RegistrationTimeoutExitsNonZeroNamingTheGap) {

@@ -130,8 +130,15 @@ def case_killed_mid_epoch(tmp):
     position inside the epoch, and the resume continues from exactly there."""
     ref = reference()
     total = STEPS_PER_EPOCH * EPOCHS
+    # The stop is the first agreement the held rank reaches: the next multiple of STOP_CHECK
+    # after k, or k itself when k is one and rank 1 is held before that step's agreement (seen
+    # both ways). Neither may be an epoch end.
+    def mid_epoch(stop):
+        return stop % STEPS_PER_EPOCH != 0
+
     choices = [k for k in range(3, total - STOP_CHECK - 2)
-               if ((k // STOP_CHECK) + 1) * STOP_CHECK % STEPS_PER_EPOCH != 0]
+               if mid_epoch(((k // STOP_CHECK) + 1) * STOP_CHECK)
+               and mid_epoch(-(-k // STOP_CHECK) * STOP_CHECK)]
     k = random.choice(choices)
     job = Job(tmp, "mid", holds=[("step", 1, k)])
     victim = job.held(0)
