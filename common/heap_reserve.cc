@@ -11,11 +11,11 @@
 namespace ddp {
 
 double ReserveHeap(size_t bytes) {
+  if (bytes == 0) return 0;  // the allocator is left as it is
   const absl::Time start = absl::Now();
   mallopt(M_ARENA_MAX, 1);
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  if (bytes == 0) return 0;
   constexpr size_t kBlock = 256 << 10;
   constexpr size_t kPage = 4096;
   std::vector<void*> blocks;

@@ -19,7 +19,7 @@
 
 namespace ddp {
 
-// Returns the seconds it took (0 when bytes is 0; the allocator settings apply anyway).
+// Returns the seconds it took. 0 bytes: does nothing (the allocator keeps glibc's defaults).
 double ReserveHeap(size_t bytes);
 
 }  // namespace ddp
