@@ -10,22 +10,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/sanitizers.h"
 
 namespace ddp {
 namespace {
 
 // Sanitizers replace glibc's malloc, so mallopt and the reserve do nothing there.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using ::ddp::testing::kUnderSanitizer;
 
 size_t ResidentBytes() {
   std::ifstream f("/proc/self/statm");
@@ -55,7 +46,7 @@ size_t GrowthOfThreadAllocations(size_t bytes) {
 constexpr size_t kMiB = size_t{1} << 20;
 
 TEST(HeapReserveDeathTest, ReservedPagesAreResidentAndReusedByOtherThreads) {
-  if (kSanitized)
+  if (kUnderSanitizer)
     GTEST_SKIP() << "a sanitizer's allocator replaces glibc's; the regular build runs it";
   EXPECT_EXIT(
       {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/sampler_plan.h"
 #include "gtest/gtest.h"
+#include "tests/testing/sanitizers.h"
 
 namespace ddp {
 namespace {
@@ -28,17 +29,7 @@ constexpr uint64_t kSeed = 20261130;
 constexpr int kEnds = 4;
 // Sanitizer builds: the permutation is 1.7 GB of single-threaded arithmetic, minutes under ASan
 // and about 7 GB of shadow memory under TSan; the regular build runs it.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kUnderSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kUnderSanitizer = true;
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
+using ::ddp::testing::kUnderSanitizer;
 // What torch 2.11.0 prints for randperm(kBoundary, seed kSeed): checksum, first and last kEnds.
 constexpr char kTorchSummary[] =
     "17784052965589096123 148098920 99240427 147135524 70594895 35639579 98823480 162633936 "

@@ -35,23 +35,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.pb.h"
+#include "tests/testing/sanitizers.h"
 
 namespace ddp {
 namespace {
 
 using ::testing::HasSubstr;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using ::ddp::testing::kUnderSanitizer;
 
 constexpr size_t kBody = 16 * 1024 * 1024 - 5;  // with the 5-byte gRPC frame header: 16 MiB
 
@@ -245,7 +236,7 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
               unauthenticated, absl::ToDoubleSeconds(took), peak / 1e6, beats.load());
   EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "the coordinator died";
   EXPECT_GT(peak, 0u);
-  if (kSanitized) {
+  if (kUnderSanitizer) {
     std::printf(
         "peak RSS not checked: a sanitizer build's shadow memory and quarantine dominate\n");
   } else {
@@ -322,7 +313,7 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
   const size_t peak = PeakRss(pid_);
   std::printf("GetStatus flood: coordinator peak RSS %.1f MB\n", peak / 1e6);
   EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "the coordinator died";
-  if (!kSanitized) {
+  if (!kUnderSanitizer) {
     EXPECT_LT(peak, size_t{256} << 20) << "peak RSS " << peak;
   }
   EXPECT_THAT(Log(), HasSubstr("GetStatus: missing authorization token"));

@@ -7,23 +7,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/sanitizers.h"
 
 namespace ddp {
 namespace {
 
 // AddressSanitizer replaces malloc with its own allocator, which ignores mallopt: the policy under
 // test cannot take effect there.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kUnderAsan = true;
-#else
-constexpr bool kUnderAsan = false;
-#endif
-#else
-constexpr bool kUnderAsan = false;
-#endif
+using ::ddp::testing::kUnderAsan;
 
 long MinorFaults() {
   rusage u = {};
