@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/ops/status_cache.h"
 #include "coordinator/rpc/metrics_interceptor.h"
+#include "coordinator/rpc/parked_queues.h"
 #include "coordinator/rpc/service.h"
 #include "coordinator/rpc/status_queue.h"
 #include "coordinator/rpc/validation.h"
@@ -98,13 +99,20 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::ServerCompletionQueue> status_cq =
       builder.AddCompletionQueue(/*is_frequently_polled=*/false);
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> parked_cqs;
+  for (int i = 0; i < kParkedQueues; ++i) {
+    parked_cqs.push_back(builder.AddCompletionQueue(/*is_frequently_polled=*/false));
+  }
   s->server_ = builder.BuildAndStart();
   s->status_queue_ = std::make_unique<StatusQueue>(s->service_.get(), s->gate_.get(),
                                                    s->cache_.get(), std::move(status_cq));
+  s->parked_queues_ =
+      std::make_unique<ParkedQueues>(s->service_.get(), s->gate_.get(), std::move(parked_cqs));
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
   }
   s->status_queue_->Start();
+  s->parked_queues_->Start();
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   if (host.empty() || host == "0.0.0.0" || host == "[::]") host = DefaultListenHost();
   s->address_ = absl::StrCat(host, ":", s->port_);
@@ -142,6 +150,7 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
   if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   // After the server's: no call is in flight on the status queue any more.
   if (status_queue_ != nullptr) status_queue_->Shutdown();
+  if (parked_queues_ != nullptr) parked_queues_->Shutdown();
   stop_ticker_.Notify();
   if (ticker_.joinable()) ticker_.join();
 }

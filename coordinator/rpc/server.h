@@ -40,6 +40,7 @@ class Server;
 namespace ddp {
 
 class CoordinatorService;
+class ParkedQueues;
 class StatusQueue;
 
 struct ServerOptions {
@@ -107,7 +108,8 @@ class CoordinatorServer {
   std::unique_ptr<History> history_;
   std::unique_ptr<CoordinatorService> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<StatusQueue> status_queue_;  // GetStatus, apart from the workers' calls
+  std::unique_ptr<StatusQueue> status_queue_;    // GetStatus, apart from the workers' calls
+  std::unique_ptr<ParkedQueues> parked_queues_;  // Register and Rejoin, apart from the rest
   int port_ = 0;
   std::string address_;
   absl::Notification stop_ticker_;

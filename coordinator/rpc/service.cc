@@ -47,8 +47,9 @@ void CoordinatorService::Register(const std::string& name, grpc::internal::Metho
   names_.push_back(name);
 }
 
-void CoordinatorService::AddUnary(const std::string& name, RoleMask roles, size_t max_request_bytes,
-                                  UnaryCall::Body body) {
+const UnaryCall::Method* CoordinatorService::AddMethodBody(const std::string& name, RoleMask roles,
+                                                           size_t max_request_bytes,
+                                                           UnaryCall::Body body) {
   // The per-method bound is checked on the request's size before it is parsed.
   UnaryCall::Body bounded = [name, max_request_bytes, body = std::move(body)](
                                 const CallInfo& call, grpc::ByteBuffer* request,
@@ -60,27 +61,48 @@ void CoordinatorService::AddUnary(const std::string& name, RoleMask roles, size_
     body(call, request, std::move(reply));
   };
   methods_.push_back(UnaryCall::Method{name, roles, std::move(bounded)});
-  const UnaryCall::Method* method = &methods_.back();
+  return &methods_.back();
+}
+
+void CoordinatorService::AddUnary(const std::string& name, RoleMask roles, size_t max_request_bytes,
+                                  UnaryCall::Body body) {
+  const UnaryCall::Method* method = AddMethodBody(name, roles, max_request_bytes, std::move(body));
   Register(name, new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
                      [this, method](grpc::CallbackServerContext* ctx) {
                        return new UnaryCall(ctx, method, gate_);
                      }));
 }
 
-void CoordinatorService::AddGetStatus() {
-  paths_.push_back(absl::StrCat("/", pb::Coordinator::service_full_name(), "/GetStatus"));
+void CoordinatorService::AddParked(const std::string& name, RoleMask roles,
+                                   size_t max_request_bytes, UnaryCall::Body body) {
+  const UnaryCall::Method* method = AddMethodBody(name, roles, max_request_bytes, std::move(body));
+  parked_.push_back(ParkedMethod{AddAsync(name), method});
+}
+
+int CoordinatorService::AddAsync(const std::string& name) {
+  paths_.push_back(absl::StrCat("/", pb::Coordinator::service_full_name(), "/", name));
   AddMethod(new grpc::internal::RpcServiceMethod(
       paths_.back().c_str(), grpc::internal::RpcMethod::BIDI_STREAMING, nullptr));
-  status_method_ = static_cast<int>(names_.size());
-  MarkMethodRaw(status_method_);  // asynchronous, on StatusQueue's completion queue
-  names_.push_back("GetStatus");
+  const int index = static_cast<int>(names_.size());
+  MarkMethodRaw(index);  // asynchronous, on a completion queue of the coordinator's own
+  names_.push_back(name);
+  return index;
+}
+
+void CoordinatorService::AddGetStatus() { status_method_ = AddAsync("GetStatus"); }
+
+void CoordinatorService::RequestCall(
+    int index, grpc::ServerContext* ctx,
+    grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
+    grpc::ServerCompletionQueue* cq, void* tag) {
+  RequestAsyncBidiStreaming(index, ctx, stream, cq, cq, tag);
 }
 
 void CoordinatorService::RequestStatusCall(
     grpc::ServerContext* ctx,
     grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
     grpc::ServerCompletionQueue* cq, void* tag) {
-  RequestAsyncBidiStreaming(status_method_, ctx, stream, cq, cq, tag);
+  RequestCall(status_method_, ctx, stream, cq, tag);
 }
 
 void CoordinatorService::AddWatchStatus() {
@@ -139,7 +161,7 @@ absl::Status CoordinatorService::OneHeartbeat(const pb::HeartbeatRequest& req,
 }
 
 void CoordinatorService::AddWorkerMethods() {
-  AddUnary(
+  AddParked(
       "Register", kWorkerRoles, kIdentity,
       Typed<pb::RegisterRequest, pb::RegisterReply>(
           "Register", [this](const pb::RegisterRequest& req, pb::RegisterReply* resp, Done done) {
@@ -222,20 +244,20 @@ void CoordinatorService::AddWorkerMethods() {
                  if (decision.ok()) ToProto(*decision, resp);
                  done(decision.status());
                }));
-  AddUnary("Rejoin", kWorkerRoles, kMessage,
-           Typed<pb::RejoinRequest, pb::RegisterReply>(
-               "Rejoin", [this](const pb::RejoinRequest& req, pb::RegisterReply* resp, Done done) {
-                 RejoinRequest request = FromProto(req);
-                 request.reason = ClampReason(request.reason);
-                 if (request.committed_step < 0 || request.membership_generation < 0) {
-                   return done(absl::InvalidArgumentError("Rejoin: negative step or generation"));
-                 }
-                 job_->Rejoin(req.worker().rank(), req.worker().pid(), request,
-                              [resp, done](absl::StatusOr<RankAssignment> result) {
-                                if (result.ok()) ToProto(*result, resp);
-                                done(result.status());
-                              });
-               }));
+  AddParked("Rejoin", kWorkerRoles, kMessage,
+            Typed<pb::RejoinRequest, pb::RegisterReply>(
+                "Rejoin", [this](const pb::RejoinRequest& req, pb::RegisterReply* resp, Done done) {
+                  RejoinRequest request = FromProto(req);
+                  request.reason = ClampReason(request.reason);
+                  if (request.committed_step < 0 || request.membership_generation < 0) {
+                    return done(absl::InvalidArgumentError("Rejoin: negative step or generation"));
+                  }
+                  job_->Rejoin(req.worker().rank(), req.worker().pid(), request,
+                               [resp, done](absl::StatusOr<RankAssignment> result) {
+                                 if (result.ok()) ToProto(*result, resp);
+                                 done(result.status());
+                               });
+                }));
 }
 
 void CoordinatorService::AddStoreMethods() {

@@ -3,7 +3,7 @@
 // passes the CallGate (token role, room) before its body is read, then reads one request
 // message (unary_call.h, status_watcher.h). Handlers parse, validate (validation.h), translate
 // (proto/convert.h) and make one call on Job or KvStore; they hold no logic. Blocked calls
-// (Register, StoreGet, StoreWait) park their reactor instead of pinning a thread.
+// (Register, Rejoin, StoreGet, StoreWait) park instead of pinning a thread.
 //
 //   method                                                    token role    request bound
 //   Hello                                                     any           1 KiB
@@ -14,8 +14,10 @@
 //   GetStatus WatchStatus                                     view/control  1 KiB
 //   Stop                                                      control       64 KiB
 // GetStatus answers with the status snapshot's pre-serialized bytes (a memcpy per read); it is
-// the one asynchronous method, served on a completion queue and thread of its own
-// (status_queue.h), so operators are not queued behind the workers' calls.
+// asynchronous, served on a completion queue and thread of its own (status_queue.h), so
+// operators are not queued behind the workers' calls. Register and Rejoin, which wait for the
+// world, are asynchronous too, spread over completion queues of their own (parked_queues.h), so
+// thousands of them waiting do not lengthen every other call's completion (see there).
 //
 // Thread safety: handlers run on gRPC's threads concurrently; PollWatchers runs on the server's
 // ticker thread. Job and KvStore are thread-safe; the watcher list is guarded by a mutex.
@@ -65,7 +67,18 @@ class CoordinatorService final : public grpc::Service {
   // The methods served, in registration order ("Hello", ...).
   const std::vector<std::string>& method_names() const { return names_; }
   size_t watchers() const;
-  // Asks for the next GetStatus call on `cq` (StatusQueue); `tag` comes back when it arrives.
+  // A method served on the parked calls' completion queues (parked_queues.h).
+  struct ParkedMethod {
+    int index;                        // among the service's methods
+    const UnaryCall::Method* method;  // its name, roles and bounded body
+  };
+  const std::deque<ParkedMethod>& parked_methods() const { return parked_; }
+  // Asks for the next call of the asynchronous method `index` on `cq`; `tag` comes back when it
+  // arrives.
+  void RequestCall(int index, grpc::ServerContext* ctx,
+                   grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
+                   grpc::ServerCompletionQueue* cq, void* tag);
+  // Asks for the next GetStatus call on `cq` (StatusQueue).
   void RequestStatusCall(grpc::ServerContext* ctx,
                          grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
                          grpc::ServerCompletionQueue* cq, void* tag);
@@ -74,6 +87,15 @@ class CoordinatorService final : public grpc::Service {
   // Registers `name` as a raw bidi callback method served by UnaryCall.
   void AddUnary(const std::string& name, RoleMask roles, size_t max_request_bytes,
                 UnaryCall::Body body);
+  // Registers `name` as a raw asynchronous bidi method served by ParkedQueues: a call that may
+  // wait for the world (Register, Rejoin).
+  void AddParked(const std::string& name, RoleMask roles, size_t max_request_bytes,
+                 UnaryCall::Body body);
+  // The method's body behind its request bound (checked on the size, before parsing).
+  const UnaryCall::Method* AddMethodBody(const std::string& name, RoleMask roles,
+                                         size_t max_request_bytes, UnaryCall::Body body);
+  // Registers `name` as a raw asynchronous bidi method; returns its index.
+  int AddAsync(const std::string& name);
   void AddWatchStatus();
   // Registers GetStatus as a raw asynchronous bidi method (served by StatusQueue).
   void AddGetStatus();
@@ -96,6 +118,7 @@ class CoordinatorService final : public grpc::Service {
   std::deque<std::string> paths_;  // "/slurm_ddp.v1.Coordinator/Hello"; gRPC keeps the pointers
   std::deque<UnaryCall::Method> methods_;  // stable addresses for the calls
   std::vector<std::string> names_;
+  std::deque<ParkedMethod> parked_;
   int status_method_ = -1;  // GetStatus's index among the methods
   std::atomic<int> http_port_{0};
   mutable absl::Mutex watchers_mu_;

@@ -319,6 +319,49 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
   EXPECT_THAT(Log(), HasSubstr("GetStatus: missing authorization token"));
 }
 
+// Register and Rejoin park on completion queues of their own (parked_queues.h); they keep the
+// gate before the body as every method does: unauthenticated 16 MiB calls are refused unread,
+// the view token is refused, a body over the method's bound is refused, and a body that does not
+// parse is INVALID_ARGUMENT, while the job's heartbeats go on.
+TEST_F(FloodTest, ParkedMethodsRefuseBeforeReadingAndKeepTheirBounds) {
+  std::unique_ptr<CoordinatorApi> worker = RegisteredWorker("parked-host");
+  ASSERT_NE(worker, nullptr);
+  const std::string address = contents_.grpc_address;
+  const std::string reg = "/slurm_ddp.v1.Coordinator/Register";
+  const std::string rejoin = "/slurm_ddp.v1.Coordinator/Rejoin";
+  std::vector<std::future<CallResult>> flood;
+  for (int i = 0; i < 32; ++i) {
+    flood.push_back(RawCall(address, i % 2 == 0 ? reg : rejoin, EmptyKeysBody(), ""));
+  }
+  std::future<CallResult> as_view = RawCall(address, reg, "", contents_.view_token);
+  const std::string eight_kib(8192, '\0');
+  std::future<CallResult> too_long = RawCall(address, reg, eight_kib, contents_.token);
+  std::future<CallResult> garbage = RawCall(address, reg, "\xff\xff\xff", contents_.token);
+  ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
+  const CallResult denied = as_view.get();
+  EXPECT_EQ(denied.code, grpc::StatusCode::PERMISSION_DENIED) << denied.message;
+  EXPECT_THAT(denied.message, HasSubstr("needs the worker token; this is the view token"));
+  const CallResult bounded = too_long.get();
+  EXPECT_EQ(bounded.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << bounded.message;
+  EXPECT_THAT(bounded.message,
+              HasSubstr("Register request of 8192 bytes exceeds its limit of 4096"));
+  const CallResult malformed = garbage.get();
+  EXPECT_EQ(malformed.code, grpc::StatusCode::INVALID_ARGUMENT) << malformed.message;
+  EXPECT_THAT(malformed.message, HasSubstr("Register: the request does not parse"));
+
+  ASSERT_TRUE(worker->Heartbeat(ProgressReport()).ok());
+  absl::SleepFor(absl::Milliseconds(1500));  // the refusal log's next summary line
+  const size_t peak = PeakRss(pid_);
+  std::printf("parked-method flood: coordinator peak RSS %.1f MB\n", peak / 1e6);
+  EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "the coordinator died";
+  if (!kUnderSanitizer) {
+    EXPECT_LT(peak, size_t{256} << 20) << "peak RSS " << peak;
+  }
+  const std::string log = Log();
+  EXPECT_THAT(log, HasSubstr("Register: missing authorization token"));
+  EXPECT_THAT(log, HasSubstr("Rejoin: missing authorization token"));
+}
+
 TEST_F(FloodTest, StopReasonsOfAnyShapeLeaveTheJobHealthyAndStoppable) {
   std::unique_ptr<CoordinatorApi> worker = RegisteredWorker("utf8-host");
   ASSERT_NE(worker, nullptr);

@@ -193,6 +193,57 @@ TEST_F(ServerTest, TickerDoesNotRebuildTheStatusForEveryRegistration) {
   EXPECT_EQ(server_->status_cache().Current()->status.state, JobState::kRunning);
 }
 
+// Register parks on the coordinator's own completion queues (parked_queues.h), more calls than
+// they request ahead: the other methods are answered meanwhile, and a shutdown answers every
+// parked call at once with its reason instead of leaving it to its deadline.
+TEST_F(ServerTest, ParkedRegistrationsLeaveOtherCallsFreeAndEndWithTheServer) {
+  // More than the queues request ahead (kParkedQueues x 16), and fewer than the 100 streams of
+  // the one connection that this process's channels share (max_streams_per_connection).
+  constexpr int kParked = 90;
+  Start(kParked + 1);
+  std::vector<std::thread> threads;
+  std::atomic<int> answered{0};
+  std::atomic<int> ok{0};
+  std::vector<std::string> errors(kParked);
+  for (int i = 0; i < kParked; ++i) {
+    threads.emplace_back([&, i] {
+      auto api = Connect();
+      if (api == nullptr) return;
+      WorkerIdentity who;
+      who.host = absl::StrCat("node", i);
+      who.node_rank = i;
+      who.local_world_size = 1;
+      who.pid = 3000 + i;
+      auto a = api->Register(who, absl::Seconds(60));
+      if (a.ok()) ok++;
+      errors[static_cast<size_t>(i)] = a.status().ToString();
+      answered++;
+    });
+  }
+  for (const absl::Time end = absl::Now() + absl::Seconds(20); absl::Now() < end;) {
+    if (job_->Status().registered == kParked) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(job_->Status().registered, kParked);
+  // Hello (a callback method) and GetStatus (its own queue) while all of them wait.
+  EXPECT_NE(Connect(), nullptr);
+  auto op = OperatorClient::Connect(Options(TokenRole::kView));
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto st = (*op)->GetStatus();
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->registered, kParked);
+  EXPECT_EQ(answered.load(), 0);
+
+  const absl::Time start = absl::Now();
+  server_->Shutdown(absl::Seconds(1));
+  for (auto& t : threads) t.join();
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(answered.load(), kParked);
+  EXPECT_EQ(ok.load(), 0);
+  EXPECT_LT(took, absl::Seconds(10)) << "parked calls waited for their deadline";
+  for (const std::string& e : errors) EXPECT_THAT(e, HasSubstr("shutting down"));
+}
+
 TEST_F(ServerTest, WrongTokenIsUnauthenticatedAndTheJobKeepsServing) {
   Start(2);
   ConnectOptions forged;

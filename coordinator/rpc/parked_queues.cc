@@ -1,0 +1,155 @@
+#include "coordinator/rpc/parked_queues.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "coordinator/rpc/service.h"
+#include "proto/convert.h"
+
+namespace ddp {
+
+namespace {
+
+// The alarm's tag: not a Call.
+char stop_tag;
+
+// Calls requested ahead per method and queue, so that a burst of registrations is matched as it
+// arrives rather than one call per turn of a queue's thread.
+constexpr int kRequestsAhead = 16;
+
+}  // namespace
+
+// One parked call, from its request to its answer. One operation is outstanding at a time, so
+// the call itself is the tag and `step_` says which operation completed.
+class ParkedQueues::Call {
+ public:
+  // Asks the server for the next call of `method` on `cq`.
+  Call(ParkedQueues* owner, const CoordinatorService::ParkedMethod* method,
+       grpc::ServerCompletionQueue* cq)
+      : owner_(owner), method_(method), cq_(cq), stream_(&ctx_) {
+    owner_->service_->RequestCall(method_->index, &ctx_, &stream_, cq_, this);
+  }
+
+  // Returns false when the call is over (delete it).
+  bool Proceed(bool ok, bool taking_calls) {
+    switch (step_) {
+      case Step::kRequested:
+        if (!ok) return false;  // the server shuts down: no call arrived
+        if (taking_calls) new Call(owner_, method_, cq_);
+        return Admit();
+      case Step::kReading:
+        return Answer(ok);
+      case Step::kAnswered:
+        if (admitted_) owner_->gate_->Leave();
+        return false;
+    }
+    return false;
+  }
+
+ private:
+  enum class Step { kRequested, kReading, kAnswered };
+
+  bool Admit() {
+    absl::Status st =
+        owner_->gate_->Enter(ctx_, method_->method->name, method_->method->roles, &info_.role);
+    if (!st.ok()) return Finish(st);  // the body is never read
+    admitted_ = true;
+    step_ = Step::kReading;
+    stream_.Read(&request_, this);
+    return true;
+  }
+
+  bool Answer(bool read) {
+    if (!read) return Finish(NoRequestMessage(method_->method->name));
+    // The reply may come at once or later from any thread (the one that completes the world);
+    // its operation's tag brings the call back to this queue's thread.
+    step_ = Step::kAnswered;
+    method_->method->body(info_, &request_, [this](const absl::Status& st, grpc::ByteBuffer reply) {
+      // Nothing may touch `this` after Finish: this queue's thread may delete it.
+      if (!st.ok()) {
+        stream_.Finish(ToGrpc(st), this);
+        return;
+      }
+      reply_ = std::move(reply);
+      stream_.WriteAndFinish(reply_, grpc::WriteOptions(), grpc::Status::OK, this);
+    });
+    return true;
+  }
+
+  bool Finish(const absl::Status& status) {
+    step_ = Step::kAnswered;
+    stream_.Finish(ToGrpc(status), this);
+    return true;
+  }
+
+  ParkedQueues* const owner_;
+  const CoordinatorService::ParkedMethod* const method_;
+  grpc::ServerCompletionQueue* const cq_;
+  grpc::ServerContext ctx_;
+  grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer> stream_;
+  Step step_ = Step::kRequested;
+  bool admitted_ = false;
+  CallInfo info_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer reply_;
+};
+
+ParkedQueues::ParkedQueues(CoordinatorService* service, CallGate* gate,
+                           std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs)
+    : service_(service), gate_(gate) {
+  for (auto& cq : cqs) {
+    auto q = std::make_unique<Queue>();
+    q->cq = std::move(cq);
+    queues_.push_back(std::move(q));
+  }
+}
+
+ParkedQueues::~ParkedQueues() { Shutdown(); }
+
+void ParkedQueues::Start() {
+  if (started_) return;
+  started_ = true;
+  for (auto& q : queues_) {
+    for (const CoordinatorService::ParkedMethod& m : service_->parked_methods()) {
+      for (int i = 0; i < kRequestsAhead; ++i) new Call(this, &m, q->cq.get());
+    }
+    q->thread = std::thread([this, raw = q.get()] { Loop(raw); });
+  }
+}
+
+void ParkedQueues::Loop(Queue* queue) {
+  bool taking_calls = true;
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue->cq->Next(&tag, &ok)) {
+    if (tag == &stop_tag) {
+      // Only this thread requests calls on its queue, so none is requested after it shuts down.
+      taking_calls = false;
+      queue->cq->Shutdown();
+      continue;
+    }
+    auto* call = static_cast<Call*>(tag);
+    if (!call->Proceed(ok, taking_calls)) delete call;
+  }
+}
+
+void ParkedQueues::Shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  for (auto& q : queues_) {
+    if (!started_) {
+      q->cq->Shutdown();
+      void* tag = nullptr;
+      bool ok = false;
+      while (q->cq->Next(&tag, &ok)) {
+      }
+      continue;
+    }
+    q->stop_alarm.Set(q->cq.get(), gpr_now(GPR_CLOCK_MONOTONIC), &stop_tag);
+  }
+  for (auto& q : queues_) {
+    if (q->thread.joinable()) q->thread.join();
+  }
+}
+
+}  // namespace ddp
