@@ -1,9 +1,23 @@
 #include "coordinator/ops/status_cache.h"
 
+#include <time.h>
+
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
 namespace ddp {
+
+namespace {
+
+// CPU time of the calling thread.
+absl::Duration ThreadCpuTime() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return absl::DurationFromTimespec(ts);
+}
+
+}  // namespace
 
 StatusCache::StatusCache(const Job* job, const Clock* clock, absl::Duration max_age)
     : job_(job), clock_(clock), max_age_(max_age) {
@@ -17,7 +31,7 @@ std::shared_ptr<const StatusSnapshot> StatusCache::Current() const {
 
 bool StatusCache::Due(const StatusSnapshot& s) const {
   const absl::Duration age = clock_->Now() - s.built;
-  if (age < max_age_) return false;
+  if (age < std::max(max_age_, kBuildCpuFactor * s.build_cpu)) return false;
   // While workers register, readers rebuild on demand (registrations are major changes); the
   // ticker keeps out of the registration lock's way except once a second.
   if (s.status.state == JobState::kRegistering) return age >= absl::Seconds(1);
@@ -34,18 +48,19 @@ void StatusCache::Rebuild(bool (StatusCache::*still_due)(const StatusSnapshot&) 
     std::shared_ptr<const StatusSnapshot> now = Current();
     if (!(this->*still_due)(*now)) return;  // another caller rebuilt meanwhile
   }
+  const absl::Duration cpu_before = ThreadCpuTime();
   std::shared_ptr<StatusSnapshot> s = Recycled();
   // Versions first: a change racing with the build makes the snapshot look stale, never fresh.
   s->major_version = job_->major_version();
   s->version = job_->version();
   s->built = clock_->Now();
   s->status = job_->Status();
-  StatusRender::Output forms{std::move(s->json), std::move(s->proto_bytes),
-                             std::move(s->metrics)};
+  StatusRender::Output forms{std::move(s->json), std::move(s->proto_bytes), std::move(s->metrics)};
   render_.Render(s->status, &forms);
   s->json = std::move(forms.json);
   s->proto_bytes = std::move(forms.proto_bytes);
   s->metrics = std::move(forms.metrics);
+  s->build_cpu = ThreadCpuTime() - cpu_before;
   std::shared_ptr<StatusSnapshot> replaced;
   {
     absl::MutexLock lock(&mu_);

@@ -2,9 +2,10 @@
 
 #include <memory>
 
+#include "absl/strings/str_cat.h"
+#include "coordinator/ops/job_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "coordinator/ops/job_metrics.h"
 #include "proto/convert.h"
 
 namespace ddp {
@@ -62,6 +63,40 @@ TEST_F(StatusCacheTest, AStateChangeIsNeverMissedProgressMayBeOld) {
   EXPECT_FALSE(cache.Refresh());
   clock_.Advance(absl::Seconds(1));
   EXPECT_TRUE(cache.Refresh());
+}
+
+// The ticker's rebuilds are spaced by the last build's CPU time (kBuildCpuFactor times it),
+// whatever max_age says: a large world's snapshot costs tens of milliseconds to build.
+TEST(StatusCacheCost, RefreshWaitsTenTimesTheLastBuildsCpuTime) {
+  constexpr int kWorld = 4096;
+  FakeClock clock;
+  JobConfig c;
+  c.job_id = "cost";
+  c.world_size = kWorld;
+  Job job(c, &clock);
+  for (int i = 0; i < kWorld; ++i) {
+    WorkerIdentity w;
+    w.host = absl::StrCat("node", i);
+    w.node_rank = i;
+    w.local_world_size = 1;
+    w.pid = 100 + i;
+    job.Register(w, [](absl::StatusOr<RankAssignment>) {});
+  }
+  StatusCache cache(&job, &clock, absl::Microseconds(1));
+  ASSERT_EQ(cache.Get()->status.state, JobState::kRunning);
+  for (int round = 0; round < 3; ++round) {
+    const absl::Duration cost = cache.Current()->build_cpu;
+    ASSERT_GT(cost, absl::ZeroDuration()) << "a 4096-rank build takes some CPU time";
+    ProgressReport p;
+    p.step = round + 1;
+    ASSERT_TRUE(job.Heartbeat(0, 100, p).ok());  // a change: due once old enough
+    clock.Advance(kBuildCpuFactor * cost - absl::Microseconds(1));
+    EXPECT_FALSE(cache.Refresh()) << "rebuilt before " << kBuildCpuFactor << " x " << cost;
+    clock.Advance(absl::Microseconds(2));
+    EXPECT_TRUE(cache.Refresh());
+    ASSERT_EQ(cache.Current()->status.ranks.size(), size_t{kWorld});
+    EXPECT_EQ(cache.Current()->status.ranks[0].step, round + 1);
+  }
 }
 
 // A rebuild writes into the buffers of the snapshot replaced last, and only once no reader
