@@ -70,7 +70,7 @@ class ParkedQueues::Call {
         stream_.Finish(ToGrpc(st), this);
         return;
       }
-      reply_ = std::move(reply);
+      reply_.Swap(&reply);
       stream_.WriteAndFinish(reply_, grpc::WriteOptions(), grpc::Status::OK, this);
     });
     return true;
