@@ -16,10 +16,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/ops/status_cache.h"
+#include "coordinator/rpc/async_queues.h"
 #include "coordinator/rpc/metrics_interceptor.h"
-#include "coordinator/rpc/parked_queues.h"
 #include "coordinator/rpc/service.h"
-#include "coordinator/rpc/status_queue.h"
 #include "coordinator/rpc/validation.h"
 #include "proto/transport_args.h"
 
@@ -97,17 +96,20 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  std::unique_ptr<grpc::ServerCompletionQueue> status_cq =
-      builder.AddCompletionQueue(/*is_frequently_polled=*/false);
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> status_cq;
+  status_cq.push_back(builder.AddCompletionQueue(/*is_frequently_polled=*/false));
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> parked_cqs;
   for (int i = 0; i < kParkedQueues; ++i) {
     parked_cqs.push_back(builder.AddCompletionQueue(/*is_frequently_polled=*/false));
   }
   s->server_ = builder.BuildAndStart();
-  s->status_queue_ = std::make_unique<StatusQueue>(s->service_.get(), s->gate_.get(),
-                                                   s->cache_.get(), std::move(status_cq));
-  s->parked_queues_ =
-      std::make_unique<ParkedQueues>(s->service_.get(), s->gate_.get(), std::move(parked_cqs));
+  s->status_queue_ = std::make_unique<AsyncQueues>(
+      s->service_.get(), s->gate_.get(),
+      std::vector<CoordinatorService::AsyncMethod>{s->service_->status_method()},
+      /*requests_ahead=*/1, std::move(status_cq));
+  s->parked_queues_ = std::make_unique<AsyncQueues>(s->service_.get(), s->gate_.get(),
+                                                    s->service_->parked_methods(),
+                                                    kParkedRequestsAhead, std::move(parked_cqs));
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
   }
@@ -136,7 +138,7 @@ void CoordinatorServer::TickLoop() {
   }
 }
 
-uint64_t CoordinatorServer::status_calls() const { return status_queue_->served(); }
+uint64_t CoordinatorServer::status_calls() const { return service_->status_calls(); }
 
 void CoordinatorServer::SetHttpPort(int port) { service_->SetHttpPort(port); }
 

@@ -40,8 +40,7 @@ class Server;
 namespace ddp {
 
 class CoordinatorService;
-class ParkedQueues;
-class StatusQueue;
+class AsyncQueues;
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free port
@@ -84,7 +83,7 @@ class CoordinatorServer {
   const Authenticator& authenticator() const { return *auth_; }
   RefusalLog& refusals() { return *refusals_; }
   const CallGate& gate() const { return *gate_; }
-  // GetStatus calls answered OK, all on the status queue's own thread (status_queue.h).
+  // GetStatus calls answered OK, all on the status queue's own thread (async_queues.h).
   uint64_t status_calls() const;
   // Tells clients (Hello) where the HTTP endpoint listens.
   void SetHttpPort(int port);
@@ -108,8 +107,8 @@ class CoordinatorServer {
   std::unique_ptr<History> history_;
   std::unique_ptr<CoordinatorService> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<StatusQueue> status_queue_;    // GetStatus, apart from the workers' calls
-  std::unique_ptr<ParkedQueues> parked_queues_;  // Register and Rejoin, apart from the rest
+  std::unique_ptr<AsyncQueues> status_queue_;   // GetStatus, apart from the workers' calls
+  std::unique_ptr<AsyncQueues> parked_queues_;  // Register and Rejoin, apart from the rest
   int port_ = 0;
   std::string address_;
   absl::Notification stop_ticker_;

@@ -39,12 +39,16 @@ CoordinatorService::CoordinatorService(Job* job, KvStore* store, CallGate* gate,
   AddWatchStatus();
 }
 
-void CoordinatorService::Register(const std::string& name, grpc::internal::MethodHandler* handler) {
+int CoordinatorService::AddMethodPath(const std::string& name) {
   paths_.push_back(absl::StrCat("/", pb::Coordinator::service_full_name(), "/", name));
   AddMethod(new grpc::internal::RpcServiceMethod(
       paths_.back().c_str(), grpc::internal::RpcMethod::BIDI_STREAMING, nullptr));
-  MarkMethodRawCallback(static_cast<int>(names_.size()), handler);
   names_.push_back(name);
+  return static_cast<int>(names_.size()) - 1;
+}
+
+void CoordinatorService::Register(const std::string& name, grpc::internal::MethodHandler* handler) {
+  MarkMethodRawCallback(AddMethodPath(name), handler);
 }
 
 const UnaryCall::Method* CoordinatorService::AddMethodBody(const std::string& name, RoleMask roles,
@@ -73,36 +77,31 @@ void CoordinatorService::AddUnary(const std::string& name, RoleMask roles, size_
                      }));
 }
 
-void CoordinatorService::AddParked(const std::string& name, RoleMask roles,
-                                   size_t max_request_bytes, UnaryCall::Body body) {
+CoordinatorService::AsyncMethod CoordinatorService::AddAsync(const std::string& name,
+                                                             RoleMask roles,
+                                                             size_t max_request_bytes,
+                                                             UnaryCall::Body body) {
   const UnaryCall::Method* method = AddMethodBody(name, roles, max_request_bytes, std::move(body));
-  parked_.push_back(ParkedMethod{AddAsync(name), method});
-}
-
-int CoordinatorService::AddAsync(const std::string& name) {
-  paths_.push_back(absl::StrCat("/", pb::Coordinator::service_full_name(), "/", name));
-  AddMethod(new grpc::internal::RpcServiceMethod(
-      paths_.back().c_str(), grpc::internal::RpcMethod::BIDI_STREAMING, nullptr));
-  const int index = static_cast<int>(names_.size());
+  const int index = AddMethodPath(name);
   MarkMethodRaw(index);  // asynchronous, on a completion queue of the coordinator's own
-  names_.push_back(name);
-  return index;
+  return AsyncMethod{index, method};
 }
 
-void CoordinatorService::AddGetStatus() { status_method_ = AddAsync("GetStatus"); }
+void CoordinatorService::AddGetStatus() {
+  status_ = AddAsync("GetStatus", kViewRoles, kSmall,
+                     [this](const CallInfo&, grpc::ByteBuffer*, UnaryCall::Reply reply) {
+                       std::shared_ptr<const StatusSnapshot> snapshot = cache_->Get();
+                       grpc::Slice slice(snapshot->proto_bytes);
+                       status_calls_.fetch_add(1, std::memory_order_relaxed);
+                       reply(absl::OkStatus(), grpc::ByteBuffer(&slice, 1));
+                     });
+}
 
 void CoordinatorService::RequestCall(
     int index, grpc::ServerContext* ctx,
     grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
     grpc::ServerCompletionQueue* cq, void* tag) {
   RequestAsyncBidiStreaming(index, ctx, stream, cq, cq, tag);
-}
-
-void CoordinatorService::RequestStatusCall(
-    grpc::ServerContext* ctx,
-    grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
-    grpc::ServerCompletionQueue* cq, void* tag) {
-  RequestCall(status_method_, ctx, stream, cq, tag);
 }
 
 void CoordinatorService::AddWatchStatus() {
@@ -161,7 +160,7 @@ absl::Status CoordinatorService::OneHeartbeat(const pb::HeartbeatRequest& req,
 }
 
 void CoordinatorService::AddWorkerMethods() {
-  AddParked(
+  parked_.push_back(AddAsync(
       "Register", kWorkerRoles, kIdentity,
       Typed<pb::RegisterRequest, pb::RegisterReply>(
           "Register", [this](const pb::RegisterRequest& req, pb::RegisterReply* resp, Done done) {
@@ -172,7 +171,7 @@ void CoordinatorService::AddWorkerMethods() {
               if (result.ok()) ToProto(*result, resp);
               done(result.status());
             });
-          }));
+          })));
   AddUnary(
       "GetShard", kWorkerRoles, kSmall,
       Typed<pb::GetShardRequest, pb::GetShardReply>(
@@ -244,20 +243,21 @@ void CoordinatorService::AddWorkerMethods() {
                  if (decision.ok()) ToProto(*decision, resp);
                  done(decision.status());
                }));
-  AddParked("Rejoin", kWorkerRoles, kMessage,
-            Typed<pb::RejoinRequest, pb::RegisterReply>(
-                "Rejoin", [this](const pb::RejoinRequest& req, pb::RegisterReply* resp, Done done) {
-                  RejoinRequest request = FromProto(req);
-                  request.reason = ClampReason(request.reason);
-                  if (request.committed_step < 0 || request.membership_generation < 0) {
-                    return done(absl::InvalidArgumentError("Rejoin: negative step or generation"));
-                  }
-                  job_->Rejoin(req.worker().rank(), req.worker().pid(), request,
-                               [resp, done](absl::StatusOr<RankAssignment> result) {
-                                 if (result.ok()) ToProto(*result, resp);
-                                 done(result.status());
-                               });
-                }));
+  parked_.push_back(AddAsync(
+      "Rejoin", kWorkerRoles, kMessage,
+      Typed<pb::RejoinRequest, pb::RegisterReply>(
+          "Rejoin", [this](const pb::RejoinRequest& req, pb::RegisterReply* resp, Done done) {
+            RejoinRequest request = FromProto(req);
+            request.reason = ClampReason(request.reason);
+            if (request.committed_step < 0 || request.membership_generation < 0) {
+              return done(absl::InvalidArgumentError("Rejoin: negative step or generation"));
+            }
+            job_->Rejoin(req.worker().rank(), req.worker().pid(), request,
+                         [resp, done](absl::StatusOr<RankAssignment> result) {
+                           if (result.ok()) ToProto(*result, resp);
+                           done(result.status());
+                         });
+          })));
 }
 
 void CoordinatorService::AddStoreMethods() {

@@ -14,9 +14,9 @@
 //   GetStatus WatchStatus                                     view/control  1 KiB
 //   Stop                                                      control       64 KiB
 // GetStatus answers with the status snapshot's pre-serialized bytes (a memcpy per read); it is
-// asynchronous, served on a completion queue and thread of its own (status_queue.h), so
+// asynchronous, served on a completion queue and thread of its own (async_queues.h), so
 // operators are not queued behind the workers' calls. Register and Rejoin, which wait for the
-// world, are asynchronous too, spread over completion queues of their own (parked_queues.h), so
+// world, are asynchronous too, spread over completion queues of their own (async_queues.h), so
 // thousands of them waiting do not lengthen every other call's completion (see there).
 //
 // Thread safety: handlers run on gRPC's threads concurrently; PollWatchers runs on the server's
@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <set>
 #include <string>
@@ -67,37 +68,37 @@ class CoordinatorService final : public grpc::Service {
   // The methods served, in registration order ("Hello", ...).
   const std::vector<std::string>& method_names() const { return names_; }
   size_t watchers() const;
-  // A method served on the parked calls' completion queues (parked_queues.h).
-  struct ParkedMethod {
+  // A method served on a completion queue of the coordinator's own (async_queues.h).
+  struct AsyncMethod {
     int index;                        // among the service's methods
     const UnaryCall::Method* method;  // its name, roles and bounded body
   };
-  const std::deque<ParkedMethod>& parked_methods() const { return parked_; }
+  // GetStatus, served on a queue and thread of its own.
+  const AsyncMethod& status_method() const { return status_; }
+  // Register and Rejoin, which wait for the world, served on queues of their own.
+  const std::vector<AsyncMethod>& parked_methods() const { return parked_; }
   // Asks for the next call of the asynchronous method `index` on `cq`; `tag` comes back when it
   // arrives.
   void RequestCall(int index, grpc::ServerContext* ctx,
                    grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
                    grpc::ServerCompletionQueue* cq, void* tag);
-  // Asks for the next GetStatus call on `cq` (StatusQueue).
-  void RequestStatusCall(grpc::ServerContext* ctx,
-                         grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream,
-                         grpc::ServerCompletionQueue* cq, void* tag);
+  // GetStatus calls answered OK so far.
+  uint64_t status_calls() const { return status_calls_.load(std::memory_order_relaxed); }
 
  private:
   // Registers `name` as a raw bidi callback method served by UnaryCall.
   void AddUnary(const std::string& name, RoleMask roles, size_t max_request_bytes,
                 UnaryCall::Body body);
-  // Registers `name` as a raw asynchronous bidi method served by ParkedQueues: a call that may
-  // wait for the world (Register, Rejoin).
-  void AddParked(const std::string& name, RoleMask roles, size_t max_request_bytes,
-                 UnaryCall::Body body);
+  // Registers `name` as a raw asynchronous bidi method (served by AsyncQueues).
+  AsyncMethod AddAsync(const std::string& name, RoleMask roles, size_t max_request_bytes,
+                       UnaryCall::Body body);
   // The method's body behind its request bound (checked on the size, before parsing).
   const UnaryCall::Method* AddMethodBody(const std::string& name, RoleMask roles,
                                          size_t max_request_bytes, UnaryCall::Body body);
-  // Registers `name` as a raw asynchronous bidi method; returns its index.
-  int AddAsync(const std::string& name);
+  // Adds `name`'s path to the service; returns the method's index.
+  int AddMethodPath(const std::string& name);
   void AddWatchStatus();
-  // Registers GetStatus as a raw asynchronous bidi method (served by StatusQueue).
+  // GetStatus: the status snapshot's pre-serialized bytes.
   void AddGetStatus();
   void AddWorkerMethods();
   void AddStoreMethods();
@@ -118,8 +119,9 @@ class CoordinatorService final : public grpc::Service {
   std::deque<std::string> paths_;  // "/slurm_ddp.v1.Coordinator/Hello"; gRPC keeps the pointers
   std::deque<UnaryCall::Method> methods_;  // stable addresses for the calls
   std::vector<std::string> names_;
-  std::deque<ParkedMethod> parked_;
-  int status_method_ = -1;  // GetStatus's index among the methods
+  AsyncMethod status_{-1, nullptr};
+  std::vector<AsyncMethod> parked_;
+  std::atomic<uint64_t> status_calls_{0};
   std::atomic<int> http_port_{0};
   mutable absl::Mutex watchers_mu_;
   std::set<StatusWatcher*> watchers_ ABSL_GUARDED_BY(watchers_mu_);

@@ -119,6 +119,13 @@ int ExpectEach(std::vector<std::future<CallResult>>* calls, grpc::StatusCode wan
   return n;
 }
 
+// Waits for `call` and expects it to end with `want` and a message containing `text`.
+void ExpectRefused(std::future<CallResult>* call, grpc::StatusCode want, const std::string& text) {
+  const CallResult r = call->get();
+  EXPECT_EQ(r.code, want) << r.message;
+  EXPECT_THAT(r.message, HasSubstr(text));
+}
+
 class FloodTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -223,9 +230,8 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
               contents_.view_token);
   const int unauthenticated = ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
   ExpectEach(&oversized, grpc::StatusCode::RESOURCE_EXHAUSTED);
-  const CallResult denied = view_write.get();
-  EXPECT_EQ(denied.code, grpc::StatusCode::PERMISSION_DENIED) << denied.message;
-  EXPECT_THAT(denied.message, HasSubstr("needs the worker token; this is the view token"));
+  ExpectRefused(&view_write, grpc::StatusCode::PERMISSION_DENIED,
+                "needs the worker token; this is the view token");
   const absl::Duration took = absl::Now() - start;
   absl::SleepFor(absl::Milliseconds(1500));  // the last summary line and a few more beats
   stop = true;
@@ -271,7 +277,7 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
   EXPECT_THAT(log, HasSubstr("StoreCheck: missing authorization token"));
 }
 
-// GetStatus has a completion queue and thread of its own (status_queue.h); it keeps the gate
+// GetStatus has a completion queue and thread of its own (async_queues.h); it keeps the gate
 // before the body: unauthenticated 16 MiB calls cost nothing, the worker token is refused, a
 // body over its bound is refused, and the view token gets the snapshot, while heartbeats go on.
 TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewToken) {
@@ -290,13 +296,10 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
   const std::string two_kib(2048, '\0');
   std::future<CallResult> too_long = RawCall(address, method, two_kib, contents_.view_token);
   ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
-  const CallResult denied = as_worker.get();
-  EXPECT_EQ(denied.code, grpc::StatusCode::PERMISSION_DENIED) << denied.message;
-  EXPECT_THAT(denied.message, HasSubstr("needs a view or control token; this is the worker token"));
-  const CallResult bounded = too_long.get();
-  EXPECT_EQ(bounded.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << bounded.message;
-  EXPECT_THAT(bounded.message,
-              HasSubstr("GetStatus request of 2048 bytes exceeds its limit of 1024"));
+  ExpectRefused(&as_worker, grpc::StatusCode::PERMISSION_DENIED,
+                "needs a view or control token; this is the worker token");
+  ExpectRefused(&too_long, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "GetStatus request of 2048 bytes exceeds its limit of 1024");
 
   // Heartbeats still answered; the view token reads the job.
   progress.step = 8;
@@ -319,7 +322,7 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
   EXPECT_THAT(Log(), HasSubstr("GetStatus: missing authorization token"));
 }
 
-// Register and Rejoin park on completion queues of their own (parked_queues.h); they keep the
+// Register and Rejoin park on completion queues of their own (async_queues.h); they keep the
 // gate before the body as every method does: unauthenticated 16 MiB calls are refused unread,
 // the view token is refused, a body over the method's bound is refused, and a body that does not
 // parse is INVALID_ARGUMENT, while the job's heartbeats go on.
@@ -338,16 +341,12 @@ TEST_F(FloodTest, ParkedMethodsRefuseBeforeReadingAndKeepTheirBounds) {
   std::future<CallResult> too_long = RawCall(address, reg, eight_kib, contents_.token);
   std::future<CallResult> garbage = RawCall(address, reg, "\xff\xff\xff", contents_.token);
   ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
-  const CallResult denied = as_view.get();
-  EXPECT_EQ(denied.code, grpc::StatusCode::PERMISSION_DENIED) << denied.message;
-  EXPECT_THAT(denied.message, HasSubstr("needs the worker token; this is the view token"));
-  const CallResult bounded = too_long.get();
-  EXPECT_EQ(bounded.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << bounded.message;
-  EXPECT_THAT(bounded.message,
-              HasSubstr("Register request of 8192 bytes exceeds its limit of 4096"));
-  const CallResult malformed = garbage.get();
-  EXPECT_EQ(malformed.code, grpc::StatusCode::INVALID_ARGUMENT) << malformed.message;
-  EXPECT_THAT(malformed.message, HasSubstr("Register: the request does not parse"));
+  ExpectRefused(&as_view, grpc::StatusCode::PERMISSION_DENIED,
+                "needs the worker token; this is the view token");
+  ExpectRefused(&too_long, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "Register request of 8192 bytes exceeds its limit of 4096");
+  ExpectRefused(&garbage, grpc::StatusCode::INVALID_ARGUMENT,
+                "Register: the request does not parse");
 
   ASSERT_TRUE(worker->Heartbeat(ProgressReport()).ok());
   absl::SleepFor(absl::Milliseconds(1500));  // the refusal log's next summary line

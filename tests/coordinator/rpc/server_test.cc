@@ -69,6 +69,16 @@ class ServerTest : public ::testing::Test {
     return c.ok() ? *std::move(c) : nullptr;
   }
 
+  // Worker `i` of a job of one worker per node.
+  static WorkerIdentity NodeWorker(int i, int pid) {
+    WorkerIdentity who;
+    who.host = absl::StrCat("node", i);
+    who.node_rank = i;
+    who.local_world_size = 1;
+    who.pid = pid;
+    return who;
+  }
+
   std::string dir_;
   std::string dist_file_;
   DistFileContents contents_;
@@ -152,12 +162,7 @@ TEST_F(ServerTest, TickerDoesNotRebuildTheStatusForEveryRegistration) {
     threads.emplace_back([&, i] {
       auto api = Connect();
       if (api == nullptr) return failures++, void();
-      WorkerIdentity who;
-      who.host = absl::StrCat("node", i);
-      who.node_rank = i;
-      who.local_world_size = 1;
-      who.pid = 2000 + i;
-      auto a = api->Register(who, absl::Seconds(30));
+      auto a = api->Register(NodeWorker(i, 2000 + i), absl::Seconds(30));
       if (!a.ok()) {
         ADD_FAILURE() << "worker " << i << ": " << a.status();
         failures++;
@@ -193,7 +198,7 @@ TEST_F(ServerTest, TickerDoesNotRebuildTheStatusForEveryRegistration) {
   EXPECT_EQ(server_->status_cache().Current()->status.state, JobState::kRunning);
 }
 
-// Register parks on the coordinator's own completion queues (parked_queues.h), more calls than
+// Register parks on the coordinator's own completion queues (async_queues.h), more calls than
 // they request ahead: the other methods are answered meanwhile, and a shutdown answers every
 // parked call at once with its reason instead of leaving it to its deadline.
 TEST_F(ServerTest, ParkedRegistrationsLeaveOtherCallsFreeAndEndWithTheServer) {
@@ -209,12 +214,7 @@ TEST_F(ServerTest, ParkedRegistrationsLeaveOtherCallsFreeAndEndWithTheServer) {
     threads.emplace_back([&, i] {
       auto api = Connect();
       if (api == nullptr) return;
-      WorkerIdentity who;
-      who.host = absl::StrCat("node", i);
-      who.node_rank = i;
-      who.local_world_size = 1;
-      who.pid = 3000 + i;
-      auto a = api->Register(who, absl::Seconds(60));
+      auto a = api->Register(NodeWorker(i, 3000 + i), absl::Seconds(60));
       if (a.ok()) ok++;
       errors[static_cast<size_t>(i)] = a.status().ToString();
       answered++;

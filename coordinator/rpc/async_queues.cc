@@ -1,9 +1,8 @@
-#include "coordinator/rpc/parked_queues.h"
+#include "coordinator/rpc/async_queues.h"
 
 #include <utility>
 
 #include "absl/status/status.h"
-#include "coordinator/rpc/service.h"
 #include "proto/convert.h"
 
 namespace ddp {
@@ -13,18 +12,14 @@ namespace {
 // The alarm's tag: not a Call.
 char stop_tag;
 
-// Calls requested ahead per method and queue, so that a burst of registrations is matched as it
-// arrives rather than one call per turn of a queue's thread.
-constexpr int kRequestsAhead = 16;
-
 }  // namespace
 
-// One parked call, from its request to its answer. One operation is outstanding at a time, so
+// One call, from its request to its answer. One operation is outstanding at a time, so
 // the call itself is the tag and `step_` says which operation completed.
-class ParkedQueues::Call {
+class AsyncQueues::Call {
  public:
   // Asks the server for the next call of `method` on `cq`.
-  Call(ParkedQueues* owner, const CoordinatorService::ParkedMethod* method,
+  Call(AsyncQueues* owner, const CoordinatorService::AsyncMethod* method,
        grpc::ServerCompletionQueue* cq)
       : owner_(owner), method_(method), cq_(cq), stream_(&ctx_) {
     owner_->service_->RequestCall(method_->index, &ctx_, &stream_, cq_, this);
@@ -61,8 +56,8 @@ class ParkedQueues::Call {
 
   bool Answer(bool read) {
     if (!read) return Finish(NoRequestMessage(method_->method->name));
-    // The reply may come at once or later from any thread (the one that completes the world);
-    // its operation's tag brings the call back to this queue's thread.
+    // The reply may come at once or later from any thread (a Register: the one that completes
+    // the world); its operation's tag brings the call back to this queue's thread.
     step_ = Step::kAnswered;
     method_->method->body(info_, &request_, [this](const absl::Status& st, grpc::ByteBuffer reply) {
       // Nothing may touch `this` after Finish: this queue's thread may delete it.
@@ -82,8 +77,8 @@ class ParkedQueues::Call {
     return true;
   }
 
-  ParkedQueues* const owner_;
-  const CoordinatorService::ParkedMethod* const method_;
+  AsyncQueues* const owner_;
+  const CoordinatorService::AsyncMethod* const method_;
   grpc::ServerCompletionQueue* const cq_;
   grpc::ServerContext ctx_;
   grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer> stream_;
@@ -94,9 +89,13 @@ class ParkedQueues::Call {
   grpc::ByteBuffer reply_;
 };
 
-ParkedQueues::ParkedQueues(CoordinatorService* service, CallGate* gate,
-                           std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs)
-    : service_(service), gate_(gate) {
+AsyncQueues::AsyncQueues(CoordinatorService* service, CallGate* gate,
+                         std::vector<CoordinatorService::AsyncMethod> methods, int requests_ahead,
+                         std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs)
+    : service_(service),
+      gate_(gate),
+      methods_(std::move(methods)),
+      requests_ahead_(requests_ahead) {
   for (auto& cq : cqs) {
     auto q = std::make_unique<Queue>();
     q->cq = std::move(cq);
@@ -104,20 +103,20 @@ ParkedQueues::ParkedQueues(CoordinatorService* service, CallGate* gate,
   }
 }
 
-ParkedQueues::~ParkedQueues() { Shutdown(); }
+AsyncQueues::~AsyncQueues() { Shutdown(); }
 
-void ParkedQueues::Start() {
+void AsyncQueues::Start() {
   if (started_) return;
   started_ = true;
   for (auto& q : queues_) {
-    for (const CoordinatorService::ParkedMethod& m : service_->parked_methods()) {
-      for (int i = 0; i < kRequestsAhead; ++i) new Call(this, &m, q->cq.get());
+    for (const CoordinatorService::AsyncMethod& m : methods_) {
+      for (int i = 0; i < requests_ahead_; ++i) new Call(this, &m, q->cq.get());
     }
     q->thread = std::thread([this, raw = q.get()] { Loop(raw); });
   }
 }
 
-void ParkedQueues::Loop(Queue* queue) {
+void AsyncQueues::Loop(Queue* queue) {
   bool taking_calls = true;
   void* tag = nullptr;
   bool ok = false;
@@ -133,7 +132,7 @@ void ParkedQueues::Loop(Queue* queue) {
   }
 }
 
-void ParkedQueues::Shutdown() {
+void AsyncQueues::Shutdown() {
   if (stopped_) return;
   stopped_ = true;
   for (auto& q : queues_) {
