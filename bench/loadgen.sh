@@ -12,7 +12,9 @@
 # p50/p99 from an operator process while every rank heartbeats); then the status snapshot's
 # rendering, full against incremental (ddp-renderbench), at each size. Every agent process, of
 # either baseline, makes its heap resident before it reports ready (--heap-reserve-kib,
-# common/heap_reserve.h); the servers run with their own defaults.
+# common/heap_reserve.h); the servers run with their own defaults: ddp-coordinator with the
+# tcmalloc it links (coordinator/CMakeLists.txt), TCPStore's servers with glibc's malloc, as
+# PyTorch's wheel ships them.
 #
 #   bench/loadgen.sh [--quick] [--no-python] [--python-max N] [--resolver] [N...]
 #                  (default sizes: 1024 4096 16384)
@@ -92,7 +94,7 @@ run() {
   res[$key]="$out"
 }
 
-echo "== host: $(nproc) cpus, $(uname -r); fd limit (hard) $(ulimit -Hn); ephemeral ports $(cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' '-'); somaxconn $(cat /proc/sys/net/core/somaxconn); tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)"
+echo "== host: $(nproc) cpus ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -r); fd limit (hard) $(ulimit -Hn); ephemeral ports $(cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' '-'); somaxconn $(cat /proc/sys/net/core/somaxconn); tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)"
 echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [[ $nodns_ok == 1 ]]; then
   tcp_note="TCPStore with ::ffff:127.0.0.1 in /etc/hosts (no reverse-DNS stalls)"
@@ -119,8 +121,8 @@ fi
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank; CPU seconds of the server and of all client processes during the rendezvous)"
-printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms rdzv_srv_cpu rdzv_cli_cpu listen_overfl load1
+echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank; CPU seconds of the server and of all client processes during the rendezvous, and the host's idle and stolen CPU seconds meanwhile; the server's peak resident set over the whole run)"
+printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-10s %-11s %-12s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms rdzv_srv_cpu rdzv_cli_cpu rdzv_idle rdzv_steal srv_peak_mib listen_overfl load1
 for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   r="${res[$key]:-}"
   [[ -z "$r" ]] && continue
@@ -130,9 +132,10 @@ for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppd
     py-*) name="TCPStore, Python client" ;;
     cppdns-*) name="TCPStore, C++, resolver as is" ;;
   esac
-  printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-14s %-9s\n" "$(col ranks "$r")" "$name" "$(col procs "$r")" \
+  printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-10s %-11s %-12s %-14s %-9s\n" "$(col ranks "$r")" "$name" "$(col procs "$r")" \
     "$(col connect_s "$r")" "$(col rendezvous_s "$r")" "$(col rendezvous_rank_p99_ms "$r")" \
     "$(col rendezvous_server_cpu_s "$r")" "$(col rendezvous_clients_cpu_s "$r")" \
+    "$(col rendezvous_host_idle_s "$r")" "$(col rendezvous_host_steal_s "$r")" "$(col server_peak_rss_mib "$r")" \
     "$(col connect_ListenOverflows "$r")" "$(col load1_before "$r")"
 done
 

@@ -1,11 +1,13 @@
 #include "common/heap_reserve.h"
 
+#include <dlfcn.h>
 #include <malloc.h>
 
 #include <climits>
 #include <cstdlib>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace ddp {
@@ -31,6 +33,34 @@ double ReserveHeap(size_t bytes) {
   // Freed top-down, the blocks merge into the heap's top chunk, resident and reusable.
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) std::free(*it);
   return absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerMalloc = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizerMalloc = true;
+#else
+constexpr bool kSanitizerMalloc = false;
+#endif
+#else
+constexpr bool kSanitizerMalloc = false;
+#endif
+
+}  // namespace
+
+std::string AllocatorName() {
+  if (kSanitizerMalloc) return "a sanitizer's malloc";
+  // gperftools exports tc_version; found through the global scope, it is the malloc in use.
+  using TcVersion = const char* (*)(int*, int*, const char**);
+  auto* tc_version = reinterpret_cast<TcVersion>(dlsym(RTLD_DEFAULT, "tc_version"));
+  if (tc_version == nullptr) return "glibc malloc";
+  int major = 0, minor = 0;
+  const char* patch = nullptr;
+  tc_version(&major, &minor, &patch);
+  return absl::StrCat("tcmalloc ", major, ".", minor, patch != nullptr ? patch : "");
 }
 
 }  // namespace ddp

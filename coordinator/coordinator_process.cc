@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/heap_reserve.h"
 #include "common/status_macros.h"
 
 namespace ddp {
@@ -140,8 +141,9 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
                      dist_file_));
   }
   if (options_.heap_reserved_bytes >= (size_t{16} << 20)) {  // a large job: say what it cost
-    Log(absl::StrFormat("heap: %d MiB made resident for the rendezvous in %.2f s",
-                        options_.heap_reserved_bytes >> 20, options_.heap_reserve_seconds));
+    Log(absl::StrFormat("heap (%s): %d MiB made resident for the rendezvous in %.2f s",
+                        AllocatorName(), options_.heap_reserved_bytes >> 20,
+                        options_.heap_reserve_seconds));
   }
   if (http_) {
     const std::string host = server_->address().substr(0, server_->address().rfind(':'));

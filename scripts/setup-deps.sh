@@ -22,11 +22,13 @@ fi
 # ccache: the Makefile compiles through it, with its cache beside the venv (SLURM_DDP_CACHE).
 # clang: the thread-safety and TSan builds (make clang, make tsan); dpkg-dev: dpkg-source, with
 # which scripts/build-tsan-abseil.sh unpacks Debian's abseil source.
+# libtcmalloc-minimal4: the allocator ddp-coordinator links (coordinator/CMakeLists.txt).
 DEB_PACKAGES=(
   build-essential cmake pkg-config clang dpkg-dev ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libcli11-dev libcpp-httplib-dev
   libjpeg62-turbo-dev zlib1g-dev
+  libtcmalloc-minimal4
   libgloo-dev
   dataset-fashion-mnist
   slurm-wlm munge

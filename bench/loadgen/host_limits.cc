@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -103,6 +104,55 @@ absl::StatusOr<double> ProcessCpuSeconds(pid_t pid) {
   ASSIGN_OR_RETURN(const std::string stat, ReadFileToString(absl::StrCat("/proc/", pid, "/stat")));
   ASSIGN_OR_RETURN(const int64_t ticks, ParseStatCpuTicks(stat));
   return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+absl::StatusOr<HostCpuTimes> ParseProcStatCpu(absl::string_view proc_stat,
+                                              double ticks_per_second) {
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"; guest time is
+  // already counted in user and nice.
+  absl::string_view line = proc_stat.substr(0, proc_stat.find('\n'));
+  if (!absl::ConsumePrefix(&line, "cpu ")) {
+    return absl::InvalidArgumentError("/proc/stat does not start with the cpu line");
+  }
+  std::vector<absl::string_view> cells = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  constexpr size_t kFields = 8;  // user .. steal
+  if (cells.size() < kFields) return absl::InvalidArgumentError("short cpu line in /proc/stat");
+  int64_t v[kFields] = {};
+  for (size_t i = 0; i < kFields; ++i) {
+    if (!absl::SimpleAtoi(cells[i], &v[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("/proc/stat cpu field ", i + 1, ": ", cells[i]));
+    }
+  }
+  HostCpuTimes t;
+  t.busy = static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6]) / ticks_per_second;
+  t.idle = static_cast<double>(v[3] + v[4]) / ticks_per_second;
+  t.steal = static_cast<double>(v[7]) / ticks_per_second;
+  return t;
+}
+
+absl::StatusOr<HostCpuTimes> HostCpuSeconds() {
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString("/proc/stat"));
+  return ParseProcStatCpu(text, static_cast<double>(sysconf(_SC_CLK_TCK)));
+}
+
+absl::StatusOr<int64_t> ParseStatusKib(absl::string_view status, absl::string_view key) {
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, key) || !absl::ConsumePrefix(&line, ":")) continue;
+    line = absl::StripAsciiWhitespace(line);
+    int64_t kib = 0;
+    if (!absl::ConsumeSuffix(&line, " kB") || !absl::SimpleAtoi(line, &kib)) {
+      return absl::InvalidArgumentError(absl::StrCat("malformed ", key, " line in status"));
+    }
+    return kib;
+  }
+  return absl::NotFoundError(absl::StrCat("no ", key, " in status"));
+}
+
+absl::StatusOr<int64_t> ProcessPeakRssKib(pid_t pid) {
+  ASSIGN_OR_RETURN(const std::string text,
+                   ReadFileToString(absl::StrCat("/proc/", pid, "/status")));
+  return ParseStatusKib(text, "VmHWM");
 }
 
 absl::StatusOr<std::map<std::string, int64_t>> ParseTcpExt(absl::string_view netstat) {

@@ -36,6 +36,24 @@ absl::StatusOr<double> ProcessCpuSeconds(pid_t pid);
 // utime + stime, in clock ticks, from the text of /proc/<pid>/stat.
 absl::StatusOr<int64_t> ParseStatCpuTicks(absl::string_view stat);
 
+// The host's CPU time in seconds, summed over its CPUs (the first line of /proc/stat): `idle`
+// (idle + iowait), `steal` (time the hypervisor ran something else while this guest wanted a
+// CPU) and `busy` (the rest). Differences over a phase say whether it was CPU-bound and whether
+// the host's neighbours took part of it.
+struct HostCpuTimes {
+  double busy = 0;
+  double idle = 0;
+  double steal = 0;
+};
+absl::StatusOr<HostCpuTimes> HostCpuSeconds();
+// From the text of /proc/stat, in clock ticks (`ticks_per_second` converts them).
+absl::StatusOr<HostCpuTimes> ParseProcStatCpu(absl::string_view proc_stat, double ticks_per_second);
+
+// A process's peak resident set (VmHWM of /proc/<pid>/status), KiB.
+absl::StatusOr<int64_t> ProcessPeakRssKib(pid_t pid);
+// A "Key:   123 kB" line's number from the text of /proc/<pid>/status.
+absl::StatusOr<int64_t> ParseStatusKib(absl::string_view status, absl::string_view key);
+
 // The TcpExt counters of /proc/net/netstat (ListenOverflows, ListenDrops, SyncookiesSent, ...).
 absl::StatusOr<std::map<std::string, int64_t>> TcpExtCounters();
 absl::StatusOr<std::map<std::string, int64_t>> ParseTcpExt(absl::string_view netstat);

@@ -177,6 +177,7 @@ absl::Status ScaleRun::TimedPhase(const std::string& command, const std::string&
   ASSIGN_OR_RETURN(const auto tcp_before, TcpExtCounters());
   ASSIGN_OR_RETURN(const double cpu_before, ProcessCpuSeconds(server_->pid()));
   ASSIGN_OR_RETURN(const double agents_before, agents_->CpuSeconds());
+  ASSIGN_OR_RETURN(const HostCpuTimes host_before, HostCpuSeconds());
   // Agents reply once their last rank is done, or with an error after phase_timeout.
   const absl::Time deadline = absl::Now() + options_.phase_timeout + absl::Seconds(30);
   auto phase = agents_->TimedPhase(command, deadline);
@@ -186,12 +187,17 @@ absl::Status ScaleRun::TimedPhase(const std::string& command, const std::string&
   }
   ASSIGN_OR_RETURN(const double cpu_after, ProcessCpuSeconds(server_->pid()));
   ASSIGN_OR_RETURN(const double agents_after, agents_->CpuSeconds());
+  ASSIGN_OR_RETURN(const HostCpuTimes host_after, HostCpuSeconds());
   ASSIGN_OR_RETURN(const auto tcp_delta, TcpExtDelta(tcp_before));
-  // The clients' CPU too: on one machine they share its cores with the server.
+  // The clients' CPU too: on one machine they share its cores with the server. The host's idle
+  // time says whether the phase was CPU-bound; its steal time, whether the host's neighbours
+  // took part of the machine meanwhile (a figure from such a run is not comparable).
   result_.Add(name + "_s", phase->seconds)
       .Add(name + "_rank", phase->latency)
       .Add(name + "_server_cpu_s", cpu_after - cpu_before)
-      .Add(name + "_clients_cpu_s", agents_after - agents_before);
+      .Add(name + "_clients_cpu_s", agents_after - agents_before)
+      .Add(name + "_host_idle_s", host_after.idle - host_before.idle)
+      .Add(name + "_host_steal_s", host_after.steal - host_before.steal);
   std::string counters;
   for (const auto& [k, v] : tcp_delta) {
     result_.Add(name + "_" + k, v);
@@ -320,6 +326,10 @@ absl::StatusOr<ReplyFields> ScaleRun::Run() {
     error_ = std::string(s.message());
     result_.Add("error", error_);
     NoteJobState();
+  }
+  if (server_ != nullptr) {
+    auto peak = ProcessPeakRssKib(server_->pid());
+    if (peak.ok()) result_.Add("server_peak_rss_mib", *peak / 1024);
   }
   result_.Add("load1_after", LoadAverage());
   return result_;

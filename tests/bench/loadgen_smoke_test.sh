@@ -27,6 +27,12 @@ awk -v n="$(field status_n "$g")" 'BEGIN { exit !(n > 10) }' || fail "too few Ge
 # 1,024 ranks at 1 Hz: well above a quarter of that unless heartbeats stopped.
 awk -v r="$(field hb_per_s "$g")" 'BEGIN { exit !(r > 256) }' || fail "heartbeat rate $(field hb_per_s "$g")/s"
 awk -v c="$(field coord_pct_core_per_1k_hbps "$g")" 'BEGIN { exit !(c > 0) }' || fail "no CPU figure"
+# The host's share of the rendezvous (idle and stolen CPU seconds) and the server's peak memory.
+for k in rendezvous_host_idle_s rendezvous_host_steal_s; do
+  [[ "$(field "$k" "$g")" =~ ^[0-9.e+-]+$ ]] || fail "no $k figure: $(field "$k" "$g")"
+done
+awk -v m="$(field server_peak_rss_mib "$g")" 'BEGIN { exit !(m > 10) }' ||
+  fail "server peak RSS $(field server_peak_rss_mib "$g") MiB"
 if [[ -x "$bin/ddp-tcpstore-bench" ]]; then
   t="$(sed -n 's/^cpp-1024: //p' <<<"$out")"
   [[ "$(field rendezvous_rank_n "$t")" == 1024 ]] || fail "TCPStore baseline: $t"
