@@ -278,8 +278,9 @@ void CoordinatorService::AddStoreMethods() {
             if (!st.ok()) return done(st);
             store_->Get(req.key(), clock_->Now() + StoreTimeout(req.timeout_ms()),
                         [resp, done](absl::StatusOr<std::string> value) {
-                          if (value.ok()) resp->set_value(*std::move(value));
-                          done(value.status());
+                          if (!value.ok()) return done(value.status());
+                          resp->set_value(*std::move(value));
+                          done(absl::OkStatus());
                         });
           }));
   AddUnary(
@@ -301,8 +302,9 @@ void CoordinatorService::AddStoreMethods() {
                  if (!st.ok()) return done(st);
                  absl::StatusOr<std::string> now =
                      store_->CompareSet(req.key(), req.expected(), req.desired());
-                 if (now.ok()) resp->set_value(*std::move(now));
-                 done(now.status());
+                 if (!now.ok()) return done(now.status());
+                 resp->set_value(*std::move(now));
+                 done(absl::OkStatus());
                }));
   AddUnary("StoreDelete", kWorkerRoles, kKeyed,
            Typed<pb::StoreDeleteRequest, pb::StoreDeleteReply>(
