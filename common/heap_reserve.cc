@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/sanitizers.h"
 
 namespace ddp {
 
@@ -35,24 +36,8 @@ double ReserveHeap(size_t bytes) {
   return absl::ToDoubleSeconds(absl::Now() - start);
 }
 
-namespace {
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizerMalloc = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizerMalloc = true;
-#else
-constexpr bool kSanitizerMalloc = false;
-#endif
-#else
-constexpr bool kSanitizerMalloc = false;
-#endif
-
-}  // namespace
-
 std::string AllocatorName() {
-  if (kSanitizerMalloc) return "a sanitizer's malloc";
+  if (kUnderSanitizer) return "a sanitizer's malloc";
   // gperftools exports tc_version; found through the global scope, it is the malloc in use.
   using TcVersion = const char* (*)(int*, int*, const char**);
   auto* tc_version = reinterpret_cast<TcVersion>(dlsym(RTLD_DEFAULT, "tc_version"));

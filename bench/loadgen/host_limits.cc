@@ -108,8 +108,7 @@ absl::StatusOr<double> ProcessCpuSeconds(pid_t pid) {
 
 absl::StatusOr<HostCpuTimes> ParseProcStatCpu(absl::string_view proc_stat,
                                               double ticks_per_second) {
-  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"; guest time is
-  // already counted in user and nice.
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice".
   absl::string_view line = proc_stat.substr(0, proc_stat.find('\n'));
   if (!absl::ConsumePrefix(&line, "cpu ")) {
     return absl::InvalidArgumentError("/proc/stat does not start with the cpu line");
@@ -125,7 +124,6 @@ absl::StatusOr<HostCpuTimes> ParseProcStatCpu(absl::string_view proc_stat,
     }
   }
   HostCpuTimes t;
-  t.busy = static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6]) / ticks_per_second;
   t.idle = static_cast<double>(v[3] + v[4]) / ticks_per_second;
   t.steal = static_cast<double>(v[7]) / ticks_per_second;
   return t;

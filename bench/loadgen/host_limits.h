@@ -37,11 +37,10 @@ absl::StatusOr<double> ProcessCpuSeconds(pid_t pid);
 absl::StatusOr<int64_t> ParseStatCpuTicks(absl::string_view stat);
 
 // The host's CPU time in seconds, summed over its CPUs (the first line of /proc/stat): `idle`
-// (idle + iowait), `steal` (time the hypervisor ran something else while this guest wanted a
-// CPU) and `busy` (the rest). Differences over a phase say whether it was CPU-bound and whether
-// the host's neighbours took part of it.
+// (idle + iowait) and `steal` (time the hypervisor ran something else while this guest wanted a
+// CPU). Differences over a phase say whether it was CPU-bound and whether the host's neighbours
+// took part of it.
 struct HostCpuTimes {
-  double busy = 0;
   double idle = 0;
   double steal = 0;
 };

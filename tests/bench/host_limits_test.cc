@@ -30,11 +30,10 @@ TEST(HostLimitsTest, StatCpuTicksSkipsACommandNameWithSpacesAndParens) {
   EXPECT_FALSE(ParseStatCpuTicks("no parens at all").ok());
 }
 
-TEST(HostLimitsTest, ProcStatCpuSplitsBusyIdleAndSteal) {
+TEST(HostLimitsTest, ProcStatCpuReadsIdleAndSteal) {
   // user nice system idle iowait irq softirq steal guest guest_nice, at 100 ticks a second.
   auto t = ParseProcStatCpu("cpu  100 20 30 400 50 6 4 70 90 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n", 100);
   ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_DOUBLE_EQ(t->busy, 1.6);  // user + nice + system + irq + softirq; guest is in user
   EXPECT_DOUBLE_EQ(t->idle, 4.5);  // idle + iowait
   EXPECT_DOUBLE_EQ(t->steal, 0.7);
   EXPECT_FALSE(ParseProcStatCpu("cpu0 1 2 3 4 5 6 7 8\n", 100).ok());
@@ -42,7 +41,7 @@ TEST(HostLimitsTest, ProcStatCpuSplitsBusyIdleAndSteal) {
   EXPECT_FALSE(ParseProcStatCpu("cpu  1 2 3 x 5 6 7 8\n", 100).ok());
   auto own = HostCpuSeconds();
   ASSERT_TRUE(own.ok()) << own.status();
-  EXPECT_GT(own->busy + own->idle, 0);
+  EXPECT_GT(own->idle, 0);  // a host is idle at times, if only before this test
 }
 
 TEST(HostLimitsTest, StatusKibFindsItsKey) {
