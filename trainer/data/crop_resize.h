@@ -10,11 +10,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define DDP_HOST_DEVICE __host__ __device__
-#else
-#define DDP_HOST_DEVICE
-#endif
+#include "common/host_device.h"
 
 namespace ddp::data {
 

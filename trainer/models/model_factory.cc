@@ -20,7 +20,8 @@ const std::vector<std::string>& ModelArchs() {
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const std::string& arch, int64_t num_classes,
-                                                   const InputShape& input) {
+                                                   const InputShape& input,
+                                                   const ModelOptions& model_options) {
   if (num_classes < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--arch ", arch, ": number of classes must be >= 1, got ", num_classes));
@@ -49,6 +50,7 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const std::string& arch, int6
                                                    : ResNet50Options();
       options.num_classes = num_classes;
       options.in_channels = input.channels;
+      options.fused_bn_relu = model_options.fused_bn_relu;
       module = MakeResNet(options);
     } else {
       return absl::InvalidArgumentError(

@@ -29,13 +29,21 @@ struct InputShape {
   int64_t width = 224;
 };
 
+// How a built-in architecture is built beyond its shape.
+struct ModelOptions {
+  // ResNets: BatchNorm + (residual add +) ReLU fused into one op on channels-last CUDA
+  // activations (resnet.h); ignored by the other architectures.
+  bool fused_bn_relu = false;
+};
+
 // The valid --arch names, in the order they are listed in errors and help.
 const std::vector<std::string>& ModelArchs();
 
 // Errors: InvalidArgument for an unknown arch (listing the valid ones), num_classes < 1, or an
 // input shape the arch cannot take.
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const std::string& arch, int64_t num_classes,
-                                                   const InputShape& input);
+                                                   const InputShape& input,
+                                                   const ModelOptions& options = {});
 
 // --model PATH. Errors as ScriptModel::Load.
 absl::StatusOr<std::unique_ptr<Model>> LoadScriptModel(const std::string& path);

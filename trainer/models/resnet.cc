@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "trainer/models/fused_bn_relu.h"
+
 namespace ddp::models {
 namespace {
 
@@ -29,8 +31,8 @@ nn::Conv2d Conv1x1(int64_t in, int64_t out, int64_t stride) {
 class BlockImpl : public nn::Module {
  public:
   BlockImpl(ResNetOptions::Block kind, int64_t in, int64_t planes, int64_t stride,
-            nn::Sequential downsample)
-      : bottleneck_(kind == ResNetOptions::Block::kBottleneck) {
+            nn::Sequential downsample, bool fused)
+      : bottleneck_(kind == ResNetOptions::Block::kBottleneck), fused_(fused) {
     if (bottleneck_) {
       conv1_ = register_module("conv1", Conv1x1(in, planes, 1));
       bn1_ = register_module("bn1", nn::BatchNorm2d(planes));
@@ -50,6 +52,12 @@ class BlockImpl : public nn::Module {
   // ReLU runs in place on BatchNorm outputs and on the residual sum, as torchvision's
   // (inplace=True): their backward needs neither, so this only saves allocations.
   at::Tensor forward(const at::Tensor& x) {
+    if (fused_) {  // where the fused op does not apply, BatchNormRelu runs the module's ops
+      at::Tensor out = BatchNormRelu(conv1_(x), *bn1_, {}, true);
+      out = bottleneck_ ? conv3_(BatchNormRelu(conv2_(out), *bn2_, {}, true)) : conv2_(out);
+      const at::Tensor identity = downsample_ ? downsample_->forward(x) : x;
+      return BatchNormRelu(out, *last_bn(), identity, true);
+    }
     at::Tensor out = bn1_(conv1_(x)).relu_();
     out = bn2_(conv2_(out));
     if (bottleneck_) out = bn3_(conv3_(at::relu_(out)));
@@ -62,6 +70,7 @@ class BlockImpl : public nn::Module {
 
  private:
   bool bottleneck_;
+  bool fused_;
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
   nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
   nn::Sequential downsample_{nullptr};
@@ -70,7 +79,7 @@ TORCH_MODULE(Block);
 
 class ResNet : public ForwardModule {
  public:
-  explicit ResNet(const ResNetOptions& options) {
+  explicit ResNet(const ResNetOptions& options) : fused_(options.fused_bn_relu) {
     const int64_t expansion = options.block == ResNetOptions::Block::kBottleneck ? 4 : 1;
     conv1_ = register_module(
         "conv1",
@@ -88,7 +97,7 @@ class ResNet : public ForwardModule {
           downsample = nn::Sequential(Conv1x1(in, planes[stage] * expansion, stride),
                                       nn::BatchNorm2d(planes[stage] * expansion));
         }
-        layer->push_back(Block(options.block, in, planes[stage], block_stride, downsample));
+        layer->push_back(Block(options.block, in, planes[stage], block_stride, downsample, fused_));
         in = planes[stage] * expansion;
       }
       layers_[stage] = register_module("layer" + std::to_string(stage + 1), layer);
@@ -112,7 +121,8 @@ class ResNet : public ForwardModule {
   }
 
   at::Tensor forward(const at::Tensor& input) override {
-    at::Tensor x = bn1_(conv1_(input)).relu_();
+    at::Tensor x =
+        fused_ ? BatchNormRelu(conv1_(input), *bn1_, {}, true) : bn1_(conv1_(input)).relu_();
     x = at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
     for (auto& layer : layers_) x = layer->forward(x);
     x = at::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
@@ -120,6 +130,7 @@ class ResNet : public ForwardModule {
   }
 
  private:
+  bool fused_;
   nn::Conv2d conv1_{nullptr};
   nn::BatchNorm2d bn1_{nullptr};
   nn::Sequential layers_[4] = {nullptr, nullptr, nullptr, nullptr};

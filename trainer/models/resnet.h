@@ -29,6 +29,9 @@ struct ResNetOptions {
   int64_t num_classes = 1000;
   int64_t in_channels = 3;
   bool zero_init_residual = false;
+  // BatchNorm, residual add and ReLU as one op where it applies (fused_bn_relu.h: training mode,
+  // channels-last activations). The parameters and buffers are the same either way.
+  bool fused_bn_relu = false;
 };
 
 ResNetOptions ResNet18Options();
