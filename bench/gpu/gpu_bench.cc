@@ -7,8 +7,11 @@
 //          the host; the allreduce and the optimizer are inside the graph).
 // bench/gpu/gpu_bench.py runs PyTorch's Python DDP on the same model shape and batch; bench/gpu/
 // run.sh runs both and prints the ratio. First checks that NCCL constructs and reduces.
+// --fused-bn-relu 1 builds the model with the fused BatchNorm+ReLU op (its results say
+// impl=cpp-eager-fused / cpp-graph-fused); the variant `check` checks that op's kernels against
+// ATen's (bn_relu_check.h) instead of training.
 //   ddp_gpu_bench [--steps 40] [--warmup 10] [--batch 128] [--arch resnet50] [--variants
-//   eager,graph]
+//   eager,graph|check] [--fused-bn-relu 0|1]
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <ATen/ops/cross_entropy_loss.h>
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "bench/gpu/bn_relu_check.h"
 #include "trainer/app/optimizer.h"
 #include "trainer/dist/ddp.h"
 #include "trainer/dist/process_group.h"
@@ -39,6 +43,7 @@ struct Args {
   int64_t batch = 128;
   std::string arch = "resnet50";
   std::vector<std::string> variants = {"eager", "graph"};
+  bool fused_bn_relu = false;
 };
 
 Args Parse(int argc, char** argv) {
@@ -56,6 +61,8 @@ Args Parse(int argc, char** argv) {
       a.arch = v;
     else if (flag == "--variants")
       a.variants = absl::StrSplit(v, ',');
+    else if (flag == "--fused-bn-relu")
+      a.fused_bn_relu = std::atoi(v) != 0;
     else {
       std::fprintf(stderr, "ddp_gpu_bench: unknown flag %s\n", flag.c_str());
       std::exit(2);
@@ -111,8 +118,9 @@ class Step {
 };
 
 void Report(const char* impl, const Args& a, double seconds, float loss, const std::string& extra) {
-  std::printf("RESULT impl=%s images_per_s=%.1f ms_per_step=%.2f loss=%.4f%s\n", impl,
-              a.steps * a.batch / seconds, seconds * 1000 / a.steps, loss, extra.c_str());
+  std::printf("RESULT impl=%s%s images_per_s=%.1f ms_per_step=%.2f loss=%.4f%s\n", impl,
+              a.fused_bn_relu ? "-fused" : "", a.steps * a.batch / seconds,
+              seconds * 1000 / a.steps, loss, extra.c_str());
   std::fflush(stdout);
 }
 
@@ -166,6 +174,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ddp_gpu_bench: no CUDA device visible\n");
     return 1;
   }
+  if (a.variants == std::vector<std::string>{"check"}) {
+    try {
+      return ddp::bench::RunBnReluCheck() == 0 ? 0 : 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddp_gpu_bench check failed: %s\n", FirstLine(e).c_str());
+      return 1;
+    }
+  }
   // Captured collectives must not be tracked by the NCCL watchdog (PyTorch's advice for DDP in
   // CUDA graphs); this benchmark never needs its error handling.
   setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0", 0);
@@ -194,7 +210,9 @@ int main(int argc, char** argv) {
     // default stream, and the engine must be built on the stream its steps run on.
     c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool(false, 0));
     at::manual_seed(0);
-    auto model = ddp::models::CreateModel(a.arch, 1000, {3, 224, 224});
+    ddp::models::ModelOptions model_options;
+    model_options.fused_bn_relu = a.fused_bn_relu;
+    auto model = ddp::models::CreateModel(a.arch, 1000, {3, 224, 224}, model_options);
     if (!model.ok()) {
       std::fprintf(stderr, "ddp_gpu_bench: %s\n", std::string(model.status().message()).c_str());
       return 1;
@@ -234,7 +252,8 @@ int main(int argc, char** argv) {
           return 2;
         }
       } catch (const std::exception& e) {
-        std::printf("RESULT impl=cpp-%s FAILED %s\n", variant.c_str(), FirstLine(e).c_str());
+        std::printf("RESULT impl=cpp-%s%s FAILED %s\n", variant.c_str(),
+                    a.fused_bn_relu ? "-fused" : "", FirstLine(e).c_str());
         std::fflush(stdout);
       }
     }

@@ -20,9 +20,13 @@
 #                  SIGKILLed mid-training; its replacement (same GPU) gets the state from the
 #                  survivor and the job ends exit 0 with one recovery line and no crash
 # Then the timed checks, one at a time:
+#   bn_relu        the fused BatchNorm+ReLU(+residual) kernels against ATen's on ResNet-50's
+#                  shapes (both against a double reference), and their time per layer
 #   step           ResNet-50 bf16 channels-last batch 128 world 1 NCCL: our engine (eager and
-#                  CUDA graph) vs Python DDP (torchvision ResNet-50), alternating, 2 rounds
-#   e2e_resnet50   the whole ddp-trainer (coordinator, gRPC, NCCL), ResNet-50, synthetic data
+#                  CUDA graph, each without and with --fused-bn-relu) vs Python DDP (torchvision
+#                  ResNet-50), alternating, 2 rounds
+#   e2e_resnet50   the whole ddp-trainer (coordinator, gRPC, NCCL), ResNet-50, synthetic data;
+#                  then the same with --fused-bn-relu
 #   jpeg           generated ImageNet-sized JPEGs: our GPU pipeline, nvJPEG decode alone, our CPU
 #                  pipeline, torchvision's GPU decode; then ddp-trainer from JPEG (GPU pipeline)
 #                  against e2e_resnet50's synthetic rate
@@ -32,7 +36,8 @@ B="$(cd "$HERE/../.." && pwd)"
 PY="${PY:-python3}"
 OUT="${OUT:-$(mktemp -d)}"
 STEPS="${STEPS:-40}"
-CHECKS="${CHECKS:-env gloo_cuda_w2 equiv_nccl equiv_gloo_w2 stop_resume nccl_kill recover_cuda step e2e_resnet50 jpeg}"
+ALL_CHECKS="env gloo_cuda_w2 equiv_nccl equiv_gloo_w2 stop_resume nccl_kill recover_cuda bn_relu step e2e_resnet50 jpeg"
+CHECKS="${CHECKS:-$ALL_CHECKS}"
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 TRAINER="$B/bin/ddp-trainer"
@@ -236,33 +241,55 @@ want recover_cuda && { check_recover_cuda & pids+=($!); }
 for p in "${pids[@]}"; do wait "$p"; done
 
 # --- timed checks, one at a time ------------------------------------------------------------------
+if want bn_relu; then
+  o="$(timeout 300 "$B/bin/ddp_gpu_bench" --variants check 2>&1)"; rc=$?; echo "$o" > "$OUT/bn_relu.log"
+  sum="$(echo "$o" | grep 'CHECK bn_relu_summary')"
+  worst="$(echo "$o" | grep 'CHECK bn_relu case=' | sed -n 's/.*err_fused=\([^ ]*\).*/\1/p' | sort -g | tail -1)"
+  if echo "$o" | grep -q 'CHECK bn_relu SKIP'; then
+    row bn_relu SKIP "" "the bundle was built without nvcc: no fused kernels"
+  elif [[ $rc -eq 0 && -n "$sum" && "$(echo "$sum" | field failed)" == 0 ]]; then
+    row bn_relu PASS "max err ${worst}" "fused vs ATen BatchNorm+add+ReLU, 7 shapes/types, both vs double (limit 2x ATen's + 1e-3)"
+  else
+    row bn_relu FAIL "" "$(echo "$o" | grep -m1 -E 'FAIL|error' | cut -c1-150)"
+  fi
+  sp="$(echo "$sum" | field time_speedup)"
+  [[ -n "$sp" ]] && row bn_relu:time INFO "${sp}x" "ATen time / fused time, fwd+bwd, 3 ResNet-50 b128 layer shapes: $(echo "$o" | grep 'bn_relu_time' | sed 's/.*case=\([^ ]*\).*speedup=\([^ ]*\)/\1 \2x/' | tr '\n' ' ')"
+fi
+
 SYN_RATE=""
 # step BATCH ROUNDS: alternating rounds of Python DDP and our engine (eager + graph) at one batch size.
 step_row() {
-  local batch=$1 rounds=$2 o py=() cpp=() graph=() summary st fig det
+  local batch=$1 rounds=$2 o py=() cpp=() graph=() cppf=() graphf=() summary st fig det fused
   for ((round = 1; round <= rounds; round++)); do
     o="$(timeout 240 "$PY" "$HERE/gpu_bench.py" "$STEPS" 10 "$batch" 2>&1)"; echo "$o" >> "$OUT/step.log"
     py+=("$(echo "$o" | grep RESULT | field images_per_s)")
-    o="$(timeout 240 "$B/bin/ddp_gpu_bench" --steps "$STEPS" --warmup 10 --batch "$batch" 2>&1)"
-    echo "$o" >> "$OUT/step.log"
-    cpp+=("$(echo "$o" | grep 'impl=cpp-eager ' | field images_per_s)")
-    graph+=("$(echo "$o" | grep 'impl=cpp-graph ' | field images_per_s)")
+    for fused in 0 1; do
+      o="$(timeout 240 "$B/bin/ddp_gpu_bench" --steps "$STEPS" --warmup 10 --batch "$batch" \
+        --fused-bn-relu $fused 2>&1)"
+      echo "$o" >> "$OUT/step.log"
+      if [[ $fused == 0 ]]; then
+        cpp+=("$(echo "$o" | grep 'impl=cpp-eager ' | field images_per_s)")
+        graph+=("$(echo "$o" | grep 'impl=cpp-graph ' | field images_per_s)")
+      else
+        cppf+=("$(echo "$o" | grep 'impl=cpp-eager-fused ' | field images_per_s)")
+        graphf+=("$(echo "$o" | grep 'impl=cpp-graph-fused ' | field images_per_s)")
+      fi
+    done
   done
-  summary="$("$PY" - "${py[*]}" "${cpp[*]}" "${graph[*]}" <<'EOF'
+  summary="$("$PY" - "${py[*]}" "${cpp[*]}" "${graph[*]}" "${cppf[*]}" "${graphf[*]}" <<'EOF'
 import sys, statistics
 def vals(s): return [float(x) for x in s.split() if x]
-py, cpp, graph = (vals(a) for a in sys.argv[1:4])
+py, cpp, graph, cppf, graphf = (vals(a) for a in sys.argv[1:6])
 if not py or not cpp:
     print("FAIL||missing results"); raise SystemExit
-r = statistics.median(c / p for c, p in zip(cpp, py))
-out = f"eager {r:.3f}x"
-best = r
-if graph and len(graph) == len(py):
-    g = statistics.median(c / p for c, p in zip(graph, py)); best = max(r, g)
-    out += f", graph {g:.3f}x"
-detail = (f"img/s python {statistics.median(py):.0f}, ours eager {statistics.median(cpp):.0f}"
-          + (f", ours graph {statistics.median(graph):.0f}" if graph else ", graph failed"))
-print(("PASS" if best >= 1.10 else "BELOW") + "|" + out + "|" + detail)
+out, detail, best = [], [f"img/s python {statistics.median(py):.0f}"], 0.0
+for name, ours in (("eager", cpp), ("graph", graph), ("eager+fused", cppf), ("graph+fused", graphf)):
+    if ours and len(ours) == len(py):
+        r = statistics.median(c / p for c, p in zip(ours, py)); best = max(best, r)
+        out.append(f"{name} {r:.3f}x"); detail.append(f"{name} {statistics.median(ours):.0f}")
+    else:
+        detail.append(f"{name} failed")
+print(("PASS" if best >= 1.10 else "BELOW") + "|" + ", ".join(out) + "|" + ", ".join(detail))
 EOF
 )"
   IFS='|' read -r st fig det <<< "$summary"
@@ -283,6 +310,16 @@ if want e2e_resnet50; then
     row e2e_resnet50 PASS "${SYN_RATE} img/s" "ddp-trainer NCCL world 1, ResNet-50 bf16 channels-last b128, 60 steps, synthetic"
   else
     row e2e_resnet50 FAIL "exit $rc" "$(grep -m1 -i error "$OUT/e2e_resnet50.log" | cut -c1-150)"
+  fi
+  trainer e2e_resnet50_fused --backend nccl --arch resnet50 \
+    --data "synthetic:$((128 * 60))x3x224x224:1000" --batch-size 128 --epochs 1 --bf16 \
+    --channels-last --fused-bn-relu --workers 12 --no-eval --print-freq 2 --checkpoint-dir ck
+  rc=$?
+  FUSED_RATE="$(rate_from_log "$OUT/e2e_resnet50_fused.log" 128 1)"
+  if [[ $rc -eq 0 && -f "$OUT/e2e_resnet50_fused/ck/final.pt" ]]; then
+    row e2e_resnet50_fused PASS "${FUSED_RATE} img/s" "the same with --fused-bn-relu: $(awk -v a="$FUSED_RATE" -v b="$SYN_RATE" 'BEGIN{if (b > 0) printf "%.3f", a/b}') of the unfused rate"
+  else
+    row e2e_resnet50_fused FAIL "exit $rc" "$(grep -m1 -i error "$OUT/e2e_resnet50_fused.log" | cut -c1-150)"
   fi
 fi
 
@@ -350,7 +387,6 @@ while IFS='|' read -r a b c d; do
   printf '| %-26s | %-5s | %-22s | %s\n' "$a" "$b" "$c" "$d"
 done < "$ROWS"
 for c in $CHECKS; do
-  case $c in env|gloo_cuda_w2|equiv_nccl|equiv_gloo_w2|stop_resume|nccl_kill|step|e2e_resnet50|jpeg) ;;
-    *) printf '| %-26s | %-5s | %-22s | %s\n' "$c" SKIP "" "unknown check name" ;;
-  esac
+  [[ " $ALL_CHECKS " == *" $c "* ]] ||
+    printf '| %-26s | %-5s | %-22s | %s\n' "$c" SKIP "" "unknown check name"
 done

@@ -23,6 +23,12 @@ absl::Status Validate(const TrainerConfig& c) {
   if (c.backend == "nccl" && c.device == "cpu") {
     return absl::InvalidArgumentError("--backend nccl needs CUDA tensors: drop --device cpu");
   }
+  if (c.fused_bn_relu && !c.channels_last) {
+    return absl::InvalidArgumentError("--fused-bn-relu needs --channels-last");
+  }
+  if (c.fused_bn_relu && c.device == "cpu") {
+    return absl::InvalidArgumentError("--fused-bn-relu runs on CUDA tensors: drop --device cpu");
+  }
   if (c.data_pipeline != "auto" && c.data_pipeline != "cpu" && c.data_pipeline != "gpu") {
     return absl::InvalidArgumentError(
         absl::StrCat("--data-pipeline ", c.data_pipeline, ": expected auto, cpu or gpu"));
@@ -182,6 +188,11 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   app.add_flag("--channels-last", c.channels_last,
                "Channels-last memory format for 4-D weights and inputs (faster convolutions on "
                "GPU tensor cores)")
+      ->group(opt);
+  app.add_flag("--fused-bn-relu", c.fused_bn_relu,
+               "ResNets: BatchNorm, residual add and ReLU as one CUDA op in training (fewer "
+               "passes over the activations; same weights, checkpoints and results up to float "
+               "rounding). Needs --channels-last and CUDA tensors")
       ->group(opt);
   app.add_flag("--deterministic", c.deterministic,
                "Deterministic algorithms only (as torch.use_deterministic_algorithms(True, "

@@ -67,6 +67,7 @@ struct TrainerConfig {
   int64_t seed = 0;
   bool bf16 = false;           // autocast to bf16 on GPU
   bool channels_last = false;  // 4-D parameters and inputs in channels-last memory format
+  bool fused_bn_relu = false;  // ResNets: BatchNorm + residual add + ReLU as one CUDA op
   bool deterministic = false;  // deterministic algorithms (cuDNN, scatter, ...); no cuDNN autotune
   int64_t bucket_mb = 25;
 

@@ -263,6 +263,9 @@ def case_bad_input(tmp):
     fails(FAST + ["--checkpoint-dir", "/etc/passwd/ck"], "checkpoint-dir", code=USAGE)
     fails(FAST + ["--epochs", "0"], "--epochs", code=USAGE)
     fails(FAST + ["--no-such-flag"], "no-such-flag", code=USAGE)
+    fails(FAST + ["--fused-bn-relu"], "--fused-bn-relu needs --channels-last", code=USAGE)
+    fails(FAST + ["--fused-bn-relu", "--channels-last", "--device", "cpu"],
+          "--fused-bn-relu runs on CUDA tensors", code=USAGE)
     # A corrupt newest checkpoint: the previous one is used, with a warning.
     run(FAST + ["--nprocs-per-node", "1", "--epochs", "1", "--checkpoint-dir", "ck",
                 "--checkpoint-every", "8", "--job-id", "ck1"], tmp, check=OK)
