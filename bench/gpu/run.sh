@@ -62,6 +62,8 @@ rate_from_log() {  # log batch world
       printf "%.1f", (t > 0 && k[NR] > k[i]) ? b * w * (k[NR] - k[i]) / t : 0 }'
 }
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" | tail -1; }
+# The running average loss of rank 0's last progress line.
+avg_loss_from_log() { sed -n 's/.*Loss [^ ]* *( *\([^)]*\)).*/\1/p' "$1" | tail -1; }
 # trainer ARGS... : runs ddp-trainer in its own folder $OUT/<name>; returns its exit code
 trainer() {
   local name=$1; shift
@@ -316,8 +318,15 @@ if want e2e_resnet50; then
     --channels-last --fused-bn-relu --workers 12 --no-eval --print-freq 2 --checkpoint-dir ck
   rc=$?
   FUSED_RATE="$(rate_from_log "$OUT/e2e_resnet50_fused.log" 128 1)"
-  if [[ $rc -eq 0 && -f "$OUT/e2e_resnet50_fused/ck/final.pt" ]]; then
-    row e2e_resnet50_fused PASS "${FUSED_RATE} img/s" "the same with --fused-bn-relu: $(awk -v a="$FUSED_RATE" -v b="$SYN_RATE" 'BEGIN{if (b > 0) printf "%.3f", a/b}') of the unfused rate"
+  # Same seed, data and order: the epoch's average loss must agree with the unfused run's up to
+  # float rounding grown over 60 steps (10%), and be finite.
+  l0="$(avg_loss_from_log "$OUT/e2e_resnet50.log")"; l1="$(avg_loss_from_log "$OUT/e2e_resnet50_fused.log")"
+  if [[ $rc -eq 0 && -f "$OUT/e2e_resnet50_fused/ck/final.pt" ]] &&
+     awk -v a="$l1" -v b="$l0" 'BEGIN{num = "^[0-9.]+(e[-+]?[0-9]+)?$"; d = a - b; if (d < 0) d = -d
+       exit !(a ~ num && b ~ num && b > 0 && d <= 0.1 * b)}'; then
+    row e2e_resnet50_fused PASS "${FUSED_RATE} img/s" "the same with --fused-bn-relu: $(awk -v a="$FUSED_RATE" -v b="$SYN_RATE" 'BEGIN{if (b > 0) printf "%.3f", a/b}') of the unfused rate; avg loss $l1 vs $l0"
+  elif [[ $rc -eq 0 ]]; then
+    row e2e_resnet50_fused FAIL "${FUSED_RATE} img/s" "avg loss $l1 with --fused-bn-relu vs $l0 without (limit 10%)"
   else
     row e2e_resnet50_fused FAIL "exit $rc" "$(grep -m1 -i error "$OUT/e2e_resnet50_fused.log" | cut -c1-150)"
   fi

@@ -50,6 +50,9 @@ br::GridPlan PlanFor(const at::Tensor& x) {
                       target);
 }
 
+// The kernels load and store 16-byte vectors.
+bool Aligned(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
 // ---- the CPU implementation: the kernels' arithmetic in the kernels' order
 // -----------------------
 
@@ -275,7 +278,8 @@ variable_list BackwardImpl(AutogradContext* ctx, const at::Tensor& grad) {
   const at::Tensor& weight = s[1];
   const at::Tensor& saved = s[2];
   const bool with_residual = s.size() > 3;
-  const at::Tensor dy = grad.to(x.scalar_type()).contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor dy = grad.to(x.scalar_type()).contiguous(at::MemoryFormat::ChannelsLast);
+  if (!Aligned(dy)) dy = dy.clone(at::MemoryFormat::ChannelsLast);
   at::Tensor dx = at::empty_like(x, at::MemoryFormat::ChannelsLast);
   at::Tensor dresidual =
       with_residual ? at::empty_like(x, at::MemoryFormat::ChannelsLast) : at::Tensor();
@@ -359,6 +363,7 @@ std::string FusedBatchNormReluUnsupported(const at::Tensor& x, const at::Tensor&
     return "no kernels for this device";
   }
   if (!x.is_contiguous(at::MemoryFormat::ChannelsLast)) return "input not channels-last";
+  if (!Aligned(x)) return "input not 16-byte aligned";
   const int64_t vec = 16 / static_cast<int64_t>(x.element_size());
   if (x.size(1) % vec != 0) return "channels not a multiple of the vector width";
   if (x.numel() == 0 || x.numel() / x.size(1) >= bn_relu::kMaxRows) return "input size";
@@ -368,8 +373,8 @@ std::string FusedBatchNormReluUnsupported(const at::Tensor& x, const at::Tensor&
   }
   if (residual.defined() &&
       (residual.sizes() != x.sizes() || residual.scalar_type() != x.scalar_type() ||
-       residual.device() != x.device() ||
-       !residual.is_contiguous(at::MemoryFormat::ChannelsLast))) {
+       residual.device() != x.device() || !residual.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+       !Aligned(residual))) {
     return "residual not of the input's shape, type and layout";
   }
   return "";

@@ -24,8 +24,9 @@ namespace ddp::models {
 
 // Empty when the fused op can run: bn in training mode, affine, tracking running statistics with
 // a momentum; x 4-D channels-last contiguous, float/half/bfloat16, on the CPU or (with the
-// kernels compiled in) CUDA, C a multiple of 8 (4 for float), fewer than 2^24 positions; the
-// residual, if defined, of x's shape, type and layout. Otherwise why not, in a few words.
+// kernels compiled in) CUDA, 16-byte aligned, C a multiple of 8 (4 for float), fewer than 2^24
+// positions; the residual, if defined, of x's shape, type and layout. Otherwise why not, in a
+// few words.
 std::string FusedBatchNormReluUnsupported(const at::Tensor& x, const at::Tensor& residual,
                                           const torch::nn::BatchNorm2dImpl& bn);
 

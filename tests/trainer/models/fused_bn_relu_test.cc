@@ -204,6 +204,12 @@ TEST(FusedBatchNormReluTest, FallsBackToTheModuleWhereItDoesNotApply) {
   EXPECT_NE(FusedBatchNormReluUnsupported(nchw, {}, *bn), "");
   EXPECT_NE(FusedBatchNormReluUnsupported(cl.to(at::kDouble), {}, *bn), "");
   EXPECT_NE(FusedBatchNormReluUnsupported(cl, nchw, *bn), "");
+  // A view 2 floats into its storage: not 16-byte aligned for the kernels' vectors.
+  const at::Tensor big = torch::randn({2 * 16 * 4 * 4 + 2});
+  const at::Tensor shifted =
+      big.narrow(0, 2, 2 * 16 * 4 * 4).view({2, 4, 4, 16}).permute({0, 3, 1, 2});
+  ASSERT_TRUE(shifted.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_EQ(FusedBatchNormReluUnsupported(shifted, {}, *bn), "input not 16-byte aligned");
   EXPECT_NE(
       FusedBatchNormReluUnsupported(
           torch::randn({2, 6, 4, 4}).contiguous(at::MemoryFormat::ChannelsLast), {}, *MakeBn(6, 1)),
