@@ -148,6 +148,7 @@ struct GridPlan {
   int grid_x = 0;
   int slabs = 0;
   int64_t slab_rows = 0;
+  int apply_blocks_y = 0;  // the elementwise kernels' grid: grid_x x this (they stride over rows)
 };
 
 // rows = M, element_size in bytes (2 or 4); target_blocks ~ a few blocks per multiprocessor.
@@ -170,6 +171,8 @@ inline GridPlan PlanGrid(int64_t rows, int channels, int element_size, int targe
   if (slabs < 1) slabs = 1;
   p.slab_rows = (rows + slabs - 1) / slabs;
   p.slabs = static_cast<int>((rows + p.slab_rows - 1) / p.slab_rows);
+  const int64_t row_blocks = (rows + p.ty - 1) / p.ty;
+  p.apply_blocks_y = static_cast<int>(row_blocks < 65535 ? row_blocks : 65535);
   return p;
 }
 
@@ -225,6 +228,11 @@ struct BackwardArgs {
   float* dbias = nullptr;
   void* workspace = nullptr;  // BackwardWorkspaceBytes
 };
+
+// The same computation on the CPU, in the kernels' order for `plan` (fused_bn_relu.cc): the
+// reference the kernels are tested against. workspace is not used.
+void CpuForward(const ForwardArgs& args, const GridPlan& plan);
+void CpuBackward(const BackwardArgs& args, const GridPlan& plan);
 
 // 4 blocks per multiprocessor of the current CUDA device: PlanGrid's target_blocks on the GPU.
 int CudaTargetBlocks();

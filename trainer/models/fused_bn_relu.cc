@@ -78,7 +78,7 @@ Slab SlabOf(const br::GridPlan& p, int64_t rows, int s) {
 }
 
 template <typename T>
-void CpuForward(const br::ForwardArgs& a, const br::GridPlan& p) {
+void CpuForwardAs(const br::ForwardArgs& a, const br::GridPlan& p) {
   const int C = a.channels;
   std::vector<br::Welford> part(static_cast<size_t>(p.slabs) * C);
   for (int s = 0; s < p.slabs; ++s) {
@@ -130,7 +130,7 @@ float CpuMaskedGrad(const br::BackwardArgs& a, int64_t i, int c) {
 }
 
 template <typename T>
-void CpuBackward(const br::BackwardArgs& a, const br::GridPlan& p) {
+void CpuBackwardAs(const br::BackwardArgs& a, const br::GridPlan& p) {
   const int C = a.channels;
   std::vector<float> part_g(static_cast<size_t>(p.slabs) * C);
   std::vector<float> part_gc(part_g.size());
@@ -202,9 +202,7 @@ void OnCpu(const Args& args, const br::GridPlan& plan, Run run) {
 
 void RunForward(const at::Tensor& x, br::ForwardArgs& args, const br::GridPlan& plan) {
   if (x.is_cpu()) {
-    OnCpu(args, plan, [](auto* tag, const br::ForwardArgs& a, const br::GridPlan& p) {
-      CpuForward<std::remove_pointer_t<decltype(tag)>>(a, p);
-    });
+    br::CpuForward(args, plan);
     return;
   }
 #ifdef DDP_WITH_MODEL_KERNELS
@@ -221,9 +219,7 @@ void RunForward(const at::Tensor& x, br::ForwardArgs& args, const br::GridPlan& 
 
 void RunBackward(const at::Tensor& x, br::BackwardArgs& args, const br::GridPlan& plan) {
   if (x.is_cpu()) {
-    OnCpu(args, plan, [](auto* tag, const br::BackwardArgs& a, const br::GridPlan& p) {
-      CpuBackward<std::remove_pointer_t<decltype(tag)>>(a, p);
-    });
+    br::CpuBackward(args, plan);
     return;
   }
 #ifdef DDP_WITH_MODEL_KERNELS
@@ -338,6 +334,18 @@ bool FloatVectorOn(const at::Tensor& t, const at::Tensor& x) {
 }
 
 }  // namespace
+
+void bn_relu::CpuForward(const ForwardArgs& args, const GridPlan& plan) {
+  OnCpu(args, plan, [](auto* tag, const ForwardArgs& a, const GridPlan& p) {
+    CpuForwardAs<std::remove_pointer_t<decltype(tag)>>(a, p);
+  });
+}
+
+void bn_relu::CpuBackward(const BackwardArgs& args, const GridPlan& plan) {
+  OnCpu(args, plan, [](auto* tag, const BackwardArgs& a, const GridPlan& p) {
+    CpuBackwardAs<std::remove_pointer_t<decltype(tag)>>(a, p);
+  });
+}
 
 bool FusedBatchNormReluHasCudaKernels() {
 #ifdef DDP_WITH_MODEL_KERNELS

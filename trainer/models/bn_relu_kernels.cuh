@@ -1,0 +1,438 @@
+// The device code of the fused BatchNorm+ReLU op (bn_relu_math.h): the kernels and the order in
+// which a forward or backward launches them, over a `Launcher` (bn_relu_kernel.cu launches on a
+// CUDA stream; tests/trainer/models/bn_relu_emulated_test.cc runs the same code on the CPU, one
+// block at a time with a thread per CUDA thread). Included by those two files only.
+//
+// A channels-last activation is an [M, C] matrix; a thread owns a 16-byte group of channels (8
+// bf16/fp16 or 4 fp32) and strides over rows, so every load and store is a coalesced 16-byte
+// vector. The statistics and the backward's sums are reduced in a fixed order (lanes of a block,
+// then the slabs' partials, merged by the last block of each column of blocks to finish): the
+// result does not depend on block scheduling. Per BatchNorm a forward is one reduction kernel and
+// one elementwise kernel; the backward likewise.
+#ifndef SLURM_DDP_TRAINER_MODELS_BN_RELU_KERNELS_CUH_
+#define SLURM_DDP_TRAINER_MODELS_BN_RELU_KERNELS_CUH_
+
+#include <cstdint>
+
+#include "trainer/models/bn_relu_math.h"
+
+namespace ddp::models::bn_relu::kernels {
+
+constexpr int kMaxThreads = 256;
+
+// 16-byte vectors of each element type, as floats.
+template <ElementType E>
+struct Io;
+
+template <>
+struct Io<ElementType::kFloat> {
+  static constexpr int kN = 4;
+  __device__ static void Load(const void* base, int64_t i, float* out) {
+    const float4 v = __ldg(reinterpret_cast<const float4*>(base) + i);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+  }
+  __device__ static void Store(void* base, int64_t i, const float* in) {
+    reinterpret_cast<float4*>(base)[i] = make_float4(in[0], in[1], in[2], in[3]);
+  }
+};
+
+// bfloat16 <-> float by bits; float -> bfloat16 rounds to nearest even (as c10::BFloat16), NaN
+// kept quiet.
+__device__ inline unsigned BFloat16Bits(float v) {
+  const unsigned u = __float_as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+template <>
+struct Io<ElementType::kBFloat16> {
+  static constexpr int kN = 8;
+  __device__ static void Load(const void* base, int64_t i, float* out) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(base) + i);
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+    DDP_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      out[2 * k] = __uint_as_float(w[k] << 16);
+      out[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+    }
+  }
+  __device__ static void Store(void* base, int64_t i, const float* in) {
+    unsigned w[4];
+    DDP_UNROLL
+    for (int k = 0; k < 4; ++k)
+      w[k] = BFloat16Bits(in[2 * k]) | (BFloat16Bits(in[2 * k + 1]) << 16);
+    reinterpret_cast<uint4*>(base)[i] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+};
+
+template <>
+struct Io<ElementType::kHalf> {
+  static constexpr int kN = 8;
+  __device__ static float FromBits(unsigned short h) { return __half2float(__ushort_as_half(h)); }
+  __device__ static unsigned ToBits(float f) { return __half_as_ushort(__float2half_rn(f)); }
+  __device__ static void Load(const void* base, int64_t i, float* out) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(base) + i);
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+    DDP_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      out[2 * k] = FromBits(static_cast<unsigned short>(w[k] & 0xffffu));
+      out[2 * k + 1] = FromBits(static_cast<unsigned short>(w[k] >> 16));
+    }
+  }
+  __device__ static void Store(void* base, int64_t i, const float* in) {
+    unsigned w[4];
+    DDP_UNROLL
+    for (int k = 0; k < 4; ++k) w[k] = ToBits(in[2 * k]) | (ToBits(in[2 * k + 1]) << 16);
+    reinterpret_cast<uint4*>(base)[i] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+};
+
+// Lane 0 (threadIdx.y == 0) of each column merges the Welford states of lanes 1..ty-1, in order.
+template <int N>
+__device__ void MergeLanes(float& count, float (&mean)[N], float (&m2)[N], float* s_mean,
+                           float* s_m2, float* s_count) {
+  const int t = threadIdx.y * blockDim.x + threadIdx.x;
+  DDP_UNROLL
+  for (int k = 0; k < N; ++k) {
+    s_mean[t * N + k] = mean[k];
+    s_m2[t * N + k] = m2[k];
+  }
+  if (threadIdx.x == 0) s_count[threadIdx.y] = count;
+  __syncthreads();
+  if (threadIdx.y == 0) {
+    for (int y = 1; y < static_cast<int>(blockDim.y); ++y) {
+      const int u = y * blockDim.x + threadIdx.x;
+      const float n = s_count[y];
+      DDP_UNROLL
+      for (int k = 0; k < N; ++k) {
+        const Welford m = WelfordMerge(Welford{count, mean[k], m2[k]},
+                                       Welford{n, s_mean[u * N + k], s_m2[u * N + k]});
+        mean[k] = m.mean;
+        m2[k] = m.m2;
+      }
+      count = count + n;
+    }
+  }
+  __syncthreads();
+}
+
+// Lane 0 of each column sums lanes 1..ty-1 of two per-thread arrays, in order.
+template <typename A, int N>
+__device__ void SumLanes(A (&p)[N], A (&q)[N], A* s_p, A* s_q) {
+  const int t = threadIdx.y * blockDim.x + threadIdx.x;
+  DDP_UNROLL
+  for (int k = 0; k < N; ++k) {
+    s_p[t * N + k] = p[k];
+    s_q[t * N + k] = q[k];
+  }
+  __syncthreads();
+  if (threadIdx.y == 0) {
+    for (int y = 1; y < static_cast<int>(blockDim.y); ++y) {
+      const int u = y * blockDim.x + threadIdx.x;
+      DDP_UNROLL
+      for (int k = 0; k < N; ++k) {
+        p[k] = p[k] + s_p[u * N + k];
+        q[k] = q[k] + s_q[u * N + k];
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// True in every thread of the block that arrived last of its column of gridDim.y blocks (after
+// each has published its partials); that block then reads all of them and resets the counter.
+__device__ inline bool LastOfColumn(unsigned* counters) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+template <ElementType E>
+__global__ void __launch_bounds__(kMaxThreads) StatsKernel(ForwardArgs a, GridPlan p) {
+  constexpr int N = Io<E>::kN;
+  __shared__ float s_mean[kMaxThreads * N];
+  __shared__ float s_m2[kMaxThreads * N];
+  __shared__ float s_count[32];
+  const int C = a.channels;
+  float* ws = static_cast<float*>(a.workspace);
+  float* part_count = ws;
+  float* part_mean = ws + p.slabs;
+  float* part_m2 = part_mean + static_cast<int64_t>(p.slabs) * C;
+  unsigned* counters = reinterpret_cast<unsigned*>(ws + ForwardWorkspaceFloats(p, C));
+
+  const int g = blockIdx.x * p.tx + threadIdx.x;
+  const bool active = g < p.groups;
+  const int64_t begin = blockIdx.y * p.slab_rows;
+  const int64_t end = begin + p.slab_rows < a.rows ? begin + p.slab_rows : a.rows;
+  float count = 0, mean[N] = {}, m2[N] = {};
+  if (active) {
+    for (int64_t r = begin + threadIdx.y; r < end; r += p.ty) {
+      float v[N];
+      Io<E>::Load(a.x, r * p.groups + g, v);
+      count += 1.0f;
+      const float inv = 1.0f / count;
+      DDP_UNROLL
+      for (int k = 0; k < N; ++k) WelfordAdd(mean[k], m2[k], v[k], inv);
+    }
+  }
+  MergeLanes(count, mean, m2, s_mean, s_m2, s_count);
+  if (threadIdx.y == 0 && active) {
+    DDP_UNROLL
+    for (int k = 0; k < N; ++k) {
+      const int64_t i = static_cast<int64_t>(blockIdx.y) * C + g * N + k;
+      part_mean[i] = mean[k];
+      part_m2[i] = m2[k];
+    }
+    if (threadIdx.x == 0) part_count[blockIdx.y] = count;
+  }
+  if (!LastOfColumn(counters)) return;
+
+  count = 0;
+  DDP_UNROLL
+  for (int k = 0; k < N; ++k) mean[k] = m2[k] = 0;
+  if (active) {
+    for (int s = threadIdx.y; s < p.slabs; s += p.ty) {
+      const float n = __ldcg(part_count + s);
+      DDP_UNROLL
+      for (int k = 0; k < N; ++k) {
+        const int64_t i = static_cast<int64_t>(s) * C + g * N + k;
+        const Welford m = WelfordMerge(Welford{count, mean[k], m2[k]},
+                                       Welford{n, __ldcg(part_mean + i), __ldcg(part_m2 + i)});
+        mean[k] = m.mean;
+        m2[k] = m.m2;
+      }
+      count = count + n;
+    }
+  }
+  MergeLanes(count, mean, m2, s_mean, s_m2, s_count);
+  if (threadIdx.y == 0 && active) {
+    DDP_UNROLL
+    for (int k = 0; k < N; ++k) {
+      const int c = g * N + k;
+      const Welford w{count, mean[k], m2[k]};
+      StoreChannel(a.saved, C, c, FinalizeForward(w, a.weight[c], a.bias[c], a.eps));
+      if (a.running_mean != nullptr) {
+        UpdateRunning(w, a.momentum, a.running_mean[c], a.running_var[c]);
+      }
+    }
+  }
+  if (threadIdx.x == 0 && threadIdx.y == 0) counters[blockIdx.x] = 0;
+}
+
+template <ElementType E, bool kResidual>
+__global__ void __launch_bounds__(kMaxThreads) ApplyKernel(ForwardArgs a, GridPlan p) {
+  constexpr int N = Io<E>::kN;
+  const int g = blockIdx.x * p.tx + threadIdx.x;
+  if (g >= p.groups) return;
+  const int C = a.channels;
+  ChannelForward f[N];
+  DDP_UNROLL
+  for (int k = 0; k < N; ++k) f[k] = LoadChannel(a.saved, C, g * N + k);
+  const int64_t step = static_cast<int64_t>(gridDim.y) * p.ty;
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * p.ty + threadIdx.y; r < a.rows; r += step) {
+    const int64_t i = r * p.groups + g;
+    float v[N], res[N] = {};
+    Io<E>::Load(a.x, i, v);
+    if (kResidual) Io<E>::Load(a.residual, i, res);
+    DDP_UNROLL
+    for (int k = 0; k < N; ++k) v[k] = Relu(PreActivation(v[k], f[k], res[k]));
+    Io<E>::Store(a.y, i, v);
+  }
+}
+
+// The masked gradient of one vector: from y (with a residual) or from x's recomputed z.
+template <ElementType E, bool kResidual, int N>
+__device__ void MaskedVector(const BackwardArgs& a, int64_t i, const ChannelForward (&f)[N],
+                             float (&x)[N], float (&g)[N]) {
+  float m[N];
+  Io<E>::Load(a.dy, i, g);
+  Io<E>::Load(a.x, i, x);
+  if (kResidual) {
+    Io<E>::Load(a.y, i, m);
+  } else {
+    DDP_UNROLL
+    for (int k = 0; k < N; ++k) m[k] = PreActivation(x[k], f[k], 0.0f);
+  }
+  DDP_UNROLL
+  for (int k = 0; k < N; ++k) g[k] = MaskedGrad(g[k], m[k]);
+}
+
+template <ElementType E, bool kResidual>
+__global__ void __launch_bounds__(kMaxThreads) ReduceKernel(BackwardArgs a, GridPlan p) {
+  constexpr int N = Io<E>::kN;
+  __shared__ double s_buf[2 * kMaxThreads * N];
+  const int C = a.channels;
+  float* ws = static_cast<float*>(a.workspace);
+  float* part_g = ws;
+  float* part_gc = ws + static_cast<int64_t>(p.slabs) * C;
+  float* coef = part_gc + static_cast<int64_t>(p.slabs) * C;
+  unsigned* counters = reinterpret_cast<unsigned*>(ws + BackwardWorkspaceFloats(p, C));
+
+  const int g = blockIdx.x * p.tx + threadIdx.x;
+  const bool active = g < p.groups;
+  ChannelForward f[N] = {};
+  if (active) {
+    DDP_UNROLL
+    for (int k = 0; k < N; ++k) f[k] = LoadChannel(a.saved, C, g * N + k);
+  }
+  const int64_t begin = blockIdx.y * p.slab_rows;
+  const int64_t end = begin + p.slab_rows < a.rows ? begin + p.slab_rows : a.rows;
+  float sg[N] = {}, sgc[N] = {};
+  if (active) {
+    for (int64_t r = begin + threadIdx.y; r < end; r += p.ty) {
+      float x[N], gr[N];
+      MaskedVector<E, kResidual>(a, r * p.groups + g, f, x, gr);
+      DDP_UNROLL
+      for (int k = 0; k < N; ++k) {
+        sg[k] += gr[k];
+        sgc[k] += gr[k] * (x[k] - f[k].mean);
+      }
+    }
+  }
+  float* s_f = reinterpret_cast<float*>(s_buf);
+  SumLanes(sg, sgc, s_f, s_f + kMaxThreads * N);
+  if (threadIdx.y == 0 && active) {
+    DDP_UNROLL
+    for (int k = 0; k < N; ++k) {
+      const int64_t i = static_cast<int64_t>(blockIdx.y) * C + g * N + k;
+      part_g[i] = sg[k];
+      part_gc[i] = sgc[k];
+    }
+  }
+  if (!LastOfColumn(counters)) return;
+
+  double dg[N] = {}, dgc[N] = {};
+  if (active) {
+    for (int s = threadIdx.y; s < p.slabs; s += p.ty) {
+      DDP_UNROLL
+      for (int k = 0; k < N; ++k) {
+        const int64_t i = static_cast<int64_t>(s) * C + g * N + k;
+        dg[k] += __ldcg(part_g + i);
+        dgc[k] += __ldcg(part_gc + i);
+      }
+    }
+  }
+  SumLanes(dg, dgc, s_buf, s_buf + kMaxThreads * N);
+  if (threadIdx.y == 0 && active) {
+    DDP_UNROLL
+    for (int k = 0; k < N; ++k) {
+      const int c = g * N + k;
+      const ChannelBackward kb =
+          FinalizeBackward(dg[k], dgc[k], static_cast<float>(a.rows), a.saved[C + c], a.weight[c]);
+      a.dweight[c] = kb.dweight;
+      a.dbias[c] = kb.dbias;
+      coef[c] = kb.a;
+      coef[C + c] = kb.b;
+      coef[2 * C + c] = kb.c;
+    }
+  }
+  if (threadIdx.x == 0 && threadIdx.y == 0) counters[blockIdx.x] = 0;
+}
+
+template <ElementType E, bool kResidual>
+__global__ void __launch_bounds__(kMaxThreads) InputGradKernel(BackwardArgs a, GridPlan p) {
+  constexpr int N = Io<E>::kN;
+  const int g = blockIdx.x * p.tx + threadIdx.x;
+  if (g >= p.groups) return;
+  const int C = a.channels;
+  const float* coef =
+      static_cast<const float*>(a.workspace) + 2 * static_cast<int64_t>(p.slabs) * C;
+  ChannelForward f[N];
+  ChannelBackward kb[N];
+  DDP_UNROLL
+  for (int k = 0; k < N; ++k) {
+    const int c = g * N + k;
+    f[k] = LoadChannel(a.saved, C, c);
+    kb[k].a = coef[c];
+    kb[k].b = coef[C + c];
+    kb[k].c = coef[2 * C + c];
+  }
+  const int64_t step = static_cast<int64_t>(gridDim.y) * p.ty;
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * p.ty + threadIdx.y; r < a.rows; r += step) {
+    const int64_t i = r * p.groups + g;
+    float x[N], gr[N], dx[N];
+    MaskedVector<E, kResidual>(a, i, f, x, gr);
+    DDP_UNROLL
+    for (int k = 0; k < N; ++k) dx[k] = InputGrad(gr[k], x[k], f[k].mean, kb[k]);
+    Io<E>::Store(a.dx, i, dx);
+    if (kResidual) Io<E>::Store(a.dresidual, i, gr);
+  }
+}
+
+inline dim3 ElementwiseGrid(const GridPlan& p) {
+  return dim3(static_cast<unsigned>(p.grid_x), static_cast<unsigned>(p.apply_blocks_y));
+}
+
+// The launches of a forward. Launcher: Memset(void*, bytes) -> error code, and
+// Launch(kernel, grid, block, args...) -> error code (0: success).
+template <ElementType E, typename Launcher>
+int Forward(const ForwardArgs& a, const GridPlan& p, Launcher& launcher) {
+  unsigned* counters = reinterpret_cast<unsigned*>(static_cast<float*>(a.workspace) +
+                                                   ForwardWorkspaceFloats(p, a.channels));
+  int err = launcher.Memset(counters, sizeof(unsigned) * p.grid_x);
+  if (err != 0) return err;
+  const dim3 block(static_cast<unsigned>(p.tx), static_cast<unsigned>(p.ty));
+  err = launcher.Launch(StatsKernel<E>, dim3(p.grid_x, p.slabs), block, a, p);
+  if (err != 0) return err;
+  return a.residual != nullptr
+             ? launcher.Launch(ApplyKernel<E, true>, ElementwiseGrid(p), block, a, p)
+             : launcher.Launch(ApplyKernel<E, false>, ElementwiseGrid(p), block, a, p);
+}
+
+template <ElementType E, typename Launcher>
+int Backward(const BackwardArgs& a, const GridPlan& p, Launcher& launcher) {
+  unsigned* counters = reinterpret_cast<unsigned*>(static_cast<float*>(a.workspace) +
+                                                   BackwardWorkspaceFloats(p, a.channels));
+  int err = launcher.Memset(counters, sizeof(unsigned) * p.grid_x);
+  if (err != 0) return err;
+  const dim3 block(static_cast<unsigned>(p.tx), static_cast<unsigned>(p.ty));
+  const dim3 reduce_grid(p.grid_x, p.slabs);
+  if (a.dresidual != nullptr) {
+    err = launcher.Launch(ReduceKernel<E, true>, reduce_grid, block, a, p);
+    if (err != 0) return err;
+    return launcher.Launch(InputGradKernel<E, true>, ElementwiseGrid(p), block, a, p);
+  }
+  err = launcher.Launch(ReduceKernel<E, false>, reduce_grid, block, a, p);
+  if (err != 0) return err;
+  return launcher.Launch(InputGradKernel<E, false>, ElementwiseGrid(p), block, a, p);
+}
+
+// Dispatch on the element type.
+template <typename Launcher>
+int LaunchForward(const ForwardArgs& a, const GridPlan& p, Launcher& launcher) {
+  switch (a.type) {
+    case ElementType::kFloat:
+      return Forward<ElementType::kFloat>(a, p, launcher);
+    case ElementType::kHalf:
+      return Forward<ElementType::kHalf>(a, p, launcher);
+    case ElementType::kBFloat16:
+      return Forward<ElementType::kBFloat16>(a, p, launcher);
+  }
+  return -1;
+}
+
+template <typename Launcher>
+int LaunchBackward(const BackwardArgs& a, const GridPlan& p, Launcher& launcher) {
+  switch (a.type) {
+    case ElementType::kFloat:
+      return Backward<ElementType::kFloat>(a, p, launcher);
+    case ElementType::kHalf:
+      return Backward<ElementType::kHalf>(a, p, launcher);
+    case ElementType::kBFloat16:
+      return Backward<ElementType::kBFloat16>(a, p, launcher);
+  }
+  return -1;
+}
+
+}  // namespace ddp::models::bn_relu::kernels
+
+#endif  // SLURM_DDP_TRAINER_MODELS_BN_RELU_KERNELS_CUH_
