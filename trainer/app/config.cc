@@ -23,6 +23,10 @@ absl::Status Validate(const TrainerConfig& c) {
   if (c.backend == "nccl" && c.device == "cpu") {
     return absl::InvalidArgumentError("--backend nccl needs CUDA tensors: drop --device cpu");
   }
+  if (c.fused_bn_relu && (!c.model_path.empty() || c.arch.rfind("resnet", 0) != 0)) {
+    return absl::InvalidArgumentError(
+        "--fused-bn-relu applies to --arch resnet18, resnet34 and resnet50 only");
+  }
   if (c.fused_bn_relu && !c.channels_last) {
     return absl::InvalidArgumentError("--fused-bn-relu needs --channels-last");
   }

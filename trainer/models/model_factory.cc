@@ -31,9 +31,10 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const std::string& arch, int6
                                                    input.channels, "x", input.height, "x",
                                                    input.width));
   }
+  const bool fused = model_options.fused_bn_relu && arch.rfind("resnet", 0) == 0;
   const std::string description =
       absl::StrCat(arch, " (", num_classes, " classes, input ", input.channels, "x", input.height,
-                   "x", input.width, ")");
+                   "x", input.width, fused ? ", fused BatchNorm+ReLU" : "", ")");
   std::shared_ptr<ForwardModule> module;
   try {
     if (arch == "mlp") {

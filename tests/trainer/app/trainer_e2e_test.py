@@ -263,8 +263,11 @@ def case_bad_input(tmp):
     fails(FAST + ["--checkpoint-dir", "/etc/passwd/ck"], "checkpoint-dir", code=USAGE)
     fails(FAST + ["--epochs", "0"], "--epochs", code=USAGE)
     fails(FAST + ["--no-such-flag"], "no-such-flag", code=USAGE)
-    fails(FAST + ["--fused-bn-relu"], "--fused-bn-relu needs --channels-last", code=USAGE)
-    fails(FAST + ["--fused-bn-relu", "--channels-last", "--device", "cpu"],
+    fails(FAST + ["--fused-bn-relu", "--channels-last"], "--fused-bn-relu applies to --arch",
+          code=USAGE)
+    resnet = no_arch + ["--arch", "resnet18"]
+    fails(resnet + ["--fused-bn-relu"], "--fused-bn-relu needs --channels-last", code=USAGE)
+    fails(resnet + ["--fused-bn-relu", "--channels-last", "--device", "cpu"],
           "--fused-bn-relu runs on CUDA tensors", code=USAGE)
     # A corrupt newest checkpoint: the previous one is used, with a warning.
     run(FAST + ["--nprocs-per-node", "1", "--epochs", "1", "--checkpoint-dir", "ck",

@@ -255,6 +255,8 @@ TEST(FusedBatchNormReluTest, ResNetWithTheFusedOpIsAsAccurateAsWithout) {
         }
       }
     }
+    EXPECT_NE(models[1]->description().find("fused BatchNorm+ReLU"), std::string::npos);
+    EXPECT_EQ(models[0]->description().find("fused"), std::string::npos);
     const auto plain = models[0]->named_parameters();
     const auto fused = models[1]->named_parameters();
     ASSERT_EQ(plain.size(), fused.size());
