@@ -53,8 +53,7 @@ br::GridPlan PlanFor(const at::Tensor& x) {
 // The kernels load and store 16-byte vectors.
 bool Aligned(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
-// ---- the CPU implementation: the kernels' arithmetic in the kernels' order
-// -----------------------
+// ---- the CPU implementation: the kernels' arithmetic in the kernels' order ----
 
 template <typename T>
 float At(const void* base, int64_t i) {
