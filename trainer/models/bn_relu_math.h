@@ -171,8 +171,15 @@ inline GridPlan PlanGrid(int64_t rows, int channels, int element_size, int targe
   if (slabs < 1) slabs = 1;
   p.slab_rows = (rows + slabs - 1) / slabs;
   p.slabs = static_cast<int>((rows + p.slab_rows - 1) / p.slab_rows);
+  // The elementwise kernels load each thread's per-channel constants once (up to 56 floats for
+  // 8 channels): about 2 * target_blocks blocks in all, so that a thread strides over many rows
+  // rather than loading them for one.
   const int64_t row_blocks = (rows + p.ty - 1) / p.ty;
-  p.apply_blocks_y = static_cast<int>(row_blocks < 65535 ? row_blocks : 65535);
+  int64_t apply = 2 * static_cast<int64_t>(target_blocks) / p.grid_x;
+  if (apply < 1) apply = 1;
+  if (apply > row_blocks) apply = row_blocks;
+  if (apply > 65535) apply = 65535;
+  p.apply_blocks_y = static_cast<int>(apply);
   return p;
 }
 

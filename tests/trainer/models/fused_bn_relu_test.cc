@@ -171,6 +171,9 @@ TEST(FusedBatchNormReluTest, PlanCoversEveryRowAndChannel) {
         EXPECT_GE(static_cast<int64_t>(p.slabs) * p.slab_rows, rows);
         EXPECT_LT(static_cast<int64_t>(p.slabs - 1) * p.slab_rows, rows);  // no empty slab
         EXPECT_LE(p.slabs, 65535);
+        EXPECT_GE(p.apply_blocks_y, 1);
+        EXPECT_LE(p.apply_blocks_y, 65535);
+        EXPECT_LE(static_cast<int64_t>(p.apply_blocks_y - 1) * p.ty, rows);  // none idle
       }
     }
   }
