@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "trainer/models/bn_relu_kernels.cuh"
@@ -24,12 +25,19 @@ struct StreamLauncher {
 }  // namespace
 
 int CudaTargetBlocks() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices];  // 0: not asked yet
   int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 512;
+  if (device >= 0 && device < kDevices) {
+    if (const int known = cached[device].load(std::memory_order_relaxed); known > 0) return known;
+  }
   int sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      sms <= 0) {
     return 512;
   }
+  if (device >= 0 && device < kDevices) cached[device].store(4 * sms, std::memory_order_relaxed);
   return 4 * sms;
 }
 
