@@ -254,8 +254,10 @@ def case_rank0_killed(tmp):
 
 def case_middle_rank_killed(tmp):
     """A middle rank is SIGKILLed at whatever moment it is in (no hold): mid-step, mid-allreduce
-    or between steps; the run still ends bitwise equal."""
-    extra = ["--data", "synthetic:8192x1x8x8:10", "--epochs", "1", "--checkpoint-every", "0"]
+    or between steps; the run still ends bitwise equal. 512 steps (about 4 s here): the status
+    that shows step 20 can lag by a heartbeat or two, and the kill must still land mid-run (at 128
+    steps it once arrived after rank 0 had finished)."""
+    extra = ["--data", "synthetic:32768x1x8x8:10", "--epochs", "1", "--checkpoint-every", "0"]
     ref = reference(extra)
     job = Job(tmp, "mid", extra=extra)
     s = job.wait_status(lambda s: s["state"] == "RUNNING" and s["step"] >= 20, every=0.05)
