@@ -7,28 +7,24 @@
 
 namespace ddp {
 
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kUnderAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kUnderAsan = true;
+#if defined(__has_feature)
+#define DDP_HAS_FEATURE(x) __has_feature(x)
 #else
-inline constexpr bool kUnderAsan = false;
-#endif
-#else
-inline constexpr bool kUnderAsan = false;
+#define DDP_HAS_FEATURE(x) 0
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kUnderTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kUnderTsan = true;
+inline constexpr bool kUnderAsan =
+#if defined(__SANITIZE_ADDRESS__) || DDP_HAS_FEATURE(address_sanitizer)
+    true;
 #else
-inline constexpr bool kUnderTsan = false;
+    false;
 #endif
+
+inline constexpr bool kUnderTsan =
+#if defined(__SANITIZE_THREAD__) || DDP_HAS_FEATURE(thread_sanitizer)
+    true;
 #else
-inline constexpr bool kUnderTsan = false;
+    false;
 #endif
 
 // ASan or TSan.

@@ -39,6 +39,18 @@ TEST(ModelStage, BuildsTheConfiguredArchitectureWithItsOptimizer) {
   auto refused = ModelStage::Create(bad, data.train(), at::kCPU);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("vgg99"), std::string::npos) << refused.status();
+  // --fused-bn-relu on a worker whose device turned out to be the CPU (--device auto, no GPU):
+  // refused with the reason, not run through the CPU implementation.
+  TrainerConfig fused = c;
+  fused.arch = "resnet18";
+  fused.channels_last = true;
+  fused.fused_bn_relu = true;
+  auto on_cpu = ModelStage::Create(fused, data.train(), at::kCPU);
+  ASSERT_FALSE(on_cpu.ok());
+  EXPECT_EQ(on_cpu.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(on_cpu.status().message().find("--fused-bn-relu runs on CUDA tensors"),
+            std::string::npos)
+      << on_cpu.status();
 }
 
 TEST(ModelStage, LoadsWeightsAndMomentum) {
