@@ -372,65 +372,60 @@ inline dim3 ElementwiseGrid(const GridPlan& p) {
   return dim3(static_cast<unsigned>(p.grid_x), static_cast<unsigned>(p.apply_blocks_y));
 }
 
-// The launches of a forward. Launcher: Memset(void*, bytes) -> error code, and
-// Launch(kernel, grid, block, args...) -> error code (0: success).
+// The launches of a forward or a backward (kResidual: with the residual add). Launcher:
+// Memset(void*, bytes) -> error code, and Launch(kernel, grid, block, args...) -> error code (0:
+// success). The counters of the last-block merge are zeroed first.
+template <ElementType E, bool kResidual, typename Launcher>
+int ForwardAs(const ForwardArgs& a, const GridPlan& p, Launcher& launcher) {
+  const dim3 block(static_cast<unsigned>(p.tx), static_cast<unsigned>(p.ty));
+  int err =
+      launcher.Memset(static_cast<float*>(a.workspace) + ForwardWorkspaceFloats(p, a.channels),
+                      sizeof(unsigned) * p.grid_x);
+  if (err == 0) err = launcher.Launch(StatsKernel<E>, dim3(p.grid_x, p.slabs), block, a, p);
+  if (err == 0) err = launcher.Launch(ApplyKernel<E, kResidual>, ElementwiseGrid(p), block, a, p);
+  return err;
+}
+
+template <ElementType E, bool kResidual, typename Launcher>
+int BackwardAs(const BackwardArgs& a, const GridPlan& p, Launcher& launcher) {
+  const dim3 block(static_cast<unsigned>(p.tx), static_cast<unsigned>(p.ty));
+  int err =
+      launcher.Memset(static_cast<float*>(a.workspace) + BackwardWorkspaceFloats(p, a.channels),
+                      sizeof(unsigned) * p.grid_x);
+  if (err == 0) {
+    err = launcher.Launch(ReduceKernel<E, kResidual>, dim3(p.grid_x, p.slabs), block, a, p);
+  }
+  if (err == 0) {
+    err = launcher.Launch(InputGradKernel<E, kResidual>, ElementwiseGrid(p), block, a, p);
+  }
+  return err;
+}
+
 template <ElementType E, typename Launcher>
 int Forward(const ForwardArgs& a, const GridPlan& p, Launcher& launcher) {
-  unsigned* counters = reinterpret_cast<unsigned*>(static_cast<float*>(a.workspace) +
-                                                   ForwardWorkspaceFloats(p, a.channels));
-  int err = launcher.Memset(counters, sizeof(unsigned) * p.grid_x);
-  if (err != 0) return err;
-  const dim3 block(static_cast<unsigned>(p.tx), static_cast<unsigned>(p.ty));
-  err = launcher.Launch(StatsKernel<E>, dim3(p.grid_x, p.slabs), block, a, p);
-  if (err != 0) return err;
-  return a.residual != nullptr
-             ? launcher.Launch(ApplyKernel<E, true>, ElementwiseGrid(p), block, a, p)
-             : launcher.Launch(ApplyKernel<E, false>, ElementwiseGrid(p), block, a, p);
+  return a.residual != nullptr ? ForwardAs<E, true>(a, p, launcher)
+                               : ForwardAs<E, false>(a, p, launcher);
 }
 
 template <ElementType E, typename Launcher>
 int Backward(const BackwardArgs& a, const GridPlan& p, Launcher& launcher) {
-  unsigned* counters = reinterpret_cast<unsigned*>(static_cast<float*>(a.workspace) +
-                                                   BackwardWorkspaceFloats(p, a.channels));
-  int err = launcher.Memset(counters, sizeof(unsigned) * p.grid_x);
-  if (err != 0) return err;
-  const dim3 block(static_cast<unsigned>(p.tx), static_cast<unsigned>(p.ty));
-  const dim3 reduce_grid(p.grid_x, p.slabs);
-  if (a.dresidual != nullptr) {
-    err = launcher.Launch(ReduceKernel<E, true>, reduce_grid, block, a, p);
-    if (err != 0) return err;
-    return launcher.Launch(InputGradKernel<E, true>, ElementwiseGrid(p), block, a, p);
-  }
-  err = launcher.Launch(ReduceKernel<E, false>, reduce_grid, block, a, p);
-  if (err != 0) return err;
-  return launcher.Launch(InputGradKernel<E, false>, ElementwiseGrid(p), block, a, p);
+  return a.dresidual != nullptr ? BackwardAs<E, true>(a, p, launcher)
+                                : BackwardAs<E, false>(a, p, launcher);
 }
 
 // Dispatch on the element type.
 template <typename Launcher>
 int LaunchForward(const ForwardArgs& a, const GridPlan& p, Launcher& launcher) {
-  switch (a.type) {
-    case ElementType::kFloat:
-      return Forward<ElementType::kFloat>(a, p, launcher);
-    case ElementType::kHalf:
-      return Forward<ElementType::kHalf>(a, p, launcher);
-    case ElementType::kBFloat16:
-      return Forward<ElementType::kBFloat16>(a, p, launcher);
-  }
-  return -1;
+  return a.type == ElementType::kFloat  ? Forward<ElementType::kFloat>(a, p, launcher)
+         : a.type == ElementType::kHalf ? Forward<ElementType::kHalf>(a, p, launcher)
+                                        : Forward<ElementType::kBFloat16>(a, p, launcher);
 }
 
 template <typename Launcher>
 int LaunchBackward(const BackwardArgs& a, const GridPlan& p, Launcher& launcher) {
-  switch (a.type) {
-    case ElementType::kFloat:
-      return Backward<ElementType::kFloat>(a, p, launcher);
-    case ElementType::kHalf:
-      return Backward<ElementType::kHalf>(a, p, launcher);
-    case ElementType::kBFloat16:
-      return Backward<ElementType::kBFloat16>(a, p, launcher);
-  }
-  return -1;
+  return a.type == ElementType::kFloat  ? Backward<ElementType::kFloat>(a, p, launcher)
+         : a.type == ElementType::kHalf ? Backward<ElementType::kHalf>(a, p, launcher)
+                                        : Backward<ElementType::kBFloat16>(a, p, launcher);
 }
 
 }  // namespace ddp::models::bn_relu::kernels
