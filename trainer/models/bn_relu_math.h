@@ -1,6 +1,6 @@
 // The arithmetic of the fused training-mode BatchNorm + ReLU (+ residual add) of fused_bn_relu.h,
 // compiled for both the host and the device: the CUDA kernels (bn_relu_kernel.cu) and the CPU
-// implementation (fused_bn_relu.cc) call these same functions, so the CPU unit tests check every
+// implementation (bn_relu_cpu.cc) call these same functions, so the CPU unit tests check every
 // formula the kernels run. Also the launch interface of the kernels (raw pointers, no LibTorch).
 //
 // Per channel c over the M = N*H*W positions of a channels-last [M, C] activation x:
@@ -236,7 +236,7 @@ struct BackwardArgs {
   void* workspace = nullptr;  // BackwardWorkspaceBytes
 };
 
-// The same computation on the CPU, in the kernels' order for `plan` (fused_bn_relu.cc): the
+// The same computation on the CPU, in the kernels' order for `plan` (bn_relu_cpu.cc): the
 // reference the kernels are tested against. workspace is not used.
 void CpuForward(const ForwardArgs& args, const GridPlan& plan);
 void CpuBackward(const BackwardArgs& args, const GridPlan& plan);

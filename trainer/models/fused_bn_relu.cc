@@ -2,15 +2,10 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
 #include <torch/autograd.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
-#include <vector>
 
 #include "trainer/models/bn_relu_math.h"
 
@@ -53,183 +48,26 @@ br::GridPlan PlanFor(const at::Tensor& x) {
 // The kernels load and store 16-byte vectors.
 bool Aligned(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
-// ---- the CPU implementation: the kernels' arithmetic in the kernels' order ----
-
-template <typename T>
-float At(const void* base, int64_t i) {
-  return static_cast<float>(static_cast<const T*>(base)[i]);
-}
-
-template <typename T>
-void Put(void* base, int64_t i, float v) {
-  static_cast<T*>(base)[i] = static_cast<T>(v);
-}
-
-// Rows [begin, end) of a slab as the kernels' lanes see them: lane l takes begin + l, + ty, ...
-struct Slab {
-  int64_t begin;
-  int64_t end;
-};
-
-Slab SlabOf(const br::GridPlan& p, int64_t rows, int s) {
-  const int64_t begin = s * p.slab_rows;
-  return {begin, std::min(rows, begin + p.slab_rows)};
-}
-
-template <typename T>
-void CpuForwardAs(const br::ForwardArgs& a, const br::GridPlan& p) {
-  const int C = a.channels;
-  std::vector<br::Welford> part(static_cast<size_t>(p.slabs) * C);
-  for (int s = 0; s < p.slabs; ++s) {
-    const Slab slab = SlabOf(p, a.rows, s);
-    for (int c = 0; c < C; ++c) {
-      br::Welford acc;
-      for (int lane = 0; lane < p.ty; ++lane) {
-        br::Welford w;
-        for (int64_t r = slab.begin + lane; r < slab.end; r += p.ty) {
-          w.count += 1.0f;
-          br::WelfordAdd(w.mean, w.m2, At<T>(a.x, r * C + c), 1.0f / w.count);
-        }
-        acc = lane == 0 ? w : br::WelfordMerge(acc, w);
-      }
-      part[static_cast<size_t>(s) * C + c] = acc;
-    }
-  }
-  for (int c = 0; c < C; ++c) {
-    br::Welford acc;
-    for (int lane = 0; lane < p.ty; ++lane) {
-      br::Welford w;
-      for (int s = lane; s < p.slabs; s += p.ty) {
-        w = br::WelfordMerge(w, part[static_cast<size_t>(s) * C + c]);
-      }
-      acc = lane == 0 ? w : br::WelfordMerge(acc, w);
-    }
-    br::StoreChannel(a.saved, C, c, br::FinalizeForward(acc, a.weight[c], a.bias[c], a.eps));
-    if (a.running_mean != nullptr) {
-      br::UpdateRunning(acc, a.momentum, a.running_mean[c], a.running_var[c]);
-    }
-  }
-  for (int64_t r = 0; r < a.rows; ++r) {
-    for (int c = 0; c < C; ++c) {
-      const int64_t i = r * C + c;
-      const float res = a.residual != nullptr ? At<T>(a.residual, i) : 0.0f;
-      Put<T>(a.y, i,
-             br::Relu(br::PreActivation(At<T>(a.x, i), br::LoadChannel(a.saved, C, c), res)));
-    }
-  }
-}
-
-template <typename T>
-float CpuMaskedGrad(const br::BackwardArgs& a, int64_t i, int c) {
-  const int C = a.channels;
-  const float mask = a.dresidual != nullptr
-                         ? At<T>(a.y, i)
-                         : br::PreActivation(At<T>(a.x, i), br::LoadChannel(a.saved, C, c), 0.0f);
-  return br::MaskedGrad(At<T>(a.dy, i), mask);
-}
-
-template <typename T>
-void CpuBackwardAs(const br::BackwardArgs& a, const br::GridPlan& p) {
-  const int C = a.channels;
-  std::vector<float> part_g(static_cast<size_t>(p.slabs) * C);
-  std::vector<float> part_gc(part_g.size());
-  for (int s = 0; s < p.slabs; ++s) {
-    const Slab slab = SlabOf(p, a.rows, s);
-    for (int c = 0; c < C; ++c) {
-      const float mean = a.saved[c];
-      float acc_g = 0;
-      float acc_gc = 0;
-      for (int lane = 0; lane < p.ty; ++lane) {
-        float sg = 0;
-        float sgc = 0;
-        for (int64_t r = slab.begin + lane; r < slab.end; r += p.ty) {
-          const int64_t i = r * C + c;
-          const float g = CpuMaskedGrad<T>(a, i, c);
-          sg += g;
-          sgc += g * (At<T>(a.x, i) - mean);
-        }
-        acc_g = lane == 0 ? sg : acc_g + sg;
-        acc_gc = lane == 0 ? sgc : acc_gc + sgc;
-      }
-      part_g[static_cast<size_t>(s) * C + c] = acc_g;
-      part_gc[static_cast<size_t>(s) * C + c] = acc_gc;
-    }
-  }
-  std::vector<br::ChannelBackward> k(static_cast<size_t>(C));
-  for (int c = 0; c < C; ++c) {
-    double acc_g = 0;
-    double acc_gc = 0;
-    for (int lane = 0; lane < p.ty; ++lane) {
-      double dg = 0;
-      double dgc = 0;
-      for (int s = lane; s < p.slabs; s += p.ty) {
-        dg += part_g[static_cast<size_t>(s) * C + c];
-        dgc += part_gc[static_cast<size_t>(s) * C + c];
-      }
-      acc_g = lane == 0 ? dg : acc_g + dg;
-      acc_gc = lane == 0 ? dgc : acc_gc + dgc;
-    }
-    k[static_cast<size_t>(c)] = br::FinalizeBackward(acc_g, acc_gc, static_cast<float>(a.rows),
-                                                     a.saved[C + c], a.weight[c]);
-    a.dweight[c] = k[static_cast<size_t>(c)].dweight;
-    a.dbias[c] = k[static_cast<size_t>(c)].dbias;
-  }
-  for (int64_t r = 0; r < a.rows; ++r) {
-    for (int c = 0; c < C; ++c) {
-      const int64_t i = r * C + c;
-      const float g = CpuMaskedGrad<T>(a, i, c);
-      Put<T>(a.dx, i, br::InputGrad(g, At<T>(a.x, i), a.saved[c], k[static_cast<size_t>(c)]));
-      if (a.dresidual != nullptr) Put<T>(a.dresidual, i, g);
-    }
-  }
-}
-
-template <typename Args, typename Run>
-void OnCpu(const Args& args, const br::GridPlan& plan, Run run) {
-  switch (args.type) {
-    case br::ElementType::kFloat:
-      run(static_cast<float*>(nullptr), args, plan);
-      break;
-    case br::ElementType::kHalf:
-      run(static_cast<c10::Half*>(nullptr), args, plan);
-      break;
-    case br::ElementType::kBFloat16:
-      run(static_cast<c10::BFloat16*>(nullptr), args, plan);
-      break;
-  }
-}
-
-void RunForward(const at::Tensor& x, br::ForwardArgs& args, const br::GridPlan& plan) {
+// Runs `args` on x's device: the CPU implementation, or the kernels on the current stream with a
+// workspace of `workspace_bytes`.
+template <typename Args>
+void Run(const at::Tensor& x, Args& args, const br::GridPlan& plan, int64_t workspace_bytes,
+         void (*on_cpu)(const Args&, const br::GridPlan&),
+         int (*on_cuda)(const Args&, const br::GridPlan&, void*), const char* what) {
   if (x.is_cpu()) {
-    br::CpuForward(args, plan);
+    on_cpu(args, plan);
     return;
   }
 #ifdef DDP_WITH_MODEL_KERNELS
   const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor workspace = at::empty({br::ForwardWorkspaceBytes(plan, args.channels) / 4},
-                                         x.options().dtype(at::kFloat));
+  const at::Tensor workspace = at::empty({workspace_bytes / 4}, x.options().dtype(at::kFloat));
   args.workspace = workspace.data_ptr();
-  const int err = br::LaunchBnReluForward(args, plan, c10::cuda::getCurrentCUDAStream().stream());
-  TORCH_CHECK(err == 0, "fused BatchNorm+ReLU forward: CUDA error ", err);
+  const int err = on_cuda(args, plan, c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == 0, "fused BatchNorm+ReLU ", what, ": CUDA error ", err);
 #else
-  TORCH_CHECK(false, "fused BatchNorm+ReLU: this build has no CUDA kernels");
-#endif
-}
-
-void RunBackward(const at::Tensor& x, br::BackwardArgs& args, const br::GridPlan& plan) {
-  if (x.is_cpu()) {
-    br::CpuBackward(args, plan);
-    return;
-  }
-#ifdef DDP_WITH_MODEL_KERNELS
-  const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor workspace = at::empty({br::BackwardWorkspaceBytes(plan, args.channels) / 4},
-                                         x.options().dtype(at::kFloat));
-  args.workspace = workspace.data_ptr();
-  const int err = br::LaunchBnReluBackward(args, plan, c10::cuda::getCurrentCUDAStream().stream());
-  TORCH_CHECK(err == 0, "fused BatchNorm+ReLU backward: CUDA error ", err);
-#else
-  TORCH_CHECK(false, "fused BatchNorm+ReLU: this build has no CUDA kernels");
+  (void)workspace_bytes;
+  (void)on_cuda;
+  TORCH_CHECK(false, "fused BatchNorm+ReLU ", what, ": this build has no CUDA kernels");
 #endif
 }
 
@@ -255,7 +93,9 @@ at::Tensor ForwardImpl(AutogradContext* ctx, const at::Tensor& x, const at::Tens
   args.saved = saved.data_ptr<float>();
   args.eps = static_cast<float>(eps);
   args.momentum = static_cast<float>(momentum);
-  RunForward(x, args, PlanFor(x));
+  const br::GridPlan plan = PlanFor(x);
+  Run(x, args, plan, br::ForwardWorkspaceBytes(plan, args.channels), &br::CpuForward,
+      &br::LaunchBnReluForward, "forward");
   // With a residual the ReLU's mask is read from y (z needs the residual); without, it is
   // recomputed from x.
   if (residual.defined()) {
@@ -293,7 +133,9 @@ variable_list BackwardImpl(AutogradContext* ctx, const at::Tensor& grad) {
   args.saved = saved.data_ptr<float>();
   args.dweight = dweight.data_ptr<float>();
   args.dbias = dbias.data_ptr<float>();
-  RunBackward(x, args, PlanFor(x));
+  const br::GridPlan plan = PlanFor(x);
+  Run(x, args, plan, br::BackwardWorkspaceBytes(plan, args.channels), &br::CpuBackward,
+      &br::LaunchBnReluBackward, "backward");
   return {dx, dweight, dbias, dresidual};
 }
 
@@ -333,18 +175,6 @@ bool FloatVectorOn(const at::Tensor& t, const at::Tensor& x) {
 }
 
 }  // namespace
-
-void bn_relu::CpuForward(const ForwardArgs& args, const GridPlan& plan) {
-  OnCpu(args, plan, [](auto* tag, const ForwardArgs& a, const GridPlan& p) {
-    CpuForwardAs<std::remove_pointer_t<decltype(tag)>>(a, p);
-  });
-}
-
-void bn_relu::CpuBackward(const BackwardArgs& args, const GridPlan& plan) {
-  OnCpu(args, plan, [](auto* tag, const BackwardArgs& a, const GridPlan& p) {
-    CpuBackwardAs<std::remove_pointer_t<decltype(tag)>>(a, p);
-  });
-}
 
 bool FusedBatchNormReluHasCudaKernels() {
 #ifdef DDP_WITH_MODEL_KERNELS
