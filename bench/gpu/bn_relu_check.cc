@@ -43,8 +43,21 @@ nn::BatchNorm2d MakeBn(int64_t channels, at::Device device) {
   return bn;
 }
 
-// mode 0: ATen's module + add + relu; 1: the fused op. Inputs are cloned onto `device`.
-Outputs Run(int mode, const at::Tensor& x, const at::Tensor& r, const at::Tensor& dy,
+// relu(bn(x) [+ r]): the fused op, or ATen's module, add and ReLU.
+at::Tensor Apply(bool fused, const at::Tensor& x, nn::BatchNorm2d& bn, const at::Tensor& r) {
+  return fused ? models::FusedBatchNormRelu(x, *bn, r)
+               : models::BatchNormRelu(x, *bn, r, /*fused=*/false);
+}
+
+// "CHECK <check> case=<name> FAIL error=<first line>".
+void PrintFailure(const char* check, const char* name, const std::exception& e) {
+  const std::string what = e.what();
+  std::printf("CHECK %s case=%s FAIL error=%s\n", check, name,
+              what.substr(0, what.find('\n')).c_str());
+}
+
+// Forward and backward on `device` (inputs cloned there in `type`).
+Outputs Run(bool fused, const at::Tensor& x, const at::Tensor& r, const at::Tensor& dy,
             at::Device device, at::ScalarType type) {
   nn::BatchNorm2d bn = MakeBn(x.size(1), device);
   auto prep = [&](const at::Tensor& t) {
@@ -52,8 +65,7 @@ Outputs Run(int mode, const at::Tensor& x, const at::Tensor& r, const at::Tensor
   };
   const at::Tensor xv = prep(x);
   const at::Tensor rv = r.defined() ? prep(r) : at::Tensor();
-  at::Tensor y = mode == 1 ? models::FusedBatchNormRelu(xv, *bn, rv)
-                           : models::BatchNormRelu(xv, *bn, rv, /*fused=*/false);
+  at::Tensor y = Apply(fused, xv, bn, rv);
   y.backward(dy.to(device, type).contiguous(at::MemoryFormat::ChannelsLast));
   return {y.detach(), xv.grad(), bn->weight.grad(), bn->bias.grad(),
           rv.defined() ? rv.grad() : at::Tensor()};
@@ -89,13 +101,12 @@ struct Case {
 };
 
 // Forward + backward, microseconds per iteration (after 3 warm-up iterations).
-double TimeUs(int mode, const at::Tensor& x, const at::Tensor& r, const at::Tensor& dy) {
+double TimeUs(bool fused, const at::Tensor& x, const at::Tensor& r, const at::Tensor& dy) {
   nn::BatchNorm2d bn = MakeBn(x.size(1), x.device());
   const at::Tensor xv = x.detach().requires_grad_(true);
   const at::Tensor rv = r.defined() ? r.detach().requires_grad_(true) : at::Tensor();
   auto once = [&] {
-    at::Tensor y = mode == 1 ? models::FusedBatchNormRelu(xv, *bn, rv)
-                             : models::BatchNormRelu(xv, *bn, rv, /*fused=*/false);
+    at::Tensor y = Apply(fused, xv, bn, rv);
     y.backward(dy);
     xv.mutable_grad() = at::Tensor();
     if (rv.defined()) rv.mutable_grad() = at::Tensor();
@@ -136,9 +147,9 @@ int RunBnReluCheck() {
     const at::Tensor dy = torch::randn({k.n, k.c, k.h, k.w});
     try {
       const Outputs exact = Exact(x, r, dy, k.type);
-      const Outputs aten = Run(0, x, r, dy, gpu, k.type);
-      const Outputs fused = Run(1, x, r, dy, gpu, k.type);
-      const Outputs cpu = Run(1, x, r, dy, at::kCPU, k.type);
+      const Outputs aten = Run(false, x, r, dy, gpu, k.type);
+      const Outputs fused = Run(true, x, r, dy, gpu, k.type);
+      const Outputs cpu = Run(true, x, r, dy, at::kCPU, k.type);
       const double e_aten = WorstErr(aten, exact);
       const double e_fused = WorstErr(fused, exact);
       const double e_cpu = WorstErr(fused, cpu);
@@ -153,9 +164,7 @@ int RunBnReluCheck() {
           e_fused, e_aten, e_cpu);
     } catch (const std::exception& e) {
       ++failed;
-      const std::string what = e.what();
-      std::printf("CHECK bn_relu case=%s FAIL error=%s\n", k.name,
-                  what.substr(0, what.find('\n')).c_str());
+      PrintFailure("bn_relu", k.name, e);
     }
     std::fflush(stdout);
   }
@@ -174,17 +183,15 @@ int RunBnReluCheck() {
       const at::Tensor x = make();
       const at::Tensor r = k.residual ? make() : at::Tensor();
       const at::Tensor dy = make();
-      const double aten_us = TimeUs(0, x, r, dy);
-      const double fused_us = TimeUs(1, x, r, dy);
+      const double aten_us = TimeUs(false, x, r, dy);
+      const double fused_us = TimeUs(true, x, r, dy);
       aten_total += aten_us;
       fused_total += fused_us;
       std::printf("CHECK bn_relu_time case=%s aten_us=%.1f fused_us=%.1f speedup=%.2f\n", k.name,
                   aten_us, fused_us, aten_us / fused_us);
     } catch (const std::exception& e) {
       ++failed;
-      const std::string what = e.what();
-      std::printf("CHECK bn_relu_time case=%s FAIL error=%s\n", k.name,
-                  what.substr(0, what.find('\n')).c_str());
+      PrintFailure("bn_relu_time", k.name, e);
     }
     std::fflush(stdout);
   }

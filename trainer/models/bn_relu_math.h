@@ -1,5 +1,5 @@
 // The arithmetic of the fused training-mode BatchNorm + ReLU (+ residual add) of fused_bn_relu.h,
-// compiled for both the host and the device: the CUDA kernels (bn_relu_kernel.cu) and the CPU
+// compiled for both the host and the device: the CUDA kernels (bn_relu_kernels.cuh) and the CPU
 // implementation (bn_relu_cpu.cc) call these same functions, so the CPU unit tests check every
 // formula the kernels run. Also the launch interface of the kernels (raw pointers, no LibTorch).
 //
