@@ -217,7 +217,6 @@ class HeartbeatRelay::Impl {
     std::vector<char> buf(kMaxRelayPacket);
     std::vector<pollfd> fds;
     while (!stop_.load()) {
-      TakeNewSockets(&links);
       fds.assign(1, pollfd{wake_[0], POLLIN, 0});
       for (const Link& l : links) fds.push_back(pollfd{l.fd, POLLIN, 0});
       int timeout_ms = -1;
@@ -238,6 +237,10 @@ class HeartbeatRelay::Impl {
       for (size_t i = 0; i < links.size(); ++i) {
         if (fds[i + 1].revents & POLLIN) Read(&links[i], &buf);
       }
+      // After the reads, so that every worker added before a beat just read was sent counts
+      // toward "every link has one": taken before the poll instead, a worker added while the
+      // loop was between the two went uncounted and the beats flushed without waiting for it.
+      TakeNewSockets(&links);
       if (const std::optional<absl::Time> due = DueAt(links); due && *due <= absl::Now()) {
         Flush(&links);
       }

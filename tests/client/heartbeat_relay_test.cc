@@ -132,6 +132,23 @@ TEST(HeartbeatRelayTest, TheNodesBeatsGoAsOneCallAndEachWorkerGetsItsOwnReply) {
   EXPECT_EQ(relay->beats(), 12);
 }
 
+// Workers added right before their beats: wherever the relay's loop is when the later ones are
+// added, their beats are waited for. (A worker added between the loop's taking the new sockets
+// and its poll once went uncounted, and the first beat was sent alone; the others then waited for
+// a batch window longer than their deadline. One trial in many hit it.)
+TEST(HeartbeatRelayTest, WorkersAddedRightBeforeTheirBeatsAreWaitedFor) {
+  for (int trial = 0; trial < 200; ++trial) {
+    RecordingSender s;
+    auto relay = StartRelay(&s, absl::Seconds(30));
+    std::vector<std::unique_ptr<RelayLink>> links;
+    for (int i = 0; i < 3; ++i) links.push_back(Link(relay.get()));
+    for (const Outcome& o : BeatTogether(links, absl::Seconds(10))) {
+      ASSERT_TRUE(o.status.ok()) << "trial " << trial << ": " << o.status;
+    }
+    ASSERT_EQ(relay->calls(), 1) << "trial " << trial;
+  }
+}
+
 TEST(HeartbeatRelayTest, ARefusedBeatFailsAloneWithTheCoordinatorsCode) {
   RecordingSender s;
   s.refuse = {1};
