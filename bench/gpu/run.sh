@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Every GPU check of slurm-ddp, run from the GPU bundle (scripts/gpu-bundle.sh) on a machine with
 # one NVIDIA GPU, Python and pip torch 2.11 (CUDA 13) + torchvision. About 6 minutes; prints one
-# table at the end. A check that cannot run says SKIP and why.
+# table at the end; exits 1 when a check failed. A check that cannot run says SKIP and why.
 #
 #   gpu-bundle/bench/gpu/run.sh          env: OUT (logs, default a temp folder), CHECKS (names,
 #                                        default all), PY (python3), STEPS (timed steps, 40)
+#   DEVICE=cpu gpu-bundle/bench/gpu/run.sh
+#                                        the same bundle on a machine without a GPU: the checks
+#                                        that can run on the CPU do (Gloo, small sizes), the others
+#                                        say SKIP; tests/bench/gpu_bundle_cpu_test.sh runs it from
+#                                        a copy of the bundle in a clean folder
 #
 # Correctness checks run first, side by side (they share the GPU but not their timings):
-#   env            the bundle's binaries load (every library resolves) and the GPU is visible
+#   env            the bundle's binaries load, every library resolves into the bundle, the
+#                  machine's torch or the C/C++ runtime (none elsewhere), and the GPU is visible
 #   gloo_cuda_w2   ddp-trainer, Gloo on CUDA tensors, 2 workers on one GPU, ResNet-18
 #   equiv_nccl     ddp-trainer --model vs PyTorch Python DDP, NCCL world 1, fp32, deterministic:
 #                  final weights within 1e-4
@@ -36,6 +42,9 @@ B="$(cd "$HERE/../.." && pwd)"
 PY="${PY:-python3}"
 OUT="${OUT:-$(mktemp -d)}"
 STEPS="${STEPS:-40}"
+DEVICE="${DEVICE:-cuda}"
+[[ $DEVICE == cuda || $DEVICE == cpu ]] || { echo "run.sh: DEVICE is cuda or cpu, not '$DEVICE'" >&2; exit 2; }
+export EQUIV_DEVICE="$DEVICE"
 ALL_CHECKS="env gloo_cuda_w2 equiv_nccl equiv_gloo_w2 stop_resume nccl_kill recover_cuda bn_relu step e2e_resnet50 jpeg"
 CHECKS="${CHECKS:-$ALL_CHECKS}"
 REQUESTED="$CHECKS"  # CHECKS is emptied when the environment cannot run anything
@@ -65,42 +74,91 @@ rate_from_log() {  # log batch world
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" | tail -1; }
 # The running average loss of rank 0's last progress line.
 avg_loss_from_log() { sed -n 's/.*Loss [^ ]* *( *\([^)]*\)).*/\1/p' "$1" | tail -1; }
-# trainer ARGS... : runs ddp-trainer in its own folder $OUT/<name>; returns its exit code
+# trainer ARGS... : runs ddp-trainer in its own folder $OUT/<name>; returns its exit code. The
+# coordinator exits with the job (--linger 0) instead of waiting 10 s for a last `ddpctl status`.
 trainer() {
   local name=$1; shift
   mkdir -p "$OUT/$name"
-  (cd "$OUT/$name" && timeout 300 "$TRAINER" --job-id "$name" "$@") > "$OUT/$name.log" 2>&1
+  (cd "$OUT/$name" && timeout 300 "$TRAINER" --job-id "$name" --linger 0 "$@") > "$OUT/$name.log" 2>&1
 }
 
 echo "== slurm-ddp GPU checks: bundle $(head -1 "$B/COMMIT" 2>/dev/null), logs in $OUT"
 nvidia-smi -L 2>/dev/null || true
 
 # --- env ------------------------------------------------------------------------------------
-if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  row env FAIL "" "python3 torch sees no CUDA device; nothing else can run"
+# Where each binary's libraries resolve (name path). Outside the bundle's lib/ and the machine's
+# torch and nvidia wheels only the C/C++ runtime and the GPU driver should come from the system.
+# With DEVICE=cpu (run where the bundle was built, which has every library) one found elsewhere is
+# a library the bundle lacks, and env fails; on a GPU machine, where a lacking library shows as
+# "not found", it is only noted.
+RUNTIME='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libutil\.so|libresolv\.so|libgcc_s|libstdc\+\+|libcuda\.so|libnvidia-)'
+resolved_libs() {  # "name real-path" per library, "name not" when none is found
+  (source "$B/env.sh" && for f in "$B"/libexec/*; do
+    ldd "$f" | awk '$2 == "=>" {print $1, $3}'; done | sort -u) |
+    while read -r name path; do
+      if [[ $path == not ]]; then echo "$name not"; else echo "$name $(readlink -f "$path")"; fi
+    done
+}
+if [[ $DEVICE == cuda ]] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  row env FAIL "" "$PY's torch sees no CUDA device; nothing else can run (DEVICE=cpu runs the CPU checks)"
+  CHECKS=""
+elif ! torch_lib="$("$PY" -c "import os, torch; print(os.path.dirname(os.path.dirname(os.path.realpath(torch.__file__))))" 2>&1)"; then
+  row env FAIL "" "$PY cannot import torch: $(echo "$torch_lib" | tail -1 | cut -c1-120)"
   CHECKS=""
 else
-  info="$("$PY" -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0))" 2>&1 | tail -1)"
-  missing="$(source "$B/env.sh" && for f in "$B"/libexec/*; do ldd "$f" | grep 'not found'; done | sort -u)"
+  if [[ $DEVICE == cuda ]]; then
+    info="$("$PY" -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0))" 2>&1 | tail -1)"
+  else
+    info="$("$PY" -c "import torch; print(torch.__version__)" 2>&1 | tail -1), DEVICE=cpu"
+  fi
+  libs="$(resolved_libs)"
+  missing="$(echo "$libs" | awk '$2 == "not" {print $1}' | sort -u)"
+  # torch_lib: the site-packages folder that holds torch/ and the nvidia/ wheels.
+  outside="$(echo "$libs" | awk -v b="$(readlink -f "$B/lib")/" -v t="$torch_lib/" -v rt="$RUNTIME" \
+    '$2 != "not" && index($2, b) != 1 && index($2, t "torch/") != 1 && index($2, t "nvidia/") != 1 &&
+     $1 !~ rt {print $1 "=" $2}' | sort -u)"
   if [[ -n "$missing" ]]; then
     row env FAIL "" "unresolved libraries: $(echo $missing)"
+    CHECKS=""
+  elif [[ -n "$outside" && $DEVICE == cpu ]]; then
+    row env FAIL "" "libraries found outside the bundle and torch (missing from the bundle): $(echo $outside | cut -c1-200)"
     CHECKS=""
   elif ! "$B/bin/ddpctl" --help > "$OUT/env.log" 2>&1; then
     row env FAIL "" "ddpctl does not start: $(tail -1 "$OUT/env.log")"
     CHECKS=""
   else
-    row env PASS "" "$info; bundle libraries resolve"
+    note="the rest from torch and the C/C++ runtime"
+    [[ -n "$outside" ]] && note="from the system: $(echo $outside | cut -c1-150)"
+    row env PASS "" "$info; $(echo "$libs" | grep -c "$(readlink -f "$B/lib")/") libraries from the bundle, $note"
   fi
 fi
 
+# On the CPU: the checks that need NCCL or CUDA say so and are dropped.
+if [[ $DEVICE == cpu ]]; then
+  skip_cpu() {  # check reason
+    want "$1" && row "$1" SKIP "" "DEVICE=cpu: $2"
+    CHECKS=" $CHECKS "; CHECKS="${CHECKS/ $1 / }"
+  }
+  skip_cpu equiv_nccl "NCCL needs a GPU (equiv_gloo_w2 runs the same comparison on the CPU)"
+  skip_cpu nccl_kill "NCCL needs a GPU"
+  skip_cpu bn_relu "the fused kernels are CUDA (the CPU tests check their code under emulation)"
+  skip_cpu step "a GPU benchmark"
+  skip_cpu e2e_resnet50 "a GPU benchmark"
+fi
+
 # --- correctness, side by side ----------------------------------------------------------------
+# On the CPU (DEVICE=cpu) the checks that can run there use smaller images and fewer steps.
+if [[ $DEVICE == cuda ]]; then SMALL_N=1024 SMALL_HW=64 RECOVER_EPOCHS_OF_SMALL=8
+else SMALL_N=256 SMALL_HW=32 RECOVER_EPOCHS_OF_SMALL=4; fi
+SMALL="synthetic:${SMALL_N}x3x${SMALL_HW}x${SMALL_HW}:10"
+SMALL_STEPS=$(( SMALL_N / 64 ))  # 2 workers x batch 32
 check_gloo_cuda_w2() {
-  trainer gloo_cuda_w2 --nprocs-per-node 2 --backend gloo --device cuda --arch resnet18 \
-    --data synthetic:1024x3x64x64:10 --batch-size 32 --epochs 1 --workers 2 --print-freq 4 \
+  trainer gloo_cuda_w2 --nprocs-per-node 2 --backend gloo --device "$DEVICE" --arch resnet18 \
+    --data "$SMALL" --batch-size 32 --epochs 1 --workers 2 --print-freq 4 \
     --checkpoint-dir ck --no-eval
   local rc=$? log="$OUT/gloo_cuda_w2.log"
-  if [[ $rc -eq 0 ]] && grep -q "gloo backend, cuda" "$log" && [[ -f "$OUT/gloo_cuda_w2/ck/final.pt" ]]; then
-    row gloo_cuda_w2 PASS "" "2 workers, Gloo on cuda tensors, 16 steps, final.pt written"
+  if [[ $rc -eq 0 ]] && grep -q "gloo backend, $DEVICE" "$log" && [[ -f "$OUT/gloo_cuda_w2/ck/final.pt" ]]; then
+    row gloo_cuda_w2 PASS "" "2 workers, Gloo on $DEVICE tensors, $SMALL_STEPS steps, final.pt written"
   else
     row gloo_cuda_w2 FAIL "exit $rc" "$(grep -m1 -i 'error' "$log" | cut -c1-150)"
   fi
@@ -113,7 +171,7 @@ check_equiv() {  # name backend world
     "$PY" "$HERE/equivalence.py" export "$dir/model.pt"; } > "$dir/prep.log" 2>&1 ||
     { row "$name" FAIL "" "preparing data/model failed: $(tail -1 "$dir/prep.log")"; return; }
   local dev=()
-  [[ $backend == gloo ]] && dev=(--device cuda)
+  [[ $backend == gloo ]] && dev=(--device "$DEVICE")
   trainer "$name" --model "$dir/model.pt" --data "mnist:$dir/data" --backend "$backend" "${dev[@]}" \
     --nprocs-per-node "$world" --epochs 3 --batch-size 32 --lr 0.05 --momentum 0.9 \
     --weight-decay 0.0001 --seed 3 --schedule constant --no-eval --deterministic --workers 1 \
@@ -131,23 +189,28 @@ check_equiv() {  # name backend world
   cmp="$("$PY" "$HERE/equivalence.py" compare "$ours" "$dir/python.pt" 2>&1)"
   diff="$(echo "$cmp" | field max_abs_diff)"
   if [[ -n "$diff" ]] && "$PY" -c "import sys; sys.exit(0 if float('$diff') <= 1e-4 else 1)"; then
-    row "$name" PASS "max_dw=$diff" "$backend world $world, 100 steps, fp32, deterministic (limit 1e-4)"
+    row "$name" PASS "max_dw=$diff" "$backend world $world on $DEVICE, 100 steps, fp32, deterministic (limit 1e-4)"
   else
     row "$name" FAIL "max_dw=${diff:-?}" "$(echo "$cmp" | tail -1 | cut -c1-150)"
   fi
 }
 
 check_stop_resume() {
-  local common=(--backend nccl --arch resnet18 --data synthetic:1536x3x64x64:10 --batch-size 32
+  local n=1536 stop=20  # 48 steps of batch 32, stopped at 20 (CPU: 16, stopped at 8)
+  [[ $DEVICE == cpu ]] && n=512 stop=8
+  local common=(--arch resnet18 --data "synthetic:${n}x3x${SMALL_HW}x${SMALL_HW}:10" --batch-size 32
     --epochs 1 --workers 2 --no-eval --deterministic --print-freq 8 --checkpoint-dir ck)
-  trainer stop_resume --stop-after-steps 20 "${common[@]}"; local rc1=$?
+  local backend=nccl
+  [[ $DEVICE == cpu ]] && backend=gloo
+  common+=(--backend "$backend" --device "$DEVICE")
+  trainer stop_resume --stop-after-steps "$stop" "${common[@]}"; local rc1=$?
   trainer stop_resume "${common[@]}"; local rc2=$?  # same folder: resumes (log overwritten)
   cp "$OUT/stop_resume.log" "$OUT/stop_resume.resume.log"
   trainer stop_resume_ref "${common[@]}"; local rc3=$?
   local resumed=no
-  grep -q "resuming from .*step 20" "$OUT/stop_resume.resume.log" && resumed=yes
+  grep -q "resuming from .*step $stop\b" "$OUT/stop_resume.resume.log" && resumed=yes
   if [[ $rc1 -ne 3 || $rc2 -ne 0 || $rc3 -ne 0 || $resumed != yes ]]; then
-    row stop_resume FAIL "" "exits $rc1/$rc2/$rc3 (want 3/0/0), resumed at step 20: $resumed"
+    row stop_resume FAIL "" "exits $rc1/$rc2/$rc3 (want 3/0/0), resumed at step $stop: $resumed"
     return
   fi
   local diff
@@ -159,7 +222,7 @@ print(max((a[k].float() - b[k].float()).abs().max().item() for k in b))
 EOF
 )"
   if [[ -n "$diff" ]] && "$PY" -c "import sys; sys.exit(0 if float('$diff') <= 1e-4 else 1)"; then
-    row stop_resume PASS "max_dw=$diff" "stop at step 20 (exit 3), resume to step 48 (exit 0) vs uninterrupted"
+    row stop_resume PASS "max_dw=$diff" "$backend on $DEVICE: stop at step $stop (exit 3), resume to step $(( n / 32 )) (exit 0) vs uninterrupted"
   else
     row stop_resume FAIL "max_dw=${diff:-?}" "resumed final.pt differs from the uninterrupted run"
   fi
@@ -169,7 +232,7 @@ check_nccl_kill() {
   mkdir -p "$OUT/nccl_kill"
   (cd "$OUT/nccl_kill" && exec timeout 300 "$TRAINER" --job-id nccl_kill --backend nccl \
     --arch resnet18 --data synthetic:65536x3x64x64:10 --batch-size 32 --epochs 5 --workers 2 \
-    --no-eval --print-freq 5 --heartbeat-timeout 5 --max-restarts 0) > "$OUT/nccl_kill.log" 2>&1 &
+    --no-eval --print-freq 5 --heartbeat-timeout 5 --max-restarts 0 --linger 0) > "$OUT/nccl_kill.log" 2>&1 &
   local job=$! t=0
   until grep -q "Epoch: \[0\]\[ *[1-9][0-9]/" "$OUT/nccl_kill.log" 2>/dev/null; do
     sleep 0.5; t=$((t + 1))
@@ -205,7 +268,8 @@ check_recover_cuda() {
   local dir="$OUT/recover_cuda" log="$OUT/recover_cuda.log"
   mkdir -p "$dir"
   (cd "$dir" && exec timeout 400 "$TRAINER" --job-id recover_cuda --nprocs-per-node 2 \
-    --backend gloo --device cuda --arch resnet18 --data synthetic:8192x3x64x64:10 --batch-size 32 \
+    --backend gloo --device "$DEVICE" --arch resnet18 \
+    --data "synthetic:$(( SMALL_N * RECOVER_EPOCHS_OF_SMALL ))x3x${SMALL_HW}x${SMALL_HW}:10" --batch-size 32 \
     --epochs 1 --workers 2 --no-eval --print-freq 5 --heartbeat-timeout 5 --max-restarts 1 \
     --checkpoint-dir ck --linger 0) > "$log" 2>&1 &
   local job=$! t=0
@@ -333,7 +397,26 @@ if want e2e_resnet50; then
   fi
 fi
 
-if want jpeg; then
+if want jpeg && [[ $DEVICE == cpu ]]; then
+  # The bundle's JPEG writer and CPU pipeline (libjpeg-turbo): a few ImageNet-sized JPEGs, some
+  # progressive or greyscale, through ddp-trainer --data-pipeline cpu.
+  jd="$OUT/jpegs"
+  if ! "$B/bin/ddp_make_jpegs" "$jd" 40 4 500 375 90 > "$OUT/jpeg.make.log" 2>&1; then
+    row jpeg:cpu-train FAIL "" "could not generate JPEGs: $(tail -1 "$OUT/jpeg.make.log")"
+  else
+    trainer jpeg_train_cpu --backend gloo --device cpu --arch resnet18 --data "imagefolder:$jd" \
+      --data-pipeline cpu --batch-size 8 --epochs 1 --workers 2 --no-eval --print-freq 1 \
+      --checkpoint-dir ck
+    rc=$?
+    if [[ $rc -eq 0 && -f "$OUT/jpeg_train_cpu/ck/final.pt" ]] &&
+       grep -q "data imagefolder .* images, 4 classes" "$OUT/jpeg_train_cpu.log"; then
+      row jpeg:cpu-train PASS "" "ddp-trainer from generated 500x375 JPEGs, --data-pipeline cpu, ResNet-18 at 224x224, $(grep -o 'done: .* steps' "$OUT/jpeg_train_cpu.log" | grep -o '[0-9]* steps'), final.pt written"
+    else
+      row jpeg:cpu-train FAIL "exit $rc" "$(grep -m1 -i error "$OUT/jpeg_train_cpu.log" | cut -c1-150)"
+    fi
+  fi
+  row jpeg SKIP "" "DEVICE=cpu: nvJPEG, the GPU pipeline and torchvision's GPU decode need a GPU"
+elif want jpeg; then
   jd="$OUT/jpegs"
   if ! "$B/bin/ddp_make_jpegs" "$jd" 7680 100 500 375 90 > "$OUT/jpeg.make.log" 2>&1; then
     row jpeg FAIL "" "could not generate JPEGs: $(tail -1 "$OUT/jpeg.make.log")"
@@ -400,3 +483,5 @@ for c in $REQUESTED; do
   [[ " $ALL_CHECKS " == *" $c "* ]] ||
     printf '| %-26s | %-5s | %-22s | %s\n' "$c" SKIP "" "unknown check name"
 done
+# Exit 1 when a check failed (BELOW, SKIP and INFO are not failures).
+! grep -q '^[^|]*|FAIL|' "$ROWS"
