@@ -397,12 +397,29 @@ if want e2e_resnet50; then
   fi
 fi
 
+# mix_jpegs DIR EVERY: re-encodes every EVERY-th train JPEG as progressive or greyscale, as real
+# data sets have some: the hardware decoder refuses those and the GPU pipeline decodes them on
+# the CPU; the CPU pipeline decodes them as any other.
+mix_jpegs() {
+  "$PY" - "$1" "$2" >> "$OUT/jpeg.make.log" 2>&1 <<'EOF'
+import glob, sys
+from PIL import Image
+files = sorted(glob.glob(sys.argv[1] + "/train/*/*.jpg"))
+every = int(sys.argv[2])
+for i, f in enumerate(files[::every]):
+    im = Image.open(f)
+    (im.convert("L") if i % 4 == 0 else im).save(f, quality=90, progressive=(i % 4 != 0))
+print(f"re-encoded {len(files[::every])} of {len(files)} train JPEGs as progressive or greyscale")
+EOF
+}
 if want jpeg && [[ $DEVICE == cpu ]]; then
   # The bundle's JPEG writer and CPU pipeline (libjpeg-turbo): a few ImageNet-sized JPEGs, some
   # progressive or greyscale, through ddp-trainer --data-pipeline cpu.
   jd="$OUT/jpegs"
   if ! "$B/bin/ddp_make_jpegs" "$jd" 40 4 500 375 90 > "$OUT/jpeg.make.log" 2>&1; then
     row jpeg:cpu-train FAIL "" "could not generate JPEGs: $(tail -1 "$OUT/jpeg.make.log")"
+  elif ! mix_jpegs "$jd" 5; then
+    row jpeg:cpu-train FAIL "" "could not re-encode JPEGs: $(tail -1 "$OUT/jpeg.make.log")"
   else
     trainer jpeg_train_cpu --backend gloo --device cpu --arch resnet18 --data "imagefolder:$jd" \
       --data-pipeline cpu --batch-size 8 --epochs 1 --workers 2 --no-eval --print-freq 1 \
@@ -410,7 +427,7 @@ if want jpeg && [[ $DEVICE == cpu ]]; then
     rc=$?
     if [[ $rc -eq 0 && -f "$OUT/jpeg_train_cpu/ck/final.pt" ]] &&
        grep -q "data imagefolder .* images, 4 classes" "$OUT/jpeg_train_cpu.log"; then
-      row jpeg:cpu-train PASS "" "ddp-trainer from generated 500x375 JPEGs, --data-pipeline cpu, ResNet-18 at 224x224, $(grep -o 'done: .* steps' "$OUT/jpeg_train_cpu.log" | grep -o '[0-9]* steps'), final.pt written"
+      row jpeg:cpu-train PASS "" "ddp-trainer from generated 500x375 JPEGs ($(grep -o 're-encoded [0-9]*' "$OUT/jpeg.make.log" | tail -1 | cut -d' ' -f2) progressive or greyscale), --data-pipeline cpu, ResNet-18 at 224x224, $(grep -o 'done: .* steps' "$OUT/jpeg_train_cpu.log" | grep -o '[0-9]* steps'), final.pt written"
     else
       row jpeg:cpu-train FAIL "exit $rc" "$(grep -m1 -i error "$OUT/jpeg_train_cpu.log" | cut -c1-150)"
     fi
@@ -421,17 +438,7 @@ elif want jpeg; then
   if ! "$B/bin/ddp_make_jpegs" "$jd" 7680 100 500 375 90 > "$OUT/jpeg.make.log" 2>&1; then
     row jpeg FAIL "" "could not generate JPEGs: $(tail -1 "$OUT/jpeg.make.log")"
   else
-    # Some files the hardware decoder refuses (progressive, greyscale), as in real data sets: the
-    # pipeline decodes those on the CPU.
-    "$PY" - "$jd" >> "$OUT/jpeg.make.log" 2>&1 <<'EOF'
-import glob, sys
-from PIL import Image
-files = sorted(glob.glob(sys.argv[1] + "/train/*/*.jpg"))
-for i, f in enumerate(files[::97]):
-    im = Image.open(f)
-    (im.convert("L") if i % 4 == 0 else im).save(f, quality=90, progressive=(i % 4 != 0))
-print(f"re-encoded {len(files[::97])} of {len(files)} train JPEGs as progressive or greyscale")
-EOF
+    mix_jpegs "$jd" 97
     o="$(timeout 300 "$B/bin/ddp_gpu_jpeg_bench" "$jd" 128 "$(nproc)" 2 2>&1)"; echo "$o" > "$OUT/jpeg.bench.log"
     c="$(echo "$o" | grep 'pipeline=compare ')"
     if [[ -n "$c" ]] && [[ "$(echo "$c" | field labels_equal)" == 1 ]] &&
