@@ -6,7 +6,7 @@
 #   bin/       wrappers that put lib/ and the machine's own LibTorch/CUDA on the library path
 #   lib/       every shared library those need except LibTorch, CUDA and the C/C++ runtime
 #              (gRPC, protobuf, abseil, OpenSSL, libjpeg-turbo, ...), plus nvJPEG
-#   bench/gpu/ run.sh (the checks) and its Python halves
+#   bench/gpu/ run.sh (the checks), correctness.sh (sourced by it) and their Python halves
 #
 #   scripts/gpu-bundle.sh [OUT]        OUT defaults to ./gpu-bundle; env BUILD_DIR (default build)
 # Then, on the GPU machine: OUT/bench/gpu/run.sh
@@ -92,7 +92,7 @@ EOF
   chmod +x "$OUT/bin/$b"
 done
 
-cp "$ROOT"/bench/gpu/run.sh "$ROOT"/bench/gpu/*.py "$OUT/bench/gpu/"
+cp "$ROOT"/bench/gpu/*.sh "$ROOT"/bench/gpu/*.py "$OUT/bench/gpu/"
 git -C "$ROOT" rev-parse HEAD > "$OUT/COMMIT" 2>/dev/null || echo unknown > "$OUT/COMMIT"
 git -C "$ROOT" diff --quiet 2>/dev/null || echo "(with uncommitted changes)" >> "$OUT/COMMIT"
 

@@ -11,7 +11,8 @@
 #                                        say SKIP; tests/bench/gpu_bundle_cpu_test.sh runs it from
 #                                        a copy of the bundle in a clean folder
 #
-# Correctness checks run first, side by side (they share the GPU but not their timings):
+# Correctness checks run first, side by side (they share the GPU but not their timings; their
+# functions are in correctness.sh):
 #   env            the bundle's binaries load, every library resolves into the bundle, the
 #                  machine's torch or the C/C++ runtime (none elsewhere), and the GPU is visible
 #   gloo_cuda_w2   ddp-trainer, Gloo on CUDA tensors, 2 workers on one GPU, ResNet-18
@@ -147,156 +148,7 @@ if [[ $DEVICE == cpu ]]; then
 fi
 
 # --- correctness, side by side ----------------------------------------------------------------
-# On the CPU (DEVICE=cpu) the checks that can run there use smaller images and fewer steps.
-if [[ $DEVICE == cuda ]]; then SMALL_N=1024 SMALL_HW=64 RECOVER_EPOCHS_OF_SMALL=8
-else SMALL_N=256 SMALL_HW=32 RECOVER_EPOCHS_OF_SMALL=4; fi
-SMALL="synthetic:${SMALL_N}x3x${SMALL_HW}x${SMALL_HW}:10"
-SMALL_STEPS=$(( SMALL_N / 64 ))  # 2 workers x batch 32
-check_gloo_cuda_w2() {
-  trainer gloo_cuda_w2 --nprocs-per-node 2 --backend gloo --device "$DEVICE" --arch resnet18 \
-    --data "$SMALL" --batch-size 32 --epochs 1 --workers 2 --print-freq 4 \
-    --checkpoint-dir ck --no-eval
-  local rc=$? log="$OUT/gloo_cuda_w2.log"
-  if [[ $rc -eq 0 ]] && grep -q "gloo backend, $DEVICE" "$log" && [[ -f "$OUT/gloo_cuda_w2/ck/final.pt" ]]; then
-    row gloo_cuda_w2 PASS "" "2 workers, Gloo on $DEVICE tensors, $SMALL_STEPS steps, final.pt written"
-  else
-    row gloo_cuda_w2 FAIL "exit $rc" "$(grep -m1 -i 'error' "$log" | cut -c1-150)"
-  fi
-}
-
-check_equiv() {  # name backend world
-  local name=$1 backend=$2 world=$3 dir="$OUT/$1"
-  mkdir -p "$dir"
-  { "$PY" "$HERE/equivalence.py" data "$dir/data" 4096 &&
-    "$PY" "$HERE/equivalence.py" export "$dir/model.pt"; } > "$dir/prep.log" 2>&1 ||
-    { row "$name" FAIL "" "preparing data/model failed: $(tail -1 "$dir/prep.log")"; return; }
-  local dev=()
-  [[ $backend == gloo ]] && dev=(--device "$DEVICE")
-  trainer "$name" --model "$dir/model.pt" --data "mnist:$dir/data" --backend "$backend" "${dev[@]}" \
-    --nprocs-per-node "$world" --epochs 3 --batch-size 32 --lr 0.05 --momentum 0.9 \
-    --weight-decay 0.0001 --seed 3 --schedule constant --no-eval --deterministic --workers 1 \
-    --stop-after-steps 100 --checkpoint-dir ck --print-freq 50
-  local rc=$?
-  if [[ $rc -ne 3 ]]; then
-    row "$name" FAIL "exit $rc" "ddp-trainer: $(grep -m1 -i 'error' "$OUT/$name.log" | cut -c1-150)"
-    return
-  fi
-  timeout 300 "$PY" "$HERE/equivalence.py" train "$dir/model.pt" "$dir/data" "$dir/python.pt" 100 \
-    "$backend" "$world" > "$dir/python.log" 2>&1 ||
-    { row "$name" FAIL "" "python DDP failed: $(tail -1 "$dir/python.log")"; return; }
-  local ours; ours="$(ls "$dir"/ck/ckpt-*.pt | tail -1)"
-  local cmp diff
-  cmp="$("$PY" "$HERE/equivalence.py" compare "$ours" "$dir/python.pt" 2>&1)"
-  diff="$(echo "$cmp" | field max_abs_diff)"
-  if [[ -n "$diff" ]] && "$PY" -c "import sys; sys.exit(0 if float('$diff') <= 1e-4 else 1)"; then
-    row "$name" PASS "max_dw=$diff" "$backend world $world on $DEVICE, 100 steps, fp32, deterministic (limit 1e-4)"
-  else
-    row "$name" FAIL "max_dw=${diff:-?}" "$(echo "$cmp" | tail -1 | cut -c1-150)"
-  fi
-}
-
-check_stop_resume() {
-  local n=1536 stop=20  # 48 steps of batch 32, stopped at 20 (CPU: 16, stopped at 8)
-  [[ $DEVICE == cpu ]] && n=512 stop=8
-  local common=(--arch resnet18 --data "synthetic:${n}x3x${SMALL_HW}x${SMALL_HW}:10" --batch-size 32
-    --epochs 1 --workers 2 --no-eval --deterministic --print-freq 8 --checkpoint-dir ck)
-  local backend=nccl
-  [[ $DEVICE == cpu ]] && backend=gloo
-  common+=(--backend "$backend" --device "$DEVICE")
-  trainer stop_resume --stop-after-steps "$stop" "${common[@]}"; local rc1=$?
-  trainer stop_resume "${common[@]}"; local rc2=$?  # same folder: resumes (log overwritten)
-  cp "$OUT/stop_resume.log" "$OUT/stop_resume.resume.log"
-  trainer stop_resume_ref "${common[@]}"; local rc3=$?
-  local resumed=no
-  grep -q "resuming from .*step $stop\b" "$OUT/stop_resume.resume.log" && resumed=yes
-  if [[ $rc1 -ne 3 || $rc2 -ne 0 || $rc3 -ne 0 || $resumed != yes ]]; then
-    row stop_resume FAIL "" "exits $rc1/$rc2/$rc3 (want 3/0/0), resumed at step $stop: $resumed"
-    return
-  fi
-  local diff
-  diff="$("$PY" - "$OUT/stop_resume/ck/final.pt" "$OUT/stop_resume_ref/ck/final.pt" <<'EOF'
-import sys, torch, torch.jit._pickle
-with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
-    a, b = (torch.load(p)["model"] for p in sys.argv[1:3])
-print(max((a[k].float() - b[k].float()).abs().max().item() for k in b))
-EOF
-)"
-  if [[ -n "$diff" ]] && "$PY" -c "import sys; sys.exit(0 if float('$diff') <= 1e-4 else 1)"; then
-    row stop_resume PASS "max_dw=$diff" "$backend on $DEVICE: stop at step $stop (exit 3), resume to step $(( n / 32 )) (exit 0) vs uninterrupted"
-  else
-    row stop_resume FAIL "max_dw=${diff:-?}" "resumed final.pt differs from the uninterrupted run"
-  fi
-}
-
-check_nccl_kill() {
-  mkdir -p "$OUT/nccl_kill"
-  (cd "$OUT/nccl_kill" && exec timeout 300 "$TRAINER" --job-id nccl_kill --backend nccl \
-    --arch resnet18 --data synthetic:65536x3x64x64:10 --batch-size 32 --epochs 5 --workers 2 \
-    --no-eval --print-freq 5 --heartbeat-timeout 5 --max-restarts 0 --linger 0) > "$OUT/nccl_kill.log" 2>&1 &
-  local job=$! t=0
-  until grep -q "Epoch: \[0\]\[ *[1-9][0-9]/" "$OUT/nccl_kill.log" 2>/dev/null; do
-    sleep 0.5; t=$((t + 1))
-    if (( t > 240 )) || ! kill -0 $job 2>/dev/null; then
-      row nccl_kill FAIL "" "never reached step 10: $(tail -1 "$OUT/nccl_kill.log" | cut -c1-120)"
-      kill $job 2>/dev/null; wait $job 2>/dev/null; return
-    fi
-  done
-  local victim="" pid
-  for pid in $(pgrep -f -- "--internal-worker"); do
-    grep -qa "nccl_kill" "/proc/$pid/cmdline" 2>/dev/null && victim=$pid
-  done
-  if [[ -z "$victim" ]]; then
-    row nccl_kill FAIL "" "no worker process found"; kill $job; wait $job 2>/dev/null; return
-  fi
-  local start; start=$(date +%s.%N)
-  kill -9 "$victim"
-  wait $job; local rc=$?
-  local took; took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
-  local crash=no
-  grep -qiE "terminate called|Watchdog caught|core dumped|Segmentation" "$OUT/nccl_kill.log" && crash=yes
-  if [[ $rc -ne 0 ]] && grep -q "rank 0" "$OUT/nccl_kill.log" && [[ $crash == no ]] &&
-     awk -v t="$took" 'BEGIN{exit !(t <= 20)}'; then
-    row nccl_kill PASS "${took}s" "job exit $rc naming rank 0; no watchdog crash"
-  else
-    row nccl_kill FAIL "${took}s" "exit $rc, crash text: $crash: $(tail -1 "$OUT/nccl_kill.log" | cut -c1-120)"
-  fi
-}
-
-# In-job recovery on CUDA tensors: SIGKILL of rank 1 once rank 0 printed step 10; the run must
-# end exit 0 with rank 0's "recovery 1:" line, within 120 s of the kill, without a crash.
-check_recover_cuda() {
-  local dir="$OUT/recover_cuda" log="$OUT/recover_cuda.log"
-  mkdir -p "$dir"
-  (cd "$dir" && exec timeout 400 "$TRAINER" --job-id recover_cuda --nprocs-per-node 2 \
-    --backend gloo --device "$DEVICE" --arch resnet18 \
-    --data "synthetic:$(( SMALL_N * RECOVER_EPOCHS_OF_SMALL ))x3x${SMALL_HW}x${SMALL_HW}:10" --batch-size 32 \
-    --epochs 1 --workers 2 --no-eval --print-freq 5 --heartbeat-timeout 5 --max-restarts 1 \
-    --checkpoint-dir ck --linger 0) > "$log" 2>&1 &
-  local job=$! t=0
-  until grep -q "Epoch: \[0\]\[ *[1-9][0-9]/" "$log" 2>/dev/null; do
-    sleep 0.5; t=$((t + 1))
-    if (( t > 240 )) || ! kill -0 $job 2>/dev/null; then
-      row recover_cuda FAIL "" "never reached step 10: $(tail -1 "$log" | cut -c1-120)"
-      kill $job 2>/dev/null; wait $job 2>/dev/null; return
-    fi
-  done
-  local victim
-  victim=$(pgrep -f -- "--internal-worker" | while read -r pid; do
-    grep -qa recover_cuda "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | sort -n | tail -1)
-  [[ -n "$victim" ]] || { row recover_cuda FAIL "" "no worker found"; kill $job; wait $job; return; }
-  local start; start=$(date +%s.%N)
-  kill -9 "$victim"
-  wait $job; local rc=$?
-  local took; took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
-  local line; line=$(grep -m1 -o "recovery 1: .*training resumed at step [0-9]*, [0-9.]* s" "$log")
-  if [[ $rc -eq 0 && -n "$line" && -f "$dir/ck/final.pt" ]] &&
-     ! grep -qiE "terminate called|Watchdog caught|core dumped|Segmentation" "$log"; then
-    row recover_cuda PASS "${took}s" "kill to end; ${line##*, } to resume"
-  else
-    row recover_cuda FAIL "${took}s" "exit $rc: $(tail -1 "$log" | cut -c1-120)"
-  fi
-}
-
+source "$HERE/correctness.sh"
 pids=()
 want gloo_cuda_w2 && { check_gloo_cuda_w2 & pids+=($!); }
 want equiv_nccl && { check_equiv equiv_nccl nccl 1 & pids+=($!); }
