@@ -253,7 +253,7 @@ fi
 # data sets have some: the hardware decoder refuses those and the GPU pipeline decodes them on
 # the CPU; the CPU pipeline decodes them as any other.
 mix_jpegs() {
-  "$PY" - "$1" "$2" >> "$OUT/jpeg.make.log" 2>&1 <<'EOF'
+  timeout 120 "$PY" - "$1" "$2" >> "$OUT/jpeg.make.log" 2>&1 <<'EOF'
 import glob, sys
 from PIL import Image
 files = sorted(glob.glob(sys.argv[1] + "/train/*/*.jpg"))
