@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Proves that building ProcessGroupGloo against Debian's gloo headers (declarations only) is
-# sound with the LibTorch wheel (README, "Gloo from C++ with the pip wheel"):
+# sound with the LibTorch wheel (docs/development.md, "Gloo from C++ with the pip wheel"):
 #  1. gloo_backend.o defines no gloo symbol (no inline gloo function, vtable or typeinfo of ours
 #     could interpose the gloo compiled into libtorch_cpu);
 #  2. every gloo / ProcessGroupGloo symbol it needs is exported by a LibTorch library;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The layering rule of DESIGN.md, checked on the sources and on the linked binaries:
+# The layering rule (docs/architecture.md, "Layers"), checked on the sources and on the linked
+# binaries:
 #  - trainer/ never includes protobuf or gRPC headers (the LibTorch wheel ships its own protobuf
 #    headers; mixing them breaks), nor coordinator/ or proto/; client/ headers it includes must
 #    themselves be free of gRPC and protobuf;

@@ -4,7 +4,7 @@
 # ends within 30 s with a non-zero exit, the output names the lost rank (global rank and pid),
 # ddpctl status (polled while the coordinator is still up) shows the job FAILED on that rank,
 # and no process of the job is left. Fail-fast (--max-restarts 0): with restarts left the job
-# recovers in place instead (README, "When a worker dies: in-job recovery").
+# recovers in place instead (docs/operations.md, "When a worker dies: in-job recovery").
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/trainer_lib.sh"
 tr_require
