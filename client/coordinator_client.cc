@@ -233,6 +233,17 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     return FromProto(reply);
   }
 
+  absl::StatusOr<std::vector<FenceOrder>> Fences(int node_rank,
+                                                 const std::vector<LiveWorker>& live) override {
+    pb::FencesRequest req;
+    ToProto(node_rank, live, &req);
+    pb::FencesReply reply;
+    RETURN_IF_ERROR(ch_->Call("Fences", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
+      return ch_->stub().Fences(ctx, req, &reply);
+    }));
+    return FromProto(reply);
+  }
+
  private:
   void SetWorker(pb::WorkerRef* ref) const {
     absl::MutexLock lock(&mu_);

@@ -187,6 +187,20 @@ struct SpareDecision {
   std::string description;  // for the log
 };
 
+// Fencing (Job::Fences): a node's task names its running workers; the coordinator answers with
+// those it has declared lost (silent past the heartbeat timeout) whose process still runs, so
+// that the task kills them before their slot is filled again.
+struct LiveWorker {
+  int local_rank = 0;
+  int pid = 0;
+};
+
+struct FenceOrder {
+  int local_rank = 0;
+  int pid = 0;
+  std::string reason;  // the loss, for the task's log: "rank 1 (...) lost: no heartbeat for 10s"
+};
+
 class CoordinatorApi {
  public:
   virtual ~CoordinatorApi() = default;
@@ -237,6 +251,12 @@ class CoordinatorApi {
   // implement it.
   virtual absl::StatusOr<SpareDecision> StandBy(const SpareReport& /*spare*/) {
     return absl::UnimplementedError("StandBy");
+  }
+  // A node's task asks which of its running workers to kill (see Job::Fences); about once a
+  // second while it supervises workers. Fakes that fence nothing need not implement it.
+  virtual absl::StatusOr<std::vector<FenceOrder>> Fences(int /*node_rank*/,
+                                                         const std::vector<LiveWorker>& /*live*/) {
+    return absl::UnimplementedError("Fences");
   }
 };
 

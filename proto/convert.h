@@ -79,6 +79,11 @@ void ToProto(const SpareReport& in, slurm_ddp::v1::StandByRequest* out);
 SpareReport FromProto(const slurm_ddp::v1::StandByRequest& in);
 void ToProto(const SpareDecision& in, slurm_ddp::v1::StandByReply* out);
 SpareDecision FromProto(const slurm_ddp::v1::StandByReply& in);
+// Fencing (Fences).
+void ToProto(int node_rank, const std::vector<LiveWorker>& in, slurm_ddp::v1::FencesRequest* out);
+std::vector<LiveWorker> FromProto(const slurm_ddp::v1::FencesRequest& in);
+void ToProto(const std::vector<FenceOrder>& in, slurm_ddp::v1::FencesReply* out);
+std::vector<FenceOrder> FromProto(const slurm_ddp::v1::FencesReply& in);
 void ToProto(const RejoinRequest& in, slurm_ddp::v1::RejoinRequest* out);
 RejoinRequest FromProto(const slurm_ddp::v1::RejoinRequest& in);
 // The recovery fields of a rank assignment and of a job status (called by the functions above).

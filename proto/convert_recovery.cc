@@ -2,6 +2,7 @@
 // fields of rank assignments and job status.
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "proto/convert.h"
 
@@ -57,6 +58,36 @@ void ToProto(const SpareReport& in, pb::StandByRequest* out) {
   out->set_host(in.host);
   out->set_pid(in.pid);
   out->set_nonce(in.nonce);
+}
+
+void ToProto(int node_rank, const std::vector<LiveWorker>& in, pb::FencesRequest* out) {
+  out->set_node_rank(node_rank);
+  for (const LiveWorker& w : in) {
+    pb::LiveWorker* p = out->add_workers();
+    p->set_local_rank(w.local_rank);
+    p->set_pid(w.pid);
+  }
+}
+
+std::vector<LiveWorker> FromProto(const pb::FencesRequest& in) {
+  std::vector<LiveWorker> out;
+  for (const pb::LiveWorker& w : in.workers()) out.push_back({w.local_rank(), w.pid()});
+  return out;
+}
+
+void ToProto(const std::vector<FenceOrder>& in, pb::FencesReply* out) {
+  for (const FenceOrder& f : in) {
+    pb::FenceOrder* p = out->add_fences();
+    p->set_local_rank(f.local_rank);
+    p->set_pid(f.pid);
+    p->set_reason(f.reason);
+  }
+}
+
+std::vector<FenceOrder> FromProto(const pb::FencesReply& in) {
+  std::vector<FenceOrder> out;
+  for (const pb::FenceOrder& f : in.fences()) out.push_back({f.local_rank(), f.pid(), f.reason()});
+  return out;
 }
 
 SpareReport FromProto(const pb::StandByRequest& in) {

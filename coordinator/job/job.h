@@ -52,6 +52,7 @@
 #include "coordinator/job/lifecycle.h"
 #include "coordinator/job/liveness.h"
 #include "coordinator/job/membership.h"
+#include "coordinator/job/node_tasks.h"
 #include "coordinator/job/recovery.h"
 #include "coordinator/job/shard_ledger.h"
 #include "coordinator/job/spares.h"
@@ -141,6 +142,12 @@ class Job {
   // the lost node it now replaces, or kLeave once the job is finished. INVALID_ARGUMENT when its
   // node id holds slots of the job; FAILED_PRECONDITION on a nonce mismatch (a stale dist_file).
   absl::StatusOr<SpareDecision> StandBy(const SpareReport& spare);
+  // A node's task names the workers it runs (proto/coordinator.proto, FENCING): the reply names
+  // those whose slot was vacated (lost by silence) while that very process still runs, so that
+  // the task kills them before the slot is filled again. The call also keeps the node alive
+  // (NodeTasks): it is not taken for a lost node while its task asks.
+  absl::StatusOr<std::vector<FenceOrder>> Fences(int node_rank,
+                                                 const std::vector<LiveWorker>& live);
   // A restarted coordinator takes over: the state its journal recorded (journal.h). With a rank
   // table the job is RUNNING (STOPPING with a stop recorded) in that membership generation, and
   // every rank has heartbeat_timeout from now to heartbeat again; without one the recorded
@@ -251,6 +258,7 @@ class Job {
   std::string early_rejoin_who_ ABSL_GUARDED_BY(mu_);
   std::string early_rejoin_what_ ABSL_GUARDED_BY(mu_);
   Spares spares_ ABSL_GUARDED_BY(mu_);
+  NodeTasks node_tasks_ ABSL_GUARDED_BY(mu_);
   // Nodes whose launcher reported a lost worker during the recovery in progress: their task
   // lives, so they are not lost nodes.
   std::set<int> reported_nodes_ ABSL_GUARDED_BY(mu_);

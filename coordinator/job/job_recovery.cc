@@ -33,6 +33,11 @@ absl::StatusOr<LostDecision> Job::ReportLost(const LostWorker& lost) {
   if (vacant) {
     if (w->pid == lost.pid) {
       // Already lost (silent); the recovery awaits its replacement.
+      if (rank >= 0 && node_tasks_.WasFenced(rank, lost.pid)) {
+        EventLocked(absl::StrCat(membership_.Describe(rank), " fenced: its node's task reports it ",
+                                 lost.what),
+                    &out);
+      }
       return LostDecision{membership_.Describe(rank),
                           recovery_.in_progress() ? LostAction::kRespawn : LostAction::kStop};
     }
@@ -59,6 +64,34 @@ absl::StatusOr<LostDecision> Job::ReportLost(const LostWorker& lost) {
   }
   const LostAction action = LoseRankLocked(rank, CauseOfLostWorker(rank, who, lost), &out);
   return LostDecision{who, action};
+}
+
+absl::StatusOr<std::vector<FenceOrder>> Job::Fences(int node_rank,
+                                                    const std::vector<LiveWorker>& live) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  node_tasks_.Asked(node_rank, clock_->Now());
+  std::vector<FenceOrder> orders;
+  if (FinishedLocked()) return orders;  // the launchers stop every worker themselves
+  for (const LiveWorker& w : live) {
+    const WorkerIdentity* id = membership_.Find(node_rank, w.local_rank);
+    if (id == nullptr || id->pid != w.pid || !membership_.vacant(node_rank, w.local_rank)) {
+      continue;
+    }
+    const int rank = membership_.RankOf(node_rank, w.local_rank);
+    std::string reason = "lost";
+    for (const LostRank& l : recovery_.lost()) {
+      if (l.cause.rank == rank) reason = l.cause.text;  // the latest loss of that rank
+    }
+    if (node_tasks_.NoteFence(rank, w.pid)) {
+      EventLocked(absl::StrCat(membership_.Describe(rank),
+                               " was declared lost but its process still runs: fenced (its "
+                               "node's task kills it before its slot is filled again)"),
+                  &out);
+    }
+    orders.push_back(FenceOrder{w.local_rank, w.pid, std::move(reason)});
+  }
+  return orders;
 }
 
 LostAction Job::LoseRankLocked(int rank, const FailureCause& cause, Completions* out) {

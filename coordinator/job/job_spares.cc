@@ -42,7 +42,11 @@ absl::StatusOr<SpareDecision> Job::StandBy(const SpareReport& spare) {
 
 void Job::TakeOverLostNodesLocked(absl::Time now, Completions* out) {
   for (int node : membership_.VacantNodes()) {
-    if (reported_nodes_.count(node) > 0 || spares_.TakingOver(node)) continue;
+    // A node whose task reported a lost worker, or still asks what to fence, is alive.
+    if (reported_nodes_.count(node) > 0 || spares_.TakingOver(node) ||
+        node_tasks_.Alive(node, now)) {
+      continue;
+    }
     const std::string lost =
         absl::StrCat("lost ", membership_.DescribeNode(node), ": its task and workers went silent");
     const Spares::Spare* spare = spares_.Assign(node, membership_.SlotsOnNode(node), now);

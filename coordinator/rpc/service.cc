@@ -243,6 +243,17 @@ void CoordinatorService::AddWorkerMethods() {
                  if (decision.ok()) ToProto(*decision, resp);
                  done(decision.status());
                }));
+  AddUnary("Fences", kWorkerRoles, kMessage,
+           Typed<pb::FencesRequest, pb::FencesReply>(
+               "Fences", [this](const pb::FencesRequest& req, pb::FencesReply* resp, Done done) {
+                 const std::vector<LiveWorker> live = FromProto(req);
+                 absl::Status st = ValidateLiveWorkers(req.node_rank(), live);
+                 if (!st.ok()) return done(st);
+                 absl::StatusOr<std::vector<FenceOrder>> fences =
+                     job_->Fences(req.node_rank(), live);
+                 if (fences.ok()) ToProto(*fences, resp);
+                 done(fences.status());
+               }));
   parked_.push_back(AddAsync(
       "Rejoin", kWorkerRoles, kMessage,
       Typed<pb::RejoinRequest, pb::RegisterReply>(

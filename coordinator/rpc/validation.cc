@@ -53,6 +53,23 @@ absl::Status ValidateSpare(const SpareReport& spare, int world_size) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateLiveWorkers(int node_rank, const std::vector<LiveWorker>& live) {
+  if (node_rank < 0 || node_rank >= kMaxWorldSize) {
+    return Invalid(absl::StrCat("node_rank ", node_rank, " is outside 0..", kMaxWorldSize - 1));
+  }
+  if (live.size() > static_cast<size_t>(kMaxLocalWorkers)) {
+    return Invalid(absl::StrCat(live.size(), " workers on one node; at most ", kMaxLocalWorkers));
+  }
+  for (const LiveWorker& w : live) {
+    if (w.local_rank < 0 || w.local_rank >= kMaxLocalWorkers || w.pid <= 0) {
+      return Invalid(absl::StrCat("worker (local rank ", w.local_rank, ", pid ", w.pid,
+                                  "): local rank must be in 0..", kMaxLocalWorkers - 1,
+                                  " and pid positive"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateKey(const std::string& key) {
   if (key.empty() || key.size() > kMaxKeyBytes) {
     return Invalid(absl::StrCat("store key must have 1..", kMaxKeyBytes, " bytes"));

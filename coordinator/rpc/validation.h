@@ -36,6 +36,10 @@ inline constexpr int64_t kMaxStoreTimeoutMs = int64_t{24} * 3600 * 1000;
 absl::Status ValidateIdentity(const WorkerIdentity& who, int world_size);
 // A spare's StandBy: like an identity, but its node id is any node's (0..kMaxWorldSize - 1).
 absl::Status ValidateSpare(const SpareReport& spare, int world_size);
+// A node task's Fences: its node id (0..kMaxWorldSize - 1) and at most kMaxLocalWorkers
+// workers, each with a local rank in 0..kMaxLocalWorkers - 1 and a positive pid.
+inline constexpr int kMaxLocalWorkers = 1024;
+absl::Status ValidateLiveWorkers(int node_rank, const std::vector<LiveWorker>& live);
 absl::Status ValidateKey(const std::string& key);
 absl::Status ValidateKeys(const std::vector<std::string>& keys);
 absl::Status ValidateValue(const std::string& value);

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -44,9 +45,14 @@ class LauncherRun {
       if (left) return *left;
     }
     StartWorkers();
+    if (options_.fences) next_fence_poll_ = absl::Now() + options_.fence_period;
     while (supervisor_.CountRunning(workers_) > 0) {
-      for (const SupervisorEvent& e : supervisor_.DoWork(stop_deadline_)) OnEvent(e);
+      for (const SupervisorEvent& e :
+           supervisor_.DoWork(std::min(stop_deadline_, next_fence_poll_))) {
+        OnEvent(e);
+      }
       if (absl::Now() >= stop_deadline_) EndOverdueStop();
+      if (absl::Now() >= next_fence_poll_) PollFences();
     }
     if (coordinator_ >= 0) OutlastCoordinator();
     const int result = policy_.task_exit_code();
@@ -167,6 +173,32 @@ class LauncherRun {
                               absl::FormatDuration(options_.timeouts.signal_stop_deadline),
                               " after the stop signal; stopping it"));
       supervisor_.Stop(workers_[i], options_.timeouts.worker_stop_grace);
+    }
+  }
+
+  // Asks the coordinator which running workers to fence, and kills those (with children).
+  void PollFences() {
+    std::vector<LiveWorker> live;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (supervisor_.running(workers_[i])) {
+        live.push_back({local_ranks_[i], static_cast<int>(supervisor_.pid(workers_[i]))});
+      }
+    }
+    const absl::StatusOr<std::vector<FenceOrder>> orders =
+        options_.fences(plan_.base.node_rank, live);
+    next_fence_poll_ = absl::Now() + (orders.ok() ? 1 : 2) * options_.fence_period;
+    if (!orders.ok()) return;
+    for (const FenceOrder& f : *orders) {
+      for (size_t i = 0; i < workers_.size(); ++i) {
+        const int id = workers_[i];
+        if (local_ranks_[i] != f.local_rank || !supervisor_.running(id) ||
+            supervisor_.pid(id) != f.pid) {
+          continue;
+        }
+        Log(task_, absl::StrCat("fencing worker (local rank ", f.local_rank, ", pid ", f.pid,
+                                "): ", f.reason, "; killing it and its children"));
+        supervisor_.Kill(id);
+      }
     }
   }
 
@@ -306,9 +338,10 @@ class LauncherRun {
   FailurePolicy policy_;
   int coordinator_ = -1;
   CoordinatorRestarts coordinator_restarts_;
-  absl::Time stop_deadline_ = absl::InfiniteFuture();  // set by a forwarded stop signal
-  std::vector<int> workers_;                           // supervisor ids ...
-  std::vector<int> local_ranks_;                       // ... and their local ranks
+  absl::Time stop_deadline_ = absl::InfiniteFuture();    // set by a forwarded stop signal
+  absl::Time next_fence_poll_ = absl::InfiniteFuture();  // with options_.fences
+  std::vector<int> workers_;                             // supervisor ids ...
+  std::vector<int> local_ranks_;                         // ... and their local ranks
 };
 
 }  // namespace

@@ -20,6 +20,9 @@
 //     (stand_by) until it is given a lost node, then starts that node's workers as that node.
 //     It leaves (exit 0) when the job ends, on a stop signal, or after stand_by_unanswered
 //     without an answer; a coordinator that refuses it (a bad layout) ends it with exit 2.
+//   - Fencing (with `fences`): about once a second the task names its running workers to the
+//     coordinator; a worker it names (declared lost by silence, yet still running: stopped,
+//     hung) is SIGKILLed with its children at once, and its end is reported as any worker's.
 //   - No wait is unbounded: a child that outlives SIGKILL is reported and given up on.
 //
 // Thread safety: single-threaded (the launcher's main thread).
@@ -47,6 +50,13 @@ using LostReporter = std::function<LostDecision(const LostWorker&)>;
 // lost node (Job::StandBy); an error means no answer this time.
 using SpareStandBy = std::function<absl::StatusOr<SpareDecision>()>;
 
+// Which of this task's running workers the coordinator declared lost while their process still
+// runs (Job::Fences): the task kills them and reports them as lost workers. An error means no
+// answer this time.
+// `node_rank` is the task's node (a spare's, once it took a lost node over, is that node's).
+using FenceQuery = std::function<absl::StatusOr<std::vector<FenceOrder>>(
+    int node_rank, const std::vector<LiveWorker>&)>;
+
 // Makes the heartbeat relay socket of one more worker (client/heartbeat_relay.h) and returns
 // the worker's end, which the worker inherits across exec.
 using HeartbeatSocket = std::function<absl::StatusOr<int>()>;
@@ -73,6 +83,10 @@ struct LauncherOptions {
   // A spare node (plan.spare): how it asks, how often, and how long it goes on without an
   // answer before it leaves (exit 0: the job does without it).
   SpareStandBy stand_by;
+  // Optional: fencing. About every fence_period while workers run (twice that after an error),
+  // the task asks which of them to kill; each one named is SIGKILLed with its children.
+  FenceQuery fences;
+  absl::Duration fence_period = absl::Seconds(1);
   absl::Duration stand_by_period = absl::Seconds(1);
   absl::Duration stand_by_unanswered = absl::Seconds(120);
 };

@@ -33,13 +33,13 @@ std::string ExecutableDir() {
 // The launcher's own connection to its job's coordinator, through the dist_file as it is now
 // (no wait for it), every call bounded by a few seconds.
 absl::StatusOr<std::unique_ptr<ddp::CoordinatorApi>> ConnectLauncher(
-    const ddp::WorkerPlacement& base) {
+    const ddp::WorkerPlacement& base, absl::Duration rpc_timeout = absl::Seconds(3)) {
   ddp::ConnectOptions co;
   co.dist_file = base.dist_file;
   co.expected_job_id = base.job_id;
   co.min_generation = base.generation;
   co.dist_file_timeout = absl::ZeroDuration();
-  co.rpc_timeout = absl::Seconds(3);
+  co.rpc_timeout = rpc_timeout;
   return ddp::ConnectToCoordinator(co);
 }
 
@@ -88,6 +88,25 @@ ddp::SpareStandBy StandByReporter(const ddp::LaunchPlan& plan) {
     absl::StatusOr<ddp::SpareDecision> d = api->StandBy(me);
     if (!d.ok()) api.reset();
     return d;
+  };
+}
+
+// A node's task asks which of its running workers the coordinator declared lost (fencing), over
+// its own connection with a short deadline (the launcher's loop waits for it), connecting again
+// after any error.
+ddp::FenceQuery FenceReporter(const ddp::LaunchPlan& plan) {
+  const ddp::WorkerPlacement base = plan.base;
+  return [base, api = std::shared_ptr<ddp::CoordinatorApi>()](
+             int node_rank, const std::vector<ddp::LiveWorker>& live) mutable
+         -> absl::StatusOr<std::vector<ddp::FenceOrder>> {
+    if (api == nullptr) {
+      auto connected = ConnectLauncher(base, absl::Seconds(1));
+      if (!connected.ok()) return absl::UnavailableError(connected.status().message());
+      api = std::move(*connected);
+    }
+    absl::StatusOr<std::vector<ddp::FenceOrder>> orders = api->Fences(node_rank, live);
+    if (!orders.ok()) api.reset();
+    return orders;
   };
 }
 
@@ -155,6 +174,8 @@ int main(int argc, char** argv) {
     options.coordinator_restarts = config->coordinator_restarts;
     options.report_lost = LostReporter(*plan);
     options.max_respawns = config->max_restarts;
+    // A hung worker is fenced (killed, then replaced) only when it can be replaced.
+    if (config->max_restarts > 0) options.fences = FenceReporter(*plan);
     // The relay outlives the launcher's run: it owns the sockets its workers inherit.
     const std::unique_ptr<ddp::HeartbeatRelay> relay = StartHeartbeatRelay(*plan, *config);
     if (relay != nullptr) options.heartbeat_socket = [r = relay.get()] { return r->AddWorker(); };

@@ -116,6 +116,10 @@ void ProgressReporter::MarkPhase(StepPhase phase) {
   phase_mark_.store((static_cast<uint64_t>(phase) << kPhaseShift) | at, std::memory_order_relaxed);
 }
 
+StepPhase ProgressReporter::phase() const {
+  return static_cast<StepPhase>(phase_mark_.load(std::memory_order_relaxed) >> kPhaseShift);
+}
+
 void ProgressReporter::MarkCollectiveWait(bool waiting) {
   if (waiting) {
     const uint64_t mark = phase_mark_.load(std::memory_order_relaxed);
@@ -204,6 +208,25 @@ void ProgressReporter::EnforceLostStopDeadline() {
   _exit(kExitAborted);
 }
 
+void ProgressReporter::EnforceRejoinDeadline() {
+  const int64_t announced = announced_generation();
+  absl::MutexLock lock(&mu_);
+  if (!newer_generation()) {
+    newer_since_.reset();
+    return;
+  }
+  const absl::Time now = absl::Now();
+  if (!newer_since_) newer_since_ = now;
+  if (phase() != StepPhase::kAllreduce || now - *newer_since_ <= options_.rejoin_grace) return;
+  std::fprintf(stderr,
+               "%sexiting: still waiting in a collective %s after membership generation %ld was "
+               "announced (the lost peer was fenced); the launcher replaces this worker\n",
+               options_.log_prefix.c_str(), Seconds(now - *newer_since_).c_str(),
+               static_cast<long>(announced));
+  std::fflush(stderr);
+  _exit(kExitFailed);
+}
+
 void ProgressReporter::Loop() {
   for (;;) {
     {
@@ -221,6 +244,7 @@ void ProgressReporter::Loop() {
     }
     SendOnce();
     EnforceLostStopDeadline();
+    EnforceRejoinDeadline();
     absl::MutexLock lock(&mu_);
     if (abort_cause_ && !abort_acknowledged_.load() &&
         absl::Now() - abort_since_ > options_.abort_grace) {

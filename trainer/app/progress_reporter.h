@@ -65,6 +65,11 @@ struct ProgressReporterOptions {
   absl::Duration heartbeat_deadline = absl::InfiniteDuration();
   absl::Duration suspend_margin = absl::Seconds(2);
   absl::Duration abort_grace = absl::Seconds(3);
+  // A survivor still waiting in a collective this long after a newer membership generation was
+  // announced ends itself (kExitFailed), so that its launcher replaces it: the peer it waits for
+  // was declared lost and fenced (killed), which fails a collective at once; one that still
+  // waits is stuck beyond what the process group can abort (Gloo has no abort).
+  absl::Duration rejoin_grace = absl::Seconds(15);
   std::string log_prefix;  // "[rank 3] "
 };
 
@@ -81,6 +86,8 @@ class ProgressReporter {
   ProgressReport latest() const;
   // The training thread enters `phase` now. Cheap: one atomic store.
   void MarkPhase(StepPhase phase);
+  // The phase last marked (kNone before the first mark).
+  StepPhase phase() const;
   // A collective wait begins (true) or ends (false), on any thread: the phase is kAllreduce
   // meanwhile, then again the phase it interrupted (timed from the end of the wait).
   void MarkCollectiveWait(bool waiting);
@@ -139,6 +146,9 @@ class ProgressReporter {
   bool CheckLostLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the process when a lost coordinator's stop ran past lost_stop_timeout.
   void EnforceLostStopDeadline();
+  // Ends the process when it still waits in a collective rejoin_grace after a newer generation
+  // was announced.
+  void EnforceRejoinDeadline();
 
   CoordinatorApi* const api_;
   const ProgressReporterOptions options_;
@@ -160,6 +170,9 @@ class ProgressReporter {
   ProgressReport latest_ ABSL_GUARDED_BY(mu_);
   std::optional<FailureCause> abort_cause_ ABSL_GUARDED_BY(mu_);
   absl::Time abort_since_ ABSL_GUARDED_BY(mu_);
+  // When a heartbeat reply first announced a generation newer than the own one (reset once the
+  // worker has caught up).
+  std::optional<absl::Time> newer_since_ ABSL_GUARDED_BY(mu_);
   // When the oldest heartbeat not answered yet was sent (nullopt: the last one was answered).
   std::optional<absl::Time> unanswered_since_ ABSL_GUARDED_BY(mu_);
   bool call_unreachable_ ABSL_GUARDED_BY(mu_) = false;  // NoteUnreachable since the last answer

@@ -189,10 +189,11 @@ class Loop {
     const int64_t batches = loader->num_batches();
     ctx_.model.model().train(true);
     StepRunner runner(ctx_.model, ctx_.comm, pos_,
-                      {c_.bf16, c_.max_restarts > 0, &ctx_.session.reporter()});
+                      {c_.bf16, c_.max_restarts > 0, &ctx_.session.reporter(), ctx_.hold});
     EpochMeters meters;
     for (int64_t i = 0;; ++i) {
       MarkPhase(StepPhase::kData);
+      Hold(TestHold::Point::kData);
       ASSIGN_OR_RETURN(std::optional<data::Batch> batch, loader->Next());
       if (!batch) break;
       const double data_s = absl::ToDoubleSeconds(loader->last_wait());

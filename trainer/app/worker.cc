@@ -46,11 +46,41 @@ void OnStopSignal(int) { g_signal_stop.store(true); }
 // The reporter that collective waits are marked on (the phase "allreduce"), while one lives.
 std::atomic<ProgressReporter*> g_reporter{nullptr};
 
+// End-to-end tests: DDP_TEST_HOLD's "allreduce" point, the first wait of a step's gradient
+// reduction (a collective wait that begins while the step is in its backward phase).
+struct AllreduceHold {
+  const TestHold* hold;
+  const CoordinatorSession* session;
+  const TrainingPosition* position;
+};
+std::atomic<const AllreduceHold*> g_allreduce_hold{nullptr};
+
 void OnCollectiveWait(bool waiting) {
-  if (ProgressReporter* r = g_reporter.load(std::memory_order_acquire)) {
-    r->MarkCollectiveWait(waiting);
+  ProgressReporter* r = g_reporter.load(std::memory_order_acquire);
+  if (r == nullptr) return;
+  const bool in_backward = r->phase() == StepPhase::kBackward;
+  r->MarkCollectiveWait(waiting);
+  const AllreduceHold* h = g_allreduce_hold.load(std::memory_order_acquire);
+  if (waiting && in_backward && h != nullptr) {
+    h->hold->At(TestHold::Point::kAllreduce, h->session->rank().rank, h->position->step);
   }
 }
+
+// While it lives, the "allreduce" hold point is armed (when DDP_TEST_HOLD names any point).
+class AllreduceHoldScope {
+ public:
+  AllreduceHoldScope(const TestHold& hold, const CoordinatorSession& session,
+                     const TrainingPosition& position)
+      : hold_{&hold, &session, &position} {
+    if (!hold.empty()) g_allreduce_hold.store(&hold_, std::memory_order_release);
+  }
+  ~AllreduceHoldScope() { g_allreduce_hold.store(nullptr, std::memory_order_release); }
+  AllreduceHoldScope(const AllreduceHoldScope&) = delete;
+  AllreduceHoldScope& operator=(const AllreduceHoldScope&) = delete;
+
+ private:
+  const AllreduceHold hold_;
+};
 
 // While it lives, `reporter` hears of collective waits and stop signals.
 class ReporterHooks {
@@ -216,6 +246,7 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
         LoadStartPoint(c, rank.rank, data, model, checkpoints, prefix, rank.state_from_peers));
     const auto options = CommunicationOptions(c, p, model.device());
     CommunicationStage comm(session.Store(options.process_group.timeout), options, model, position);
+    const AllreduceHoldScope allreduce_hold(hold, session, position);
     InJobRecovery recovery(comm, session, position,
                            {absl::Seconds(c.registration_timeout_s + 30), c.max_restarts, &hold});
     RETURN_IF_ERROR(c.max_restarts > 0

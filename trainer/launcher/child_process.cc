@@ -1,5 +1,6 @@
 #include "trainer/launcher/child_process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -8,7 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -19,6 +26,40 @@
 extern char** environ;
 
 namespace ddp {
+
+std::vector<pid_t> Descendants(pid_t pid) {
+  // Every process's parent, from /proc/<p>/stat: "pid (comm) state ppid ..."; comm may hold
+  // spaces and parentheses, so the fields are read after its last ')'.
+  std::multimap<pid_t, pid_t> children;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return {};
+  while (const dirent* d = readdir(proc)) {
+    char* end = nullptr;
+    const long p = std::strtol(d->d_name, &end, 10);
+    if (end == d->d_name || *end != '\0' || p <= 0) continue;
+    std::ifstream in(absl::StrCat("/proc/", d->d_name, "/stat"));
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (rest >> state >> ppid) children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(p));
+  }
+  closedir(proc);
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {pid};
+  while (!todo.empty()) {
+    const pid_t parent = todo.back();
+    todo.pop_back();
+    const auto [first, last] = children.equal_range(parent);
+    for (auto it = first; it != last; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
 namespace {
 
 // How long Spawn waits for the child to exec (or to report that it could not). A child that

@@ -57,6 +57,10 @@ struct SpawnOptions {
   absl::Duration stop_grace = absl::Seconds(5);
 };
 
+// Every process below `pid` (children, their children, ...), from /proc/<pid>/task/*/children;
+// empty when /proc cannot tell.
+std::vector<pid_t> Descendants(pid_t pid);
+
 class ChildProcess {
  public:
   // After SIGKILL, how long Stop waits for the kernel to end the child (a process in

@@ -102,6 +102,16 @@ void Supervisor::Stop(int id, absl::Duration grace) {
   e.kill_at = std::min(e.kill_at, absl::Now() + grace);
 }
 
+void Supervisor::Kill(int id) {
+  Entry& e = entries_.at(static_cast<size_t>(id));
+  if (!running(id) || !e.process->running()) return;
+  for (pid_t d : Descendants(e.process->pid())) ::kill(d, SIGKILL);
+  e.process->Signal(SIGKILL);
+  const absl::Time now = absl::Now();
+  e.kill_at = std::min(e.kill_at, now);
+  if (e.abandon_at == absl::InfiniteFuture()) e.abandon_at = now + ChildProcess::kKillWait;
+}
+
 bool Supervisor::running(int id) const { return !entries_.at(static_cast<size_t>(id)).reported; }
 
 int Supervisor::CountRunning(const std::vector<int>& ids) const {

@@ -68,6 +68,10 @@ class Supervisor {
   // Starts stopping child `id` without waiting: SIGTERM and SIGCONT now; DoWork sends SIGKILL
   // once `grace` has passed. A second call never moves an earlier SIGKILL later.
   void Stop(int id, absl::Duration grace);
+  // Kills child `id` now: SIGKILL to every process below it (found through /proc before any
+  // dies, so none escapes by being re-parented), then to the child itself; DoWork reports its
+  // end, or gives up on it after ChildProcess::kKillWait.
+  void Kill(int id);
 
   // Waits until something happens (a watched signal, a child ended or was given up on), or
   // `deadline` passes, or no child is running; returns what happened, oldest first.

@@ -3,6 +3,7 @@
 #include <ATen/ops/cross_entropy_loss.h>
 #include <torch/cuda.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "common/status_macros.h"
 #include "trainer/dist/ddp_step.h"
@@ -10,7 +11,21 @@
 
 namespace ddp {
 
+void StepRunner::Mark(StepPhase phase) {
+  if (options_.phases != nullptr) options_.phases->MarkPhase(phase);
+  if (options_.hold == nullptr) return;
+  const std::optional<TestHold::Point> point = TestHold::PointOfPhase(phase);
+  if (point) options_.hold->At(*point, comm_.process_group().getRank(), position_.step);
+}
+
 absl::StatusOr<StepResult> StepRunner::Run(const data::Batch& batch, double lr) {
+  rollback_.Save();
+  bool committed = false;
+  // Whatever ends the step before its commit (an error, an exception) leaves the buffers and
+  // generators as they were when it began.
+  absl::Cleanup roll_back = [&] {
+    if (!committed) rollback_.Restore();
+  };
   Mark(StepPhase::kForward);
   const Inputs in = ToDevice(batch);
   ASSIGN_OR_RETURN(DdpStep step, DdpStep::Begin(comm_.ddp()));
@@ -32,6 +47,7 @@ absl::StatusOr<StepResult> StepRunner::Run(const data::Batch& batch, double lr) 
   Mark(StepPhase::kOptimizer);
   RETURN_IF_ERROR(step.ApplyOptimizer([&] { model_.optimizer().Step(lr); }));
   ++position_.step;
+  committed = true;
   return StepResult{std::move(logits), std::move(loss), in.labels};
 }
 

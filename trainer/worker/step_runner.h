@@ -3,9 +3,11 @@
 //   inputs to the device -> DDP step begins -> forward (under autocast when --bf16 on GPU) ->
 //   loss -> backward (gradients averaged across ranks) -> optimizer -> the step is committed
 //
-// The step is committed (position.step advances) only once the optimizer ran, so a step that
-// fails in its allreduce leaves the rank exactly at its last committed step, with no gradients
-// left over (ddp_step.h): the state in-job recovery syncs from (state_sync.h).
+// The step is committed (position.step advances) only once the optimizer ran. A step that fails
+// anywhere before that (in its data, forward, allreduce, or the broadcast of rank 0's buffers)
+// leaves the rank exactly at its last committed step: no gradients left over (ddp_step.h), and
+// the buffers and random generators the forward changed put back as they were when the step
+// began (step_rollback.h). That is the state in-job recovery syncs from (state_sync.h).
 //
 // Thread safety: the training thread only.
 #ifndef SLURM_DDP_TRAINER_WORKER_STEP_RUNNER_H_
@@ -18,6 +20,8 @@
 #include "trainer/data/dataset.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/model_stage.h"
+#include "trainer/worker/step_rollback.h"
+#include "trainer/worker/test_hold.h"
 #include "trainer/worker/training_position.h"
 
 namespace ddp {
@@ -36,6 +40,9 @@ struct StepOptions {
   bool confirm_reduction = false;
   // Told of each phase as the step enters it (forward, backward, optimizer); may be null.
   ProgressReporter* phases = nullptr;
+  // End-to-end tests: the "forward", "backward" and "optimizer" hold points (test_hold.h); may
+  // be null.
+  const TestHold* hold = nullptr;
 };
 
 struct StepResult {
@@ -48,7 +55,7 @@ class StepRunner {
  public:
   StepRunner(ModelStage& model, CommunicationStage& comm, TrainingPosition& position,
              StepOptions options)
-      : model_(model), comm_(comm), position_(position), options_(options) {}
+      : model_(model), comm_(comm), position_(position), options_(options), rollback_(model) {}
 
   // One optimizer step at learning rate `lr` on `batch` (this rank's share of the global batch).
   // Errors: a failed collective (UNAVAILABLE, DEADLINE_EXCEEDED), a model error (INTERNAL...).
@@ -62,14 +69,14 @@ class StepRunner {
   Inputs ToDevice(const data::Batch& batch) const;
   at::Tensor Forward(const at::Tensor& images);
   static at::Tensor Loss(const at::Tensor& logits, const at::Tensor& labels);
-  void Mark(StepPhase phase) {
-    if (options_.phases != nullptr) options_.phases->MarkPhase(phase);
-  }
+  // Enters `phase`: the stall rule's mark, and the test hold of that phase.
+  void Mark(StepPhase phase);
 
   ModelStage& model_;
   CommunicationStage& comm_;
   TrainingPosition& position_;
   const StepOptions options_;
+  StepRollback rollback_;
 };
 
 }  // namespace ddp

@@ -16,10 +16,11 @@ namespace ddp {
 namespace {
 
 constexpr std::pair<const char*, TestHold::Point> kPoints[] = {
-    {"step", TestHold::Point::kStep},
-    {"checkpoint", TestHold::Point::kCheckpoint},
-    {"eval", TestHold::Point::kEval},
-    {"rejoin", TestHold::Point::kRejoin},
+    {"step", TestHold::Point::kStep},           {"checkpoint", TestHold::Point::kCheckpoint},
+    {"eval", TestHold::Point::kEval},           {"rejoin", TestHold::Point::kRejoin},
+    {"data", TestHold::Point::kData},           {"forward", TestHold::Point::kForward},
+    {"backward", TestHold::Point::kBackward},   {"allreduce", TestHold::Point::kAllreduce},
+    {"optimizer", TestHold::Point::kOptimizer},
 };
 
 const char* PointName(TestHold::Point point) {
@@ -38,9 +39,10 @@ absl::StatusOr<TestHold> TestHold::FromEnv(const EnvMap& env) {
   for (absl::string_view entry : absl::StrSplit(it->second, ',')) {
     const std::vector<std::string> parts = absl::StrSplit(entry, absl::MaxSplits(':', 3));
     const auto bad = [&](const char* what) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("DDP_TEST_HOLD entry '", entry, "': ", what,
-                       " (expected <step|checkpoint|eval|rejoin>:<rank>:<step>:<marker file>)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "DDP_TEST_HOLD entry '", entry, "': ", what,
+          " (expected <point>:<rank>:<step>:<marker file>, point one of step, checkpoint, "
+          "eval, rejoin, data, forward, backward, allreduce, optimizer)"));
     };
     if (parts.size() != 4 || parts[3].empty()) return bad("four fields needed");
     Hold hold{Point::kStep, 0, 0, parts[3]};
@@ -57,6 +59,23 @@ absl::StatusOr<TestHold> TestHold::FromEnv(const EnvMap& env) {
     out.holds_.push_back(std::move(hold));
   }
   return out;
+}
+
+std::optional<TestHold::Point> TestHold::PointOfPhase(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::kData:
+      return Point::kData;
+    case StepPhase::kForward:
+      return Point::kForward;
+    case StepPhase::kBackward:
+      return Point::kBackward;
+    case StepPhase::kAllreduce:
+      return Point::kAllreduce;
+    case StepPhase::kOptimizer:
+      return Point::kOptimizer;
+    default:
+      return std::nullopt;
+  }
 }
 
 bool TestHold::At(Point point, int rank, int64_t step) const {

@@ -8,10 +8,13 @@
 //     point   "step" (after step <step> is committed), "checkpoint" (rank 0, before it writes
 //             the checkpoint of step <step>), "eval" (after the first batch of the evaluation
 //             that follows step <step>), "rejoin" (a survivor at committed step <step>, before
-//             it asks to rejoin)
-//     marker  created (O_EXCL) by the worker that holds, holding its pid, so that its replacement,
-//     which reaches
-//             the same point again, goes on
+//             it asks to rejoin); or a phase of the step that follows committed step <step>,
+//             as the rank enters it: "data" (before its batch is read), "forward", "backward"
+//             (after the forward, before the backward pass), "allreduce" (the first wait for
+//             the gradients' reduction, its buckets already issued), "optimizer" (gradients
+//             reduced, before the optimizer runs)
+//     marker  created (O_EXCL) by the worker that holds, holding its pid, so that its
+//             replacement, which reaches the same point again, goes on
 //
 // A test waits for /proc/<pid>/stat to show the worker stopped ("T"), then kills it (or sends
 // SIGCONT).
@@ -21,17 +24,32 @@
 #define SLURM_DDP_TRAINER_WORKER_TEST_HOLD_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/job_status.h"
 #include "common/slurm_env.h"
 
 namespace ddp {
 
 class TestHold {
  public:
-  enum class Point { kStep, kCheckpoint, kEval, kRejoin };
+  enum class Point {
+    kStep,
+    kCheckpoint,
+    kEval,
+    kRejoin,
+    kData,
+    kForward,
+    kBackward,
+    kAllreduce,
+    kOptimizer,
+  };
+  // The hold point of a step phase (data, forward, backward, allreduce, optimizer); nullopt for
+  // the others.
+  static std::optional<Point> PointOfPhase(StepPhase phase);
 
   TestHold() = default;  // never holds
   // From DDP_TEST_HOLD in `env`; INVALID_ARGUMENT naming what is wrong with a malformed value.

@@ -7,6 +7,12 @@ recovery) end as documented.
 Victims are frozen at a chosen point by the worker's test hook (DDP_TEST_HOLD,
 trainer/worker/test_hold.h) and then SIGKILLed, so each kill happens exactly where the case says.
 
+Every exactness case runs on the MLP (parameters only) and, as CASE_cnn, on the CNN, whose
+BatchNorm layers carry buffers (running statistics and a batch counter) that a step's forward
+changes before the step is committed: a recovery must leave them as the last completed step left
+them. Hangs (SIGSTOP, never continued) must be fenced and replaced like deaths, and a kill inside
+each phase of a step (data, forward, backward, allreduce, optimizer) must change nothing.
+
 Run as `python recovery_e2e_test.py CASE` (CTest registers one test per case). Needs DDP_BIN_DIR
 and Python torch. The uninterrupted reference run is cached under DDP_E2E_CACHE (keyed by the
 binary and the flags) so that the cases share it.
@@ -64,6 +70,16 @@ def expect(cond, msg, output=""):
         sys.exit(f"FAIL: {msg}\n{output[-8000:]}")
 
 
+# A case name ending in one of these runs that case on that model (--arch) instead of BASE's.
+MODEL_SUFFIXES = {"_cnn": "cnn", "_resnet18": "resnet18"}
+
+
+def use_model(arch):
+    """BASE (and so every run of the case, its reference included) trains `arch`."""
+    global BASE
+    BASE = with_flags(["--arch", arch])
+
+
 def model_state(path):
     with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
         ckpt = torch.load(path)
@@ -99,8 +115,17 @@ def cached_run(args):
                        cwd=folder, env=clean_env(), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=600)
     expect(p.returncode == 0, f"reference run exited {p.returncode}", p.stdout)
-    print(f"reference run: {time.time() - start:.1f} s", flush=True)
+    seconds = time.time() - start
+    with open(os.path.join(folder, "seconds"), "w") as f:
+        f.write(f"{seconds:.3f}\n")
+    print(f"reference run: {seconds:.1f} s", flush=True)
     return final
+
+
+def reference_seconds(final):
+    """How long the uninterrupted run that wrote `final` (cached_run) took."""
+    with open(os.path.join(os.path.dirname(os.path.dirname(final)), "seconds")) as f:
+        return float(f.read())
 
 
 def reference(extra=()):
@@ -324,6 +349,75 @@ def case_kill_while_stopping(tmp):
     same_model(os.path.join(tmp, "ck", "final.pt"), ref)
 
 
+# --- hangs: fenced, then replaced -----------------------------------------------------------------
+
+def fenced_ok(job, code, out, ref, victim, rank):
+    """The hung `victim` (rank `rank`) was fenced by its task, replaced, and the run is exact,
+    within a minute of the uninterrupted run's time."""
+    took = time.time() - job.started
+    recovered_ok(job, code, out, 1, ref)
+    log = job.coordinator_log()
+    expect(re.search(r"rank %d \([^)]*pid %d\) was declared lost but its process still runs: "
+                     r"fenced" % (rank, victim), log), "the coordinator did not fence it", log)
+    expect(re.search(r"rank %d \([^)]*pid %d\) fenced: its node's task reports it killed by "
+                     r"signal 9" % (rank, victim), log), "no report of the fenced worker", log)
+    expect(re.search(r"fencing worker \(local rank \d+, pid %d\)" % victim, out),
+           "the task did not log the fence", out)
+    expect(state_of(victim) is None, f"the hung worker {victim} still exists")
+    budget = reference_seconds(ref) + 60
+    expect(took < budget, f"took {took:.1f} s, more than a minute over the uninterrupted run", out)
+    print(f"hung rank {rank} fenced and replaced; {took:.1f} s (uninterrupted "
+          f"{reference_seconds(ref):.1f} s)")
+
+
+def case_hung_worker(tmp):
+    """A middle rank is SIGSTOPped at whatever moment it is in and never continued: it goes
+    silent, is declared lost, its task kills it (fencing), the survivors' collectives fail, and
+    the job recovers as for a death: exit 0, bitwise equal."""
+    extra = ["--data", "synthetic:16384x1x8x8:10", "--epochs", "1", "--checkpoint-every", "0"]
+    ref = reference(extra)
+    job = Job(tmp, "hung", extra=extra)
+    s = job.wait_status(lambda s: s["state"] == "RUNNING" and s["step"] >= 20, every=0.05)
+    victim = next(r["pid"] for r in s["ranks"] if r["rank"] == 1)
+    os.kill(victim, signal.SIGSTOP)
+    code, out = job.finish()
+    fenced_ok(job, code, out, ref, victim, 1)
+
+
+def case_hung_rank0(tmp):
+    """Rank 0 stops (SIGSTOP, never continued) inside the gradient allreduce of step 6."""
+    ref = reference()
+    job = Job(tmp, "hung0", holds=[("allreduce", 0, 5)])
+    victim = job.held(0)
+    code, out = job.finish()
+    fenced_ok(job, code, out, ref, victim, 0)
+
+
+# Where the phase cases freeze a rank: (phase, rank, committed step before it); one kill each.
+PHASE_KILLS = [("data", 2, 2), ("forward", 1, 6), ("backward", 3, 10), ("allreduce", 0, 14),
+               ("optimizer", 2, 18)]
+
+
+def case_kill_in_phases(tmp):
+    """One rank at a time is frozen inside a chosen phase of a step (data, forward, backward,
+    allreduce, optimizer), then SIGKILLed there: five recoveries, and the run ends bitwise equal
+    to the uninterrupted one."""
+    extra = ["--max-restarts", str(len(PHASE_KILLS))]
+    ref = reference(extra)
+    job = Job(tmp, "phases", extra=extra, holds=PHASE_KILLS)
+    for i, (phase, rank, step) in enumerate(PHASE_KILLS):
+        victim = job.held(i)
+        os.kill(victim, signal.SIGKILL)
+        print(f"killed rank {rank} (pid {victim}) in its {phase} phase after step {step}")
+    code, out = job.finish()
+    expect(code == 0, f"job exited {code}, want 0", out)
+    same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+    log = job.coordinator_log()
+    expect(f"restart {len(PHASE_KILLS)} of {len(PHASE_KILLS)}" in log,
+           "not every kill was a recovery", log)
+    expect("resuming from" not in out, "a checkpoint file was read", out)
+
+
 # --- limits ------------------------------------------------------------------------------------
 
 def case_second_death_during_recovery(tmp):
@@ -435,6 +529,10 @@ def run_case(scope, prefix):
     """The e2e scripts' entry point: runs case_<argv[1]> of `scope` (a module's globals()) in a
     fresh temporary folder, removed afterwards, and prints PASS with its duration."""
     name = sys.argv[1]
+    for suffix, arch in MODEL_SUFFIXES.items():
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+            use_model(arch)
     case = scope.get(f"case_{name}")
     if case is None:
         sys.exit(f"unknown case {name!r}")

@@ -10,6 +10,10 @@ Run as `python stall_e2e_test.py CASE` (CTest registers one test per case):
               the replacement hangs on the same FIFO with no restart left: exit 4 naming it.
   stop_hung   `ddpctl stop` of the hung job ends it within --stop-timeout + 30 s, naming the
               stuck rank: exit 3 when a checkpoint was committed before the hang, else 1.
+  stall_replaced_exact  (--max-restarts 1) the stalled rank is replaced, and the FIFO is
+              swapped for the real image before its replacement reads it: the job ends exit 0
+              with a final.pt bitwise equal to the uninterrupted run's (ResNet-18: BatchNorm
+              buffers; random crops and flips: the augmentation's random numbers).
 Needs DDP_BIN_DIR (the built binaries) and Pillow in the test's Python (as bench/data does).
 """
 import json
@@ -47,9 +51,10 @@ def fail(msg, output=""):
     sys.exit(f"FAIL: {msg}\n{output[-8000:]}")
 
 
-def make_imagefolder(root):
-    """root/{train,val}/classN/imgNN.jpg: 16 train and 4 val images of 48x40, two classes; the
-    7th train image (class 0, img06) is replaced by a FIFO. Returns the FIFO's path."""
+def make_imagefolder(root, fifo=True):
+    """root/{train,val}/classN/imgNN.jpg: 16 train and 4 val images of 48x40, two classes; with
+    `fifo`, the 7th train image (class 0, img06) is replaced by a FIFO. Returns that image's
+    path."""
     for split, count in (("train", 16), ("val", 4)):
         for i in range(count):
             folder = os.path.join(root, split, f"class{i % 2}")
@@ -57,10 +62,11 @@ def make_imagefolder(root):
             shade = (i * 37) % 256
             Image.new("RGB", (48, 40), (shade, 255 - shade, (shade * 3) % 256)).save(
                 os.path.join(folder, f"img{i:02d}.jpg"), quality=90)
-    fifo = os.path.join(root, "train", "class0", "img06.jpg")
-    os.remove(fifo)
-    os.mkfifo(fifo)
-    return fifo
+    path = os.path.join(root, "train", "class0", "img06.jpg")
+    if fifo:
+        os.remove(path)
+        os.mkfifo(path)
+    return path
 
 
 def status(dist):
@@ -102,11 +108,13 @@ def blocked_on_fifo(pid):
     return False if seen else None
 
 
-def start_job(tmp, extra):
+def start_job(tmp, extra, fifo=True):
     data = os.path.join(tmp, "data")
-    make_imagefolder(data)
+    make_imagefolder(data, fifo)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
-    args = [TRAINER, *NO_LINGER, "--data", f"imagefolder:{data}", "--arch", "resnet18", "--batch-size", "2",
+    # The data path is relative (the job runs in `tmp`), so that runs in two folders have the
+    # same flags.
+    args = [TRAINER, *NO_LINGER, "--data", "imagefolder:data", "--arch", "resnet18", "--batch-size", "2",
             "--workers", "0", "--nprocs-per-node", "2", "--backend", "gloo", "--device", "cpu",
             "--epochs", "2", "--no-eval", "--print-freq", "1", "--heartbeat-timeout", "5",
             "--pg-timeout", "600", "--job-id", "stall", "--checkpoint-dir", "ck",
@@ -194,6 +202,51 @@ def case_stall_replaced(tmp):
     if "stalled in data" not in out or "restarts exhausted" in told[0]:
         fail("the job's failure does not name the stalled rank", out)
     print(f"stalled worker replaced once, then the job failed: {told[0].strip()}")
+
+
+def case_stall_replaced_exact(tmp):
+    import torch
+    ref_dir, run_dir = os.path.join(tmp, "ref"), os.path.join(tmp, "run")
+    os.makedirs(ref_dir)
+    os.makedirs(run_dir)
+    flags = ["--stall-timeout", "4", "--max-restarts", "1"]
+    proc, _ = start_job(ref_dir, flags, fifo=False)
+    out = finish(proc, 300)
+    if proc.returncode != EXIT["DDP_EXIT_OK"]:
+        fail(f"the uninterrupted run exited {proc.returncode}", out)
+    fifo = os.path.join(run_dir, "data", "train", "class0", "img06.jpg")
+    proc, dist = start_job(run_dir, flags)
+    log, deadline = dist + ".coordinator.log", time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if os.path.exists(log) and "told to exit (stalled)" in open(log).read():
+            break
+        time.sleep(0.05)
+    else:
+        fail("no rank was told to exit for a stall", finish(proc, 30))
+    # The image, as the uninterrupted run read it, now where the FIFO was (an atomic rename:
+    # the stalled reader keeps the FIFO; its replacement opens the file).
+    real = os.path.join(ref_dir, "data", "train", "class0", "img06.jpg")
+    swap = fifo + ".new"
+    with open(real, "rb") as src, open(swap, "wb") as dst:
+        dst.write(src.read())
+    os.replace(swap, fifo)
+    out = finish(proc, 300)
+    if proc.returncode != EXIT["DDP_EXIT_OK"]:
+        fail(f"ddp-trainer exited {proc.returncode}, want 0", out)
+    if "restart 1 of 1" not in open(log).read():
+        fail("the coordinator log shows no restart", open(log).read())
+    load = lambda d: torch.load(os.path.join(d, "ck", "final.pt"), weights_only=False)
+    a, b = load(ref_dir), load(run_dir)
+    for k in a["model"]:
+        if not torch.equal(a["model"][k], b["model"][k]):
+            fail(f"final.pt differs from the uninterrupted run's at {k}", out)
+    for k in a["optimizer"]["momentum_buffer"]:
+        if not torch.equal(a["optimizer"]["momentum_buffer"][k],
+                           b["optimizer"]["momentum_buffer"][k]):
+            fail(f"momentum {k} differs from the uninterrupted run's", out)
+    buffers = [k for k in a["model"] if "running_" in k or "num_batches" in k]
+    print(f"stalled rank replaced; final.pt bitwise equal ({len(a['model'])} tensors, "
+          f"{len(buffers)} BatchNorm buffers)")
 
 
 def case_stop_hung(tmp):
