@@ -1,5 +1,5 @@
 // The worker's connection to its coordinator: CoordinatorApi over gRPC. This header is included by
-// the data plane, so it exposes no gRPC or protobuf type (DESIGN.md, "Layers").
+// the data plane, so it exposes no gRPC or protobuf type (docs/architecture.md, "Layers").
 //
 // ConnectToCoordinator reads and verifies the dist_file (common/dist_file.h: polling until it
 // appears, refusing foreign, stale, unsafe or malformed files), then confirms the file's nonce

@@ -28,7 +28,7 @@ message(STATUS "LibTorch: ${DDP_TORCH_ROOT} (version ${Torch_VERSION})")
 
 # Gloo: the wheel ships libtorch_cpu with gloo compiled in but no gloo headers. We compile the one
 # translation unit that constructs ProcessGroupGloo against Debian's libgloo-dev headers, for
-# declarations only; every gloo symbol resolves to libtorch_cpu at run time (README, "Gloo").
+# declarations only; every gloo symbol resolves to libtorch_cpu at run time (docs/development.md, "Gloo from C++ with the pip wheel").
 find_path(DDP_GLOO_INCLUDE_DIR gloo/config.h PATHS /usr/include NO_DEFAULT_PATH)
 if(NOT DDP_GLOO_INCLUDE_DIR)
   message(FATAL_ERROR "gloo headers not found (Debian: libgloo-dev); scripts/setup-deps.sh installs them")

@@ -1,6 +1,7 @@
 // The plain C++ interface through which the data plane (trainer/, LibTorch) talks to the
 // coordinator. The control plane implements it over gRPC (client/coordinator_client.h); the data
-// plane never sees a protobuf or gRPC header (DESIGN.md, "Layers"). Tests implement it in memory.
+// plane never sees a protobuf or gRPC header (docs/architecture.md, "Layers"). Tests implement it
+// in memory.
 //
 // Thread safety: implementations must be safe to call from several threads at once (the c10d
 // store is used by NCCL's watchdog thread while the training thread heartbeats).

@@ -1,7 +1,8 @@
 // Status types shared by the coordinator, its HTTP endpoint and ddpctl, and their JSON form
-// (the `ddpctl status --json` contract in DESIGN.md: one object with job_id, state, world_size,
-// registered, epoch, epochs, step, steps_per_epoch, loss, samples_per_second and a `ranks` list of
-// {rank, host, local_rank, state, step, last_seen_seconds}; extended, never renamed).
+// (the `ddpctl status --json` contract in docs/architecture.md, "Status JSON": one object with
+// job_id, state, world_size, registered, epoch, epochs, step, steps_per_epoch, loss,
+// samples_per_second and a `ranks` list of {rank, host, local_rank, state, step,
+// last_seen_seconds}; extended, never renamed).
 //
 // Every state is an enum here, in the proto and in C++; the JSON spells it with the names below.
 // To add a job or rank state: a value here, its name in job_status.cc, the proto enum

@@ -134,6 +134,7 @@ class Harness {
   void Step();
   // A spare node's launcher stands by (any node id, sometimes one of the job's).
   void StandBy();
+  void Fences();
   void CheckStatus(const char* after);
   void CheckText(const std::string& s, const std::string& what) const;
   void CheckStatusText(const absl::Status& st, const char* what) const;
@@ -436,12 +437,45 @@ void Harness::Step() {
       return;
     }
     default:
-      if (in_.Byte() % 2 == 0) {
-        job.Tick();
-        return;
+      switch (in_.Byte() % 3) {
+        case 0:
+          job.Tick();
+          return;
+        case 1:
+          StandBy();
+          return;
+        default:
+          Fences();
+          return;
       }
-      StandBy();
-      return;
+  }
+}
+
+// A node's task asks what to fence: its workers with their pids (sometimes stale ones), each
+// order must name one of them.
+void Harness::Fences() {
+  last_call_ = "Fences";
+  const int node = in_.Byte() % 4;
+  std::vector<ddp::LiveWorker> live;
+  for (Worker& w : workers_) {
+    if (w.node == node && in_.Bool()) live.push_back({w.local, PidFor(w)});
+  }
+  const absl::Status valid = ddp::ValidateLiveWorkers(node, live);
+  if (!valid.ok()) {
+    CheckStatusText(valid, "live workers");
+    return;
+  }
+  const auto orders = job_->Fences(node, live);
+  CheckStatusText(orders.status(), "Fences");
+  if (!orders.ok()) return;
+  for (const ddp::FenceOrder& f : *orders) {
+    CheckText(f.reason, "fence reason");
+    FUZZ_CHECK(std::any_of(live.begin(), live.end(),
+                           [&](const ddp::LiveWorker& w) {
+                             return w.local_rank == f.local_rank && w.pid == f.pid;
+                           }),
+               absl::StrCat("Fences named local rank ", f.local_rank, " pid ", f.pid,
+                            ", which the task did not name"));
   }
 }
 

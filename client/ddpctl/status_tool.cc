@@ -1,5 +1,6 @@
 // `ddpctl status [--json] [--all] [--events N]`: one snapshot of the job. The JSON form is
-// DESIGN.md's contract and byte-identical to the coordinator's /api/status.
+// the contract of docs/architecture.md, "Status JSON", and byte-identical to the coordinator's
+// /api/status.
 #include <iostream>
 #include <memory>
 #include <string>

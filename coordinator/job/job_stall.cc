@@ -1,6 +1,6 @@
-// Job's stall rule and stop deadline (README, "Stall detection"): which ranks are stuck while
-// their peers wait, what a stall does (a restart left: the stalled rank is told to exit and its
-// launcher replaces it; none: the job fails), a stop signal seen in a heartbeat, and a graceful
+// Job's stall rule and stop deadline (docs/operations.md, "Stall detection"): which ranks are stuck
+// while their peers wait, what a stall does (a restart left: the stalled rank is told to exit and
+// its launcher replaces it; none: the job fails), a stop signal seen in a heartbeat, and a graceful
 // stop that cannot complete. Same class and lock as job.cc.
 #include <algorithm>
 #include <string>

@@ -1,6 +1,6 @@
-// ddp-trainer's configuration: every flag of the DESIGN.md contract, parsed once in main and
-// passed by value to the launcher and to each worker (workers are re-executed with the same
-// command line, so they parse the same flags).
+// ddp-trainer's configuration: every flag of the contract (docs/architecture.md, "Contracts"),
+// parsed once in main and passed by value to the launcher and to each worker (workers are
+// re-executed with the same command line, so they parse the same flags).
 //
 // Thread safety: a plain value.
 #ifndef SLURM_DDP_TRAINER_APP_CONFIG_H_
@@ -27,7 +27,7 @@ struct TrainerConfig {
   double stall_timeout_s = 0;  // 0: derived from the median step time (coordinator)
   double stop_timeout_s = 60;  // a graceful stop ends within this (coordinator)
   // Workers that cannot reach the coordinator for this long agree through their process group
-  // to checkpoint and exit resumable (README, "When the coordinator is lost").
+  // to checkpoint and exit resumable (docs/operations.md, "When the coordinator is lost").
   double coordinator_grace_s = 60;
   double pg_timeout_s = 300;  // every collective fails after this long instead of hanging
   double linger_s = 10;       // the coordinator keeps serving status this long after the end
@@ -38,10 +38,10 @@ struct TrainerConfig {
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
   int max_restarts = 3;
   // The last K nodes of a Slurm step (one task per node) are spares: they hold no ranks and
-  // take over a node that is lost as a whole (README, "When a node is lost").
+  // take over a node that is lost as a whole (docs/operations.md, "When a node is lost").
   int spare_nodes = 0;
   // Without a spare, a node lost as a whole is dropped and the job goes on while at least this
-  // many nodes remain (0: never; README, "When a node is lost").
+  // many nodes remain (0: never; docs/operations.md, "When a node is lost").
   int min_nodes = 0;
   // Times task 0 restarts a coordinator that died, from its journal (0: never).
   int coordinator_restarts = 3;

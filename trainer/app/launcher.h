@@ -4,7 +4,7 @@
 // exists. (The LostReporter, called only after every worker has been forked, may use gRPC; so does
 // the heartbeat relay behind heartbeat_socket, from its first node call on, after the forks.)
 //
-// Supervision rules (README, "Launcher supervision"):
+// Supervision rules (docs/operations.md, "Launcher supervision"):
 //   - SIGTERM, SIGUSR1 and SIGINT to the task are forwarded to its workers.
 //   - The first worker that fails (trainer/launcher/failure_policy.h) gets its peers stopped:
 //     SIGTERM, then SIGKILL after timeouts.worker_stop_grace. With max_respawns > 0 (the job's

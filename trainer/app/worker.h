@@ -1,6 +1,6 @@
 // One training process (one GPU, or one CPU worker), built as nested stages (trainer/worker/,
-// README "The worker's stages"): its data, its model and optimizer, its coordinator session (the
-// dist_file, registration, heartbeats), then — inside the one exception boundary — its
+// docs/development.md, "The worker's stages"): its data, its model and optimizer, its coordinator
+// session (the dist_file, registration, heartbeats), then — inside the one exception boundary — its
 // communication stage (process group through the coordinator's store + DDP engine, the state
 // synced from the rank with the highest step: rank 0 after it loaded the newest valid
 // checkpoint), the training loop, and the outcome reported to the coordinator.

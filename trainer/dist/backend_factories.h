@@ -1,7 +1,8 @@
 // The two translation units that include c10d's backend headers. Kept apart from everything
 // else because ProcessGroupGloo.hpp needs gloo headers the LibTorch wheel does not ship (we
-// compile against Debian's for declarations only; README "Gloo"), and ProcessGroupNCCL.hpp needs
-// nccl.h. Both throw c10::Error on failure; process_group.cc converts to Status.
+// compile against Debian's for declarations only; docs/development.md, "Gloo from C++ with the pip
+// wheel"), and ProcessGroupNCCL.hpp needs nccl.h. Both throw c10::Error on failure;
+// process_group.cc converts to Status.
 #ifndef SLURM_DDP_TRAINER_DIST_BACKEND_FACTORIES_H_
 #define SLURM_DDP_TRAINER_DIST_BACKEND_FACTORIES_H_
 

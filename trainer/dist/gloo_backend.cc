@@ -1,8 +1,8 @@
 // The only translation unit that includes ProcessGroupGloo.hpp (and so gloo headers).
 //
-// Soundness (README, "Gloo from C++ with the pip wheel"): this file is compiled with hidden
-// visibility, touches gloo types only through std::shared_ptr / intrusive_ptr, and calls only
-// out-of-line functions that libtorch_cpu defines (Options::create_default, createDeviceFor*,
+// Soundness (docs/development.md, "Gloo from C++ with the pip wheel"): this file is compiled with
+// hidden visibility, touches gloo types only through std::shared_ptr / intrusive_ptr, and calls
+// only out-of-line functions that libtorch_cpu defines (Options::create_default, createDeviceFor*,
 // the ProcessGroupGloo constructor). Every gloo symbol therefore resolves to the gloo compiled
 // into libtorch_cpu; tests/integration/gloo_soundness_test.sh checks the object and the binary.
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>

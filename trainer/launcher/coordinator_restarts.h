@@ -1,5 +1,5 @@
-// When task 0 starts its coordinator again (README, "When the coordinator dies"): a coordinator
-// that dies while workers still run (a signal, or a non-zero exit) is restarted with
+// When task 0 starts its coordinator again (docs/operations.md, "When the coordinator dies"): a
+// coordinator that dies while workers still run (a signal, or a non-zero exit) is restarted with
 // --resume-from-journal, up to --coordinator-restarts times. Never after it exited 0 (it ended
 // the job). A restarted coordinator that exits non-zero by itself (it refused its journal, or
 // found nothing to resume) is not restarted again: the job then ends as it does when its

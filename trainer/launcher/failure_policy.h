@@ -1,5 +1,5 @@
 // What a launcher does when one of its workers ends, and the exit code its task reports. The
-// rules (README, "Launcher supervision"):
+// rules (docs/operations.md, "Launcher supervision"):
 //   exit 0                     nothing; the worker is done
 //   exit kExitResumable        nothing; the task ends resumable unless something failed
 //   any other end, first one   stop the other workers (or respawn the worker, while respawns

@@ -101,6 +101,28 @@ TEST_F(JobNodeLossTest, ANodeWhoseLauncherReportsIsNotTakenOver) {
   EXPECT_EQ(job->Status().spare_nodes, 1);
 }
 
+TEST_F(JobNodeLossTest, ANodeWhoseTaskStillAsksForFencesIsNotTakenOver) {
+  auto job = Running(3);
+  const std::vector<LiveWorker> node1 = {{0, 12}, {1, 13}};
+  // Both workers of node 1 hang (alive, silent); its task keeps asking what to fence.
+  ASSERT_NO_FATAL_FAILURE(Pass(*job, 11, {0, 1}, [&] {
+    ASSERT_TRUE(job->StandBy(Spare(2, 50)).ok());
+    ASSERT_TRUE(job->Fences(1, node1).ok());
+  }));
+  ASSERT_EQ(job->Status().state, JobState::kRecovering);
+  auto d = job->StandBy(Spare(2, 50));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->action, SpareAction::kWait) << "node 1's task lives: it fences and replaces";
+  EXPECT_EQ(job->Fences(1, node1)->size(), 2u);
+  // Then the task goes silent too (the node died): past NodeTasks::kAliveWithin it is lost.
+  ASSERT_NO_FATAL_FAILURE(
+      Pass(*job, 5, {0, 1}, [&] { ASSERT_TRUE(job->StandBy(Spare(2, 50)).ok()); }));
+  d = job->StandBy(Spare(2, 50));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->action, SpareAction::kTakeOver);
+  EXPECT_EQ(d->node_rank, 1);
+}
+
 TEST_F(JobNodeLossTest, ASpareThatFellSilentIsNotUsedButOneThatCallsIs) {
   auto job = Running(3);
   // A spare that stopped calling is gone by the time node 1 is lost.

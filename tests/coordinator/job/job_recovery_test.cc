@@ -249,5 +249,58 @@ TEST_F(JobRecoveryTest, ASilentRankIsLostAndMayComeBack) {
   EXPECT_EQ(job->Status().restarts, 2);
 }
 
+TEST_F(JobRecoveryTest, ASilentWorkerWhoseProcessLivesIsFencedByItsTask) {
+  auto job = Running(3);
+  // Rank 3 (node 1, local rank 1, pid 13) stops: its process lives, its heartbeats stop.
+  ASSERT_NO_FATAL_FAILURE(Pass(*job, 11, {0, 1, 2}));
+  ASSERT_EQ(job->Status().state, JobState::kRecovering);
+  const std::vector<LiveWorker> node1 = {{0, 12}, {1, 13}};
+  EXPECT_TRUE(job->Fences(0, {{0, 10}, {1, 11}})->empty()) << "node 0's workers are alive";
+  auto fences = job->Fences(1, node1);
+  ASSERT_TRUE(fences.ok()) << fences.status();
+  ASSERT_EQ(fences->size(), 1u);
+  EXPECT_EQ((*fences)[0].local_rank, 1);
+  EXPECT_EQ((*fences)[0].pid, 13);
+  EXPECT_THAT((*fences)[0].reason, HasSubstr("rank 3"));
+  EXPECT_THAT((*fences)[0].reason, HasSubstr("no heartbeat"));
+  const auto fenced_events = [&] {
+    int n = 0;
+    for (const std::string& e : job->Status().events) {
+      if (e.find("was declared lost but its process still runs: fenced") != std::string::npos) {
+        ++n;
+      }
+    }
+    return n;
+  };
+  EXPECT_EQ(fenced_events(), 1);
+  // Asked again before the kill took effect: the same order, logged once.
+  ASSERT_EQ(job->Fences(1, node1)->size(), 1u);
+  EXPECT_EQ(fenced_events(), 1);
+  // Another process in that slot (the replacement already started) is never fenced.
+  EXPECT_TRUE(job->Fences(1, {{0, 12}, {1, 99}})->empty());
+  // The task killed it and reports it: it is replaced like a dead worker.
+  auto lost = job->ReportLost(Killed(1, 1, 13));
+  ASSERT_TRUE(lost.ok()) << lost.status();
+  EXPECT_EQ(lost->action, LostAction::kRespawn);
+  EXPECT_THAT(job->Status().events.back(),
+              HasSubstr("rank 3 (host host1, node 1, local rank 1, pid 13) fenced: its node's "
+                        "task reports it killed by signal 9"));
+  EXPECT_EQ(job->Status().restarts, 1) << "the fence costs no restart of its own";
+  for (int r : {0, 1, 2}) Rejoin(*job, r, 9);
+  auto replacement = Register(*job, Who(1, 1, 23));
+  ASSERT_TRUE(replacement->ok()) << replacement->status();
+  EXPECT_EQ(job->Status().state, JobState::kRunning);
+  EXPECT_TRUE(job->Fences(1, {{0, 12}, {1, 23}})->empty());
+}
+
+TEST_F(JobRecoveryTest, NothingIsFencedOnceTheJobIsFinished) {
+  auto job = Running(0);
+  ASSERT_NO_FATAL_FAILURE(Pass(*job, 11, {0, 1, 2}));
+  ASSERT_EQ(job->Status().state, JobState::kFailed);
+  auto fences = job->Fences(1, {{1, 13}});
+  ASSERT_TRUE(fences.ok());
+  EXPECT_TRUE(fences->empty()) << "the launchers stop every worker of a failed job themselves";
+}
+
 }  // namespace
 }  // namespace ddp

@@ -52,7 +52,8 @@ TEST(AuthTest, HeaderProvesOneRoleOrNone) {
   EXPECT_EQ(auth.RoleOfToken(""), Role::kNone);
 }
 
-// The role table of DESIGN.md: which token may call what, and the errors that say so.
+// The role table of docs/security.md, "Tokens by role": which token may call what, and the errors
+// that say so.
 TEST(AuthTest, EachRoleReachesOnlyItsMethods) {
   const Authenticator auth = MakeAuth();
   struct Case {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/job/job.h"
 #include "gtest/gtest.h"
 
 namespace ddp {
@@ -73,6 +74,18 @@ TEST(ValidationTest, ShardProgressCheckpoint) {
   EXPECT_TRUE(ValidateCheckpoint(c).ok());
   c.path = std::string(kMaxPathBytes + 1, 'p');
   EXPECT_FALSE(ValidateCheckpoint(c).ok());
+}
+
+TEST(Validation, LiveWorkersOfAFencesCall) {
+  EXPECT_TRUE(ValidateLiveWorkers(0, {}).ok());
+  EXPECT_TRUE(ValidateLiveWorkers(3, {{0, 100}, {7, 101}}).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateLiveWorkers(-1, {})));
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateLiveWorkers(kMaxWorldSize, {})));
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateLiveWorkers(0, {{-1, 100}})));
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateLiveWorkers(0, {{kMaxLocalWorkers, 100}})));
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateLiveWorkers(0, {{0, 0}})));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ValidateLiveWorkers(0, std::vector<LiveWorker>(kMaxLocalWorkers + 1, LiveWorker{0, 1}))));
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ RC_SEED=5
 body() {
   local w=$T_WORK/rc ref=$T_WORK/ref job df j victim_pid rc step
   mkdir -p "$w" "$ref"
-  local flags=(--backend gloo --data "$RC_DATA" --arch mlp --epochs 2 --batch-size 16 --lr 0.1
+  local flags=(--backend gloo --data "$RC_DATA" --arch "${TR_ARCH:-mlp}" --epochs 2 --batch-size 16 --lr 0.1
                --seed "$RC_SEED" --print-freq 50 --workers 0 --heartbeat-timeout 5 --linger 0)
 
   note "uninterrupted reference run (srun, 2 nodes x 1 worker), in the background"

@@ -25,7 +25,7 @@ body() {
   local w=$T_WORK/rq ref=$T_WORK/ref slow=$T_WORK/slowbin job df rc
   mkdir -p "$w" "$ref"
   tr_slow_coordinator_bin "$slow" || fail "cannot prepare $slow"
-  local flags=(--backend gloo --data "$RQ_DATA" --arch mlp --epochs 2 --batch-size 16 --lr 0.1
+  local flags=(--backend gloo --data "$RQ_DATA" --arch "${TR_ARCH:-mlp}" --epochs 2 --batch-size 16 --lr 0.1
                --seed "$RQ_SEED" --print-freq 100 --workers 0 --heartbeat-timeout 5 --linger 0)
 
   note "uninterrupted reference run (srun, 2 nodes x 1 worker), in the background"

@@ -43,11 +43,13 @@ tr_step_at_least() {  # tr_step_at_least DIST_FILE N: RUNNING and global step >=
 # $T_WORK/NAME (made here) with the real trainer on CPU (BACKEND=gloo ARCH=mlp BATCH_SIZE=16,
 # the binaries from DDP_BIN_DIR, default $TR_BIN); DATA, EPOCHS, EXTRA_ARGS, ... set by the
 # caller travel with --export=ALL. Output in $T_WORK/NAME/job.out; prints the job id.
+# TR_ARCH (default mlp): the model of the exactness tests; CTest runs some of them again with
+# TR_ARCH=cnn (BatchNorm buffers).
 tr_submit() {
   local name=$1; shift
   mkdir -p "$T_WORK/$name"
   (cd "$T_WORK/$name" &&
-   DDP_BIN_DIR=${DDP_BIN_DIR:-$TR_BIN} BACKEND=gloo ARCH=mlp BATCH_SIZE=16 \
+   DDP_BIN_DIR=${DDP_BIN_DIR:-$TR_BIN} BACKEND=gloo ARCH=${TR_ARCH:-mlp} BATCH_SIZE=16 \
      EXTRA_ARGS="--linger 0 ${EXTRA_ARGS:-}" \
      sbatch --parsable --export=ALL --output="$T_WORK/$name/job.out" --nodes=2 --time=10 "$@" \
      "$KIT/multi-node.sbatch")

@@ -31,6 +31,11 @@ COMMON_ARGS = ["--linger", "0", "--data", "synthetic:1920x1x16x16:10", "--arch",
                # No restart from the journal: the coordinator stays lost.
                "--coordinator-restarts", "0"]
 STEPS_PER_EPOCH = 40
+
+
+def use_model(arch):
+    """Every run of the case trains `arch` (a CASE_mlp name; R.run_case calls this)."""
+    COMMON_ARGS[COMMON_ARGS.index("--arch") + 1] = arch
 EPOCHS = 4
 STOP_CHECK = 10  # the training loop's kStopCheckInterval
 

@@ -10,6 +10,8 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -112,6 +114,67 @@ TEST(Launcher, RespawnsAKilledWorkerWhenTheCoordinatorSaysSo) {
   EXPECT_EQ(lost[0].signal, SIGKILL);
   ExpectNoChildLeft();
   unlink(once.c_str());
+}
+
+// A hung worker (stopped, never continued) named by the coordinator's fence is SIGKILLed, then
+// reported and replaced like a dead one; a worker not named is left alone.
+TEST(Launcher, AFencedWorkerIsKilledReportedAndReplaced) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.max_respawns = 3;
+  o.fence_period = absl::Milliseconds(100);
+  const std::string once = absl::StrCat(::testing::TempDir(), "/launcher_fence_", getpid());
+  unlink(once.c_str());
+  o.worker_command =
+      Worker(absl::StrCat("0) sleep 1 ;;", "1) if [ -e ", once, " ]; then exit 0; fi; touch ", once,
+                          "; kill -STOP $$ ;;"));
+  std::vector<std::vector<LiveWorker>> asked;
+  o.fences = [&](int node_rank,
+                 const std::vector<LiveWorker>& live) -> absl::StatusOr<std::vector<FenceOrder>> {
+    EXPECT_EQ(node_rank, 0);
+    asked.push_back(live);
+    std::vector<FenceOrder> orders;
+    for (const LiveWorker& w : live) {
+      std::ifstream stat(absl::StrCat("/proc/", w.pid, "/stat"));
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      const bool stopped = !text.empty() && text.substr(text.rfind(')') + 2, 1) == "T";
+      if (w.local_rank == 1 && stopped) orders.push_back({1, w.pid, "rank 1 lost: test"});
+    }
+    return orders;
+  };
+  std::vector<LostWorker> lost;
+  o.report_lost = [&lost](const LostWorker& w) {
+    lost.push_back(w);
+    return LostDecision{"rank 1 (test)", LostAction::kRespawn};
+  };
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitOk);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  ASSERT_EQ(lost.size(), 1u) << "only the fenced worker was lost";
+  EXPECT_EQ(lost[0].local_rank, 1);
+  EXPECT_EQ(lost[0].signal, SIGKILL);
+  ASSERT_FALSE(asked.empty());
+  EXPECT_EQ(asked[0].size(), 2u) << "the task names every running worker";
+  ExpectNoChildLeft();
+  unlink(once.c_str());
+}
+
+// A fence query that fails (the coordinator unreachable) changes nothing.
+TEST(Launcher, FailedFenceQueriesLeaveTheWorkersAlone) {
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.max_respawns = 3;
+  o.fence_period = absl::Milliseconds(50);
+  o.worker_command = Worker("0|1) sleep 0.5 ;;");
+  int asked = 0;
+  o.fences = [&](int, const std::vector<LiveWorker>&) -> absl::StatusOr<std::vector<FenceOrder>> {
+    ++asked;
+    return absl::UnavailableError("no coordinator");
+  };
+  o.report_lost = [](const LostWorker&) { return LostDecision{}; };
+  EXPECT_EQ(RunLauncher(Plan(2, false), o), kExitOk);
+  EXPECT_GE(asked, 2);
+  ExpectNoChildLeft();
 }
 
 // A spare node starts nothing until the coordinator gives it a lost node; then it runs that

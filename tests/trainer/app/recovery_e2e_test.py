@@ -71,7 +71,7 @@ def expect(cond, msg, output=""):
 
 
 # A case name ending in one of these runs that case on that model (--arch) instead of BASE's.
-MODEL_SUFFIXES = {"_cnn": "cnn", "_resnet18": "resnet18"}
+MODEL_SUFFIXES = {"_cnn": "cnn", "_mlp": "mlp", "_resnet18": "resnet18"}
 
 
 def use_model(arch):
@@ -532,7 +532,8 @@ def run_case(scope, prefix):
     for suffix, arch in MODEL_SUFFIXES.items():
         if name.endswith(suffix):
             name = name[:-len(suffix)]
-            use_model(arch)
+            # A script with flags of its own says how it switches models (its own use_model).
+            (scope.get("use_model") or use_model)(arch)
     case = scope.get(f"case_{name}")
     if case is None:
         sys.exit(f"unknown case {name!r}")

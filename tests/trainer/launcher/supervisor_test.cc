@@ -160,6 +160,51 @@ TEST(Supervisor, StopEndsAStoppedChildThatIgnoresSigterm) {
   unlink(ready.c_str());
 }
 
+TEST(Supervisor, KillEndsAStoppedChildAndItsDescendantsAtOnce) {
+  const std::string pids = TempPath("tree");
+  Supervisor s({});
+  // A child with a grandchild and a great-grandchild, each of which ignores SIGTERM.
+  auto id = s.Start(Sh("tree", absl::StrCat("trap '' TERM; sh -c 'trap \"\" TERM; sleep 60 & echo "
+                                            "$! >> ",
+                                            pids, "; wait' & echo $! >> ", pids, "; wait")));
+  ASSERT_TRUE(id.ok());
+  std::vector<pid_t> below;
+  const absl::Time ready_by = absl::Now() + absl::Seconds(10);
+  while (below.size() < 2 && absl::Now() < ready_by) {
+    below = Descendants(s.pid(*id));
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_EQ(below.size(), 2u) << "the child's two descendants";
+  ASSERT_EQ(kill(s.pid(*id), SIGSTOP), 0);  // a hung worker: stopped, never continued
+  const absl::Time start = absl::Now();
+  s.Kill(*id);
+  EXPECT_EQ(Drain(s, {*id}, absl::Seconds(10)), (std::map<int, int>{{*id, 128 + SIGKILL}}));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "no SIGTERM grace";
+  for (pid_t p : below) {
+    // Killed, not just orphaned: gone, or a zombie until its new parent reaps it.
+    absl::Time gone_by = absl::Now() + absl::Seconds(5);
+    bool gone = false;
+    while (!gone && absl::Now() < gone_by) {
+      std::ifstream stat(absl::StrCat("/proc/", p, "/stat"));
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      gone = text.empty() || text.substr(text.rfind(')') + 2, 1) == "Z";
+      if (!gone) absl::SleepFor(absl::Milliseconds(20));
+    }
+    EXPECT_TRUE(gone) << "descendant " << p << " still runs";
+  }
+  unlink(pids.c_str());
+}
+
+TEST(Supervisor, DescendantsOfAProcessWithoutChildrenIsEmpty) {
+  EXPECT_TRUE(Descendants(0x7ffffff0).empty());
+  Supervisor s({});
+  auto id = s.Start(Sh("lone", "exec sleep 5"));
+  ASSERT_TRUE(id.ok());
+  EXPECT_TRUE(Descendants(s.pid(*id)).empty());
+  s.Kill(*id);
+  EXPECT_EQ(Drain(s, {*id}, absl::Seconds(10)), (std::map<int, int>{{*id, 128 + SIGKILL}}));
+}
+
 TEST(Supervisor, DoWorkHonoursItsDeadline) {
   Supervisor s({SIGUSR1});
   auto id = s.Start(Sh("sleeper", "exec sleep 60"));

@@ -16,6 +16,16 @@
 namespace ddp {
 namespace {
 
+TEST(TestHold, StepPhasesHaveHoldPoints) {
+  EXPECT_EQ(TestHold::PointOfPhase(StepPhase::kData), TestHold::Point::kData);
+  EXPECT_EQ(TestHold::PointOfPhase(StepPhase::kForward), TestHold::Point::kForward);
+  EXPECT_EQ(TestHold::PointOfPhase(StepPhase::kBackward), TestHold::Point::kBackward);
+  EXPECT_EQ(TestHold::PointOfPhase(StepPhase::kAllreduce), TestHold::Point::kAllreduce);
+  EXPECT_EQ(TestHold::PointOfPhase(StepPhase::kOptimizer), TestHold::Point::kOptimizer);
+  EXPECT_FALSE(TestHold::PointOfPhase(StepPhase::kCheckpoint).has_value());
+  EXPECT_FALSE(TestHold::PointOfPhase(StepPhase::kRecovery).has_value());
+}
+
 TEST(TestHold, ParsesItsEnvironmentVariable) {
   struct Case {
     std::string value;
@@ -25,6 +35,9 @@ TEST(TestHold, ParsesItsEnvironmentVariable) {
       {"", true},
       {"step:1:5:/tmp/m", true},
       {"checkpoint:0:12:/tmp/a,eval:2:8:/tmp/b,rejoin:0:5:/tmp/c", true},
+      {"data:0:1:/tmp/a,forward:1:2:/tmp/b,backward:2:3:/tmp/c", true},
+      {"allreduce:3:4:/tmp/d,optimizer:0:5:/tmp/e", true},
+      {"reduce:1:5:/tmp/m", false},
       {"step:1:5", false},
       {"jump:1:5:/tmp/m", false},
       {"step:-1:5:/tmp/m", false},

@@ -1,0 +1,103 @@
+// What the step rollback (trainer/worker/step_rollback.h) costs per step: the time of one
+// StepRollback::Save (the copy of the model's buffers and the generators' states that every
+// training step makes as it begins) against the time of the training step it protects (forward,
+// backward, SGD), both measured in this process on the same model and data. One thread, CPU.
+//
+//   step_rollback_bench --arch resnet18 --image 32 --batch 32 [--saves 400] [--steps 5]
+//
+// Prints one line: arch, buffers (count, bytes), save_us (median), step_ms (median), and
+// share = save / step.
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "trainer/app/config.h"
+#include "trainer/worker/data_stage.h"
+#include "trainer/worker/model_stage.h"
+#include "trainer/worker/step_rollback.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("step rollback cost against a training step");
+  std::string arch = "resnet18";
+  int image = 32, batch = 32, saves = 400, steps = 5;
+  app.add_option("--arch", arch);
+  app.add_option("--image", image, "square image side");
+  app.add_option("--batch", batch);
+  app.add_option("--saves", saves);
+  app.add_option("--steps", steps);
+  CLI11_PARSE(app, argc, argv);
+  at::set_num_threads(1);
+
+  ddp::TrainerConfig c;
+  c.arch = arch;
+  c.data = "synthetic:" + std::to_string(batch) + "x3x" + std::to_string(image) + "x" +
+           std::to_string(image) + ":10";
+  c.batch_size = batch;
+  c.workers = 0;
+  auto data = ddp::DataStage::Open(c);
+  if (!data.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(data.status().message()).c_str());
+    return 1;
+  }
+  torch::manual_seed(1);
+  auto model = ddp::ModelStage::Create(c, data->train(), at::kCPU);
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
+    return 1;
+  }
+  int64_t buffers = 0, bytes = 0;
+  for (const auto& b : model->tensors().buffers) {
+    ++buffers;
+    bytes += b.tensor.numel() * static_cast<int64_t>(b.tensor.element_size());
+  }
+  std::vector<int64_t> indices(static_cast<size_t>(batch));
+  for (int i = 0; i < batch; ++i) indices[static_cast<size_t>(i)] = i;
+  auto b = data->train().GetBatch(indices, 0);
+  if (!b.ok()) return 1;
+
+  ddp::StepRollback rollback(*model);
+  model->model().train(true);
+  std::vector<double> step_s, save_s;
+  for (int i = 0; i < steps + 1; ++i) {  // the first step warms up
+    const auto t = Clock::now();
+    at::Tensor loss = at::cross_entropy_loss(model->model().forward(b->images), b->labels);
+    loss.backward();
+    model->optimizer().Step(0.01);
+    for (auto& p : model->model().parameters()) p.mutable_grad() = at::Tensor();
+    if (i > 0) step_s.push_back(Since(t));
+  }
+  rollback.Save();  // warm-up
+  for (int i = 0; i < saves; ++i) {
+    const auto t = Clock::now();
+    rollback.Save();
+    save_s.push_back(Since(t));
+  }
+  const double save_us = Median(save_s) * 1e6, step_ms = Median(step_s) * 1e3;
+  std::printf("arch=%s image=%d batch=%d buffers=%ld buffer_bytes=%ld save_us=%.1f step_ms=%.1f "
+              "share=%.5f%%\n",
+              arch.c_str(), image, batch, static_cast<long>(buffers), static_cast<long>(bytes),
+              save_us, step_ms, 100.0 * save_us / (step_ms * 1e3));
+  return 0;
+}
