@@ -1,11 +1,13 @@
 # slurm-ddp: the two set-up commands and the developer targets.
 #
-#   make demo    installs what is missing, builds, trains on Fashion-MNIST with 4 local workers
+#   make demo    installs what is missing, builds the three binaries only, trains on Fashion-MNIST
+#                with 4 local workers
 #   make test    installs what is missing, builds, runs every test (CTest labels: unit,
 #                integration, slurm, gpu), then the torch-free unit tests under ASan+UBSan and
 #                under TSan (a clang build that is also the thread-safety check)
 #
-#   make build   the three binaries in build/bin/
+#   make build   every target: the three binaries in build/bin/ (ddp-trainer, ddp-coordinator,
+#                ddpctl), the tests, the benchmarks and the fuzz harnesses' standalone runners
 #   make check   the main build's tests only (make test without the sanitizer runs)
 #   make asan    ASan+UBSan build (every target) and unit tests in build-asan/
 #   make tsan    clang + TSan build of the torch-free targets against a TSan-built abseil, with
@@ -67,7 +69,11 @@ test: check
 
 sanitize: asan-torch-free tsan
 
-demo: build
+# The demo builds only what it runs: the three binaries (no test, benchmark or fuzzer).
+BINARIES = ddp-trainer ddp-coordinator ddpctl
+
+demo: configure
+	@cmake --build $(BUILD_DIR) -j$(JOBS) --target $(BINARIES)
 	@scripts/demo.sh $(BUILD_DIR)
 
 asan:

@@ -280,7 +280,7 @@ def main():
     case = sys.argv[1]
     with tempfile.TemporaryDirectory(prefix="ddp-stall-") as tmp:
         {"stall_data": case_stall_data, "stall_replaced": case_stall_replaced,
-         "stop_hung": case_stop_hung}[case](tmp)
+         "stall_replaced_exact": case_stall_replaced_exact, "stop_hung": case_stop_hung}[case](tmp)
     print(f"PASS {case}")
 
 
