@@ -1,27 +1,49 @@
 #include "coordinator/ops/http_endpoint.h"
 
-#include <httplib.h>
-
-#include <algorithm>
-#include <chrono>
+#include <array>
+#include <string>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "coordinator/ops/dashboard_page.h"
 #include "coordinator/rpc/auth.h"
 
 namespace ddp {
 namespace {
 
+constexpr std::array<const char*, 4> kPages = {"/", "/api/status", "/api/history", "/metrics"};
+
 // True when `req` carries a view or control token (header or query parameter).
-bool Authorized(const httplib::Request& req, const Authenticator& auth) {
-  const std::string header = req.get_header_value("Authorization");
-  Role role = header.empty() ? Role::kNone : auth.RoleOf(header);
-  if (role == Role::kNone && req.has_param("token")) {
-    role = auth.RoleOfToken(req.get_param_value("token"));
+bool Authorized(const HttpRequest& req, const Authenticator& auth) {
+  const char* header = req.Header("Authorization");
+  Role role = header == nullptr || *header == '\0' ? Role::kNone : auth.RoleOf(header);
+  if (role == Role::kNone) {
+    if (const char* token = req.Query("token"); token != nullptr) role = auth.RoleOfToken(token);
   }
   return (Roles(role) & kViewRoles) != 0;
+}
+
+HttpResponse Text(int status, std::string body) {
+  HttpResponse res;
+  res.status = status;
+  res.body = std::move(body);
+  return res;
+}
+
+// The checks every path shares once its token (if any) is good: the method, then the body.
+// Returns 0 when the request may be served.
+int Refusal(const HttpRequest& req, HttpResponse* res) {
+  if (req.method() != "GET" && req.method() != "HEAD") {
+    *res = Text(405, absl::StrCat("405 method not allowed: ", req.method(), " (GET only)\n"));
+    res->headers.emplace_back("Allow", "GET, HEAD");
+    return 405;
+  }
+  if (req.has_body()) {
+    *res = Text(413, "413 request bodies are not accepted (GET only)\n");
+    return 413;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -31,92 +53,68 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOpti
                                                                   StatusCache* cache,
                                                                   History* history,
                                                                   RpcMetrics* metrics) {
-  std::unique_ptr<HttpEndpoint> e(new HttpEndpoint());
-  HttpLimits limits = options.limits;
-  limits.threads = static_cast<size_t>(std::max(1, options.threads));
-  e->server_ = std::make_unique<GuardedHttpServer>(
-      limits, [metrics](int status) { metrics->RecordHttp("refused", status); });
-  GuardedHttpServer& svr = *e->server_;
-  // Without TCP_NODELAY a small reply waits for the client's delayed ACK (Nagle): ~40 ms for
-  // a small job's /api/status instead of about one.
-  svr.set_tcp_nodelay(true);
-  svr.set_read_timeout(5);
-  svr.set_write_timeout(5);
-  svr.set_payload_max_length(64 * 1024);
-
-  // Wraps a handler with the token check and request counting.
-  auto guarded = [auth, metrics](const char* path, auto handler) {
-    return [auth, metrics, path, handler](const httplib::Request& req, httplib::Response& res) {
-      if (!Authorized(req, *auth)) {
-        res.status = 401;
-        res.set_header("WWW-Authenticate", "Bearer realm=\"slurm-ddp\"");
-        res.set_content("401 unauthorized: pass Authorization: Bearer <token> or ?token=<token>\n",
-                        "text/plain");
-        metrics->RecordHttp(path, 401);
-        return;
-      }
-      res.set_header("Cache-Control", "no-store");
-      handler(req, res);
-      metrics->RecordHttp(path, res.status == -1 ? 200 : res.status);
-    };
-  };
-  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  svr.Get("/", guarded("/", [](const httplib::Request&, httplib::Response& res) {
-            res.set_content(DashboardHtml(), "text/html; charset=utf-8");
-          }));
-  svr.Get("/api/status",
-          guarded("/api/status", [cache](const httplib::Request&, httplib::Response& res) {
-            res.set_content(cache->Get()->json, "application/json");
-          }));
-  svr.Get("/api/history",
-          guarded("/api/history", [history](const httplib::Request&, httplib::Response& res) {
-            res.set_content(history->ToJson(), "application/json");
-          }));
-  svr.Get("/metrics",
-          guarded("/metrics", [cache, metrics](const httplib::Request&, httplib::Response& res) {
-            std::string text = cache->Get()->metrics;
-            metrics->AppendPrometheus(&text);
-            res.set_content(std::move(text), "text/plain; version=0.0.4; charset=utf-8");
-          }));
-  svr.set_error_handler([metrics](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404) {
+  // Runs on the server's threads, once per request, before any body is read.
+  auto handle = [auth, cache, history, metrics](const HttpRequest& req) {
+    HttpResponse res;
+    const absl::string_view path = req.path();
+    if (path == "/healthz") {
+      if (Refusal(req, &res) != 0) return res;
+      return Text(200, "ok\n");
+    }
+    const char* page = nullptr;
+    for (const char* p : kPages) {
+      if (path == p) page = p;
+    }
+    if (page == nullptr) {
       metrics->RecordHttp("other", 404);
-      res.set_content(absl::StrCat("404 not found: ", req.path,
-                                   " (try /, /api/status, /api/history, /metrics, /healthz)\n"),
-                      "text/plain");
+      return Text(404, absl::StrCat("404 not found: ", path,
+                                    " (try /, /api/status, /api/history, /metrics, /healthz)\n"));
     }
-  });
+    if (!Authorized(req, *auth)) {
+      res = Text(401, "401 unauthorized: pass Authorization: Bearer <token> or ?token=<token>\n");
+      res.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"slurm-ddp\"");
+      metrics->RecordHttp(page, 401);
+      return res;
+    }
+    if (const int refused = Refusal(req, &res); refused != 0) {
+      metrics->RecordHttp(page, refused);
+      return res;
+    }
+    const absl::string_view name = page;
+    if (name == "/") {
+      res.content_type = "text/html; charset=utf-8";
+      res.body = DashboardHtml();
+    } else if (name == "/api/status") {
+      res.content_type = "application/json";
+      res.body = cache->Get()->json;
+    } else if (name == "/api/history") {
+      res.content_type = "application/json";
+      res.body = history->ToJson();
+    } else {
+      res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      res.body = cache->Get()->metrics;
+      metrics->AppendPrometheus(&res.body);
+    }
+    res.headers.emplace_back("Cache-Control", "no-store");
+    metrics->RecordHttp(page, 200);
+    return res;
+  };
+  // A connection dropped before its first request (head too slow, too big or malformed).
+  auto dropped = [metrics] { metrics->RecordHttp("refused", 0); };
 
-  const std::string host = options.host.empty() ? "127.0.0.1" : options.host;
-  if (options.port == 0) {
-    e->port_ = svr.bind_to_any_port(host);
-    if (e->port_ <= 0) {
-      return absl::UnavailableError(absl::StrCat("HTTP: cannot listen on ", host, ":0"));
-    }
-  } else {
-    if (!svr.bind_to_port(host, options.port)) {
-      return absl::UnavailableError(
-          absl::StrCat("HTTP: cannot listen on ", host, ":", options.port, " (in use?)"));
-    }
-    e->port_ = options.port;
-  }
-  e->server_->WidenBacklog(128);
-  e->thread_ = std::thread([raw = e->server_.get()] { raw->listen_after_bind(); });
+  HttpServerOptions server_options;
+  server_options.host = options.host;
+  server_options.port = options.port;
+  server_options.limits = options.limits;
+  std::unique_ptr<HttpEndpoint> e(new HttpEndpoint());
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start(server_options, std::move(handle), std::move(dropped));
+  if (!server.ok()) return server.status();
+  e->server_ = std::move(*server);
   return e;
 }
 
-void HttpEndpoint::Stop() {
-  if (!server_) return;
-  // stop() is a no-op until the listen loop runs; give a just-started thread a moment.
-  for (int i = 0; i < 200 && !server_->is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
-  server_.reset();
-}
+void HttpEndpoint::Stop() { server_.reset(); }
 
 HttpEndpoint::~HttpEndpoint() { Stop(); }
 

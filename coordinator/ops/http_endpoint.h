@@ -1,14 +1,16 @@
-// The coordinator's HTTP endpoint (cpp-httplib), started beside the gRPC server on the same host:
+// The coordinator's HTTP endpoint, started beside the gRPC server on the same host:
 //   /             the dashboard: one self-contained HTML page (inline JS/CSS) polling the APIs
 //   /api/status   the status JSON, byte for byte what `ddpctl status --json` prints
 //   /api/history  chart series (coordinator/ops/history.h)
 //   /metrics      Prometheus text exposition (rpc_metrics.h, job_metrics.h)
 //   /healthz      "ok" (liveness; the only path without a token)
 // Every other path needs the view or control token (never the worker token): `Authorization:
-// Bearer <token>` or `?token=<token>`; a missing or wrong one gets 401. Responses are served
-// from StatusCache snapshots, so a request never builds a status or takes the job's locks. Requests
-// run on a bounded thread pool, once their head has arrived complete (http_guard.h: slow or
-// oversized heads cannot hold a thread).
+// Bearer <token>` or `?token=<token>`; a missing or wrong one gets 401, an unknown path 404. These
+// are GET (and HEAD) endpoints: another method gets 405, a request that announces a body 413, and
+// both are decided from the head alone, after the route and the token, so no body is ever read.
+// Responses are served from StatusCache snapshots, so a request never builds a status or takes
+// the job's locks. Connections, slow clients and head sizes are bounded by the server
+// (http_server.h: libmicrohttpd's own limits).
 //
 // Thread safety: Start/Stop/destructor from one owning thread; port() anywhere.
 #ifndef SLURM_DDP_COORDINATOR_OPS_HTTP_ENDPOINT_H_
@@ -16,26 +18,20 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "coordinator/ops/history.h"
-#include "coordinator/ops/http_guard.h"
+#include "coordinator/ops/http_server.h"
 #include "coordinator/ops/rpc_metrics.h"
 #include "coordinator/ops/status_cache.h"
 #include "coordinator/rpc/auth.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace ddp {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";  // "0.0.0.0" listens everywhere
   int port = 0;                    // 0 = ephemeral
-  int threads = 8;                 // requests served at once (complete heads only)
-  HttpLimits limits;               // head size, header lines, timeouts, connections (http_guard.h)
+  HttpLimits limits;               // connections, idle timeout, memory, threads (http_server.h)
 };
 
 class HttpEndpoint {
@@ -49,16 +45,14 @@ class HttpEndpoint {
   HttpEndpoint(const HttpEndpoint&) = delete;
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
 
-  int port() const { return port_; }
-  // Stops listening and joins the server thread. Idempotent.
+  int port() const { return server_ ? server_->port() : 0; }
+  // Stops listening, closes every connection and joins the server's threads. Idempotent.
   void Stop();
 
  private:
   HttpEndpoint() = default;
 
-  std::unique_ptr<GuardedHttpServer> server_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<HttpServer> server_;
 };
 
 }  // namespace ddp
