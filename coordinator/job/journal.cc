@@ -11,189 +11,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/crc32c.h"
 #include "common/status_macros.h"
 
 namespace ddp {
 namespace {
-
-enum class RecordType : uint8_t {
-  kHeader = 1,
-  kIncarnation = 2,
-  kRegistered = 3,
-  kGeneration = 4,
-  kCheckpoint = 5,
-  kEpoch = 6,
-  kStop = 7,
-};
-
-constexpr size_t kFrameBytes = 8;                       // length + CRC
-constexpr uint32_t kMaxRecordBytes = 64 * 1024 * 1024;  // a rank table of 65536 long host names
-constexpr uint32_t kCrcMaskDelta = 0xa282ead8u;         // LevelDB's mask: CRCs of CRCs differ
-
-uint32_t MaskCrc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + kCrcMaskDelta; }
-
-// --- encoding ---------------------------------------------------------------------------------
-void PutU32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutI64(std::string* out, int64_t v) {
-  const uint64_t u = static_cast<uint64_t>(v);
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((u >> (8 * i)) & 0xff));
-}
-void PutString(std::string* out, const std::string& s) {
-  PutU32(out, static_cast<uint32_t>(s.size()));
-  out->append(s);
-}
-void PutWorker(std::string* out, const WorkerIdentity& w) {
-  PutString(out, w.host);
-  PutI64(out, w.node_rank);
-  PutI64(out, w.local_rank);
-  PutI64(out, w.local_world_size);
-  PutI64(out, w.pid);
-  PutString(out, w.nonce);
-}
-std::string Start(RecordType type) { return std::string(1, static_cast<char>(type)); }
-
-// --- decoding ---------------------------------------------------------------------------------
-class Reader {
- public:
-  explicit Reader(absl::string_view data) : data_(data) {}
-  bool U32(uint32_t* v) {
-    if (data_.size() < 4) return false;
-    *v = 0;
-    for (int i = 0; i < 4; ++i)
-      *v |= static_cast<uint32_t>(static_cast<uint8_t>(data_[i])) << (8 * i);
-    data_.remove_prefix(4);
-    return true;
-  }
-  bool I64(int64_t* v) {
-    if (data_.size() < 8) return false;
-    uint64_t u = 0;
-    for (int i = 0; i < 8; ++i)
-      u |= static_cast<uint64_t>(static_cast<uint8_t>(data_[i])) << (8 * i);
-    data_.remove_prefix(8);
-    *v = static_cast<int64_t>(u);
-    return true;
-  }
-  bool Int(int* v) {
-    int64_t w = 0;
-    if (!I64(&w) || w < INT32_MIN || w > INT32_MAX) return false;
-    *v = static_cast<int>(w);
-    return true;
-  }
-  bool String(std::string* s) {
-    uint32_t n = 0;
-    if (!U32(&n) || data_.size() < n) return false;
-    s->assign(data_.data(), n);
-    data_.remove_prefix(n);
-    return true;
-  }
-  bool Worker(WorkerIdentity* w) {
-    return String(&w->host) && Int(&w->node_rank) && Int(&w->local_rank) &&
-           Int(&w->local_world_size) && Int(&w->pid) && String(&w->nonce);
-  }
-  bool done() const { return data_.empty(); }
-
- private:
-  absl::string_view data_;
-};
-
-// Applies one record's payload to `state`; false when it does not parse.
-bool Apply(absl::string_view payload, bool first, JournalState* state) {
-  if (payload.empty()) return false;
-  const auto type = static_cast<RecordType>(payload[0]);
-  Reader r(payload.substr(1));
-  if (first != (type == RecordType::kHeader)) return false;
-  bool ok = false;
-  switch (type) {
-    case RecordType::kHeader: {
-      JournalHeader& h = state->header;
-      ok = r.String(&h.job_id) && r.I64(&h.generation) && r.String(&h.nonce) &&
-           r.String(&h.token) && r.String(&h.view_token) && r.String(&h.control_token) &&
-           r.Int(&h.world_size);
-      break;
-    }
-    case RecordType::kIncarnation:
-      ok = r.I64(&state->incarnation);
-      break;
-    case RecordType::kRegistered: {
-      WorkerIdentity w;
-      ok = r.Worker(&w);
-      if (ok) state->registered.push_back(std::move(w));
-      break;
-    }
-    case RecordType::kGeneration: {
-      RankTable t;
-      int64_t n = 0;
-      ok = r.I64(&t.generation) && r.String(&t.store_prefix) && r.Int(&t.num_nodes) &&
-           r.Int(&state->restarts) && r.I64(&n) && n >= 0 && n <= kMaxRecordBytes;
-      for (int64_t i = 0; ok && i < n; ++i) {
-        WorkerIdentity w;
-        ok = r.Worker(&w);
-        t.ranks.push_back(std::move(w));
-      }
-      if (ok) {
-        state->table = std::move(t);
-        state->epochs.clear();  // a new generation agrees on its epochs afresh
-      }
-      break;
-    }
-    case RecordType::kCheckpoint: {
-      CommittedCheckpoint c;
-      ok = r.I64(&c.epoch) && r.I64(&c.step) && r.I64(&c.consumed) && r.String(&c.path);
-      if (ok) state->checkpoint = std::move(c);
-      break;
-    }
-    case RecordType::kEpoch: {
-      int64_t epoch = 0;
-      ShardRequest q;
-      int64_t shuffle = 0;
-      int64_t drop_last = 0;
-      ok = r.I64(&epoch) && r.I64(&q.epoch) && r.I64(&q.dataset_size) && r.I64(&q.seed) &&
-           r.I64(&shuffle) && r.I64(&drop_last) && r.I64(&q.resume_consumed) &&
-           r.Int(&q.resume_world_size);
-      q.shuffle = shuffle != 0;
-      q.drop_last = drop_last != 0;
-      if (ok) state->epochs[epoch] = q;
-      break;
-    }
-    case RecordType::kStop: {
-      std::string reason;
-      ok = r.String(&reason);
-      if (ok) state->stop_reason = std::move(reason);
-      break;
-    }
-  }
-  return ok && r.done();
-}
-
-std::string HeaderPayload(const JournalHeader& h) {
-  std::string p = Start(RecordType::kHeader);
-  PutString(&p, h.job_id);
-  PutI64(&p, h.generation);
-  PutString(&p, h.nonce);
-  PutString(&p, h.token);
-  PutString(&p, h.view_token);
-  PutString(&p, h.control_token);
-  PutI64(&p, h.world_size);
-  return p;
-}
-
-std::string IncarnationPayload(int64_t incarnation) {
-  std::string p = Start(RecordType::kIncarnation);
-  PutI64(&p, incarnation);
-  return p;
-}
-
-std::string Frame(const std::string& payload) {
-  std::string out;
-  out.reserve(kFrameBytes + payload.size());
-  PutU32(&out, static_cast<uint32_t>(payload.size()));
-  PutU32(&out, MaskCrc(Crc32c(payload)));
-  out.append(payload);
-  return out;
-}
 
 absl::Status WriteAll(int fd, absl::string_view data) {
   while (!data.empty()) {
@@ -254,39 +75,6 @@ absl::StatusOr<std::string> ReadAll(const std::string& path) {
 
 std::string JournalPath(const std::string& dist_file) { return dist_file + ".journal"; }
 
-absl::StatusOr<JournalState> ParseJournal(const std::string& bytes) {
-  JournalState state;
-  size_t pos = 0;
-  while (pos < bytes.size()) {
-    Reader frame(absl::string_view(bytes).substr(pos));
-    uint32_t length = 0;
-    uint32_t crc = 0;
-    const bool whole = frame.U32(&length) && frame.U32(&crc) && length <= kMaxRecordBytes &&
-                       bytes.size() - pos - kFrameBytes >= length;
-    const bool checks =
-        whole && MaskCrc(Crc32c(absl::string_view(bytes).substr(pos + kFrameBytes, length))) == crc;
-    const size_t end = whole ? pos + kFrameBytes + length : bytes.size();
-    if (!checks) {
-      if (end == bytes.size()) {  // the last frame: torn by a crash mid-append
-        state.torn_bytes = static_cast<int64_t>(bytes.size() - pos);
-        break;
-      }
-      return absl::DataLossError(absl::StrCat("journal record ", state.records + 1, " at byte ",
-                                              pos, " is corrupt (checksum mismatch)"));
-    }
-    if (!Apply(absl::string_view(bytes).substr(pos + kFrameBytes, length), state.records == 0,
-               &state)) {
-      return absl::DataLossError(
-          absl::StrCat("journal record ", state.records + 1, " at byte ", pos,
-                       state.records == 0 ? " is not a journal header" : " does not parse"));
-    }
-    ++state.records;
-    pos = end;
-  }
-  if (state.records == 0) return absl::DataLossError("journal has no header record");
-  return state;
-}
-
 Journal::Journal(std::string path, int fd, Log log)
     : path_(std::move(path)), fd_(fd), log_(std::move(log)) {
   // The syncer never takes a process signal (a thread inherits its creator's mask): the
@@ -318,7 +106,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Create(const std::string& path
     return absl::InternalError(
         absl::StrCat("cannot create journal ", path, ": ", std::strerror(errno)));
   }
-  const std::string head = Frame(HeaderPayload(header)) + Frame(IncarnationPayload(0));
+  const std::string head = FrameRecord(HeaderRecord(header)) + FrameRecord(IncarnationRecord(0));
   absl::Status st = WriteAll(fd, head);
   if (st.ok() && ::fdatasync(fd) != 0) st = absl::InternalError(std::strerror(errno));
   if (st.ok()) st = SyncDirectoryOf(path);
@@ -357,7 +145,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Resume(const std::string& path
     st = absl::InternalError(absl::StrCat("truncate: ", std::strerror(errno)));
   }
   ++read->incarnation;
-  if (st.ok()) st = WriteAll(fd, Frame(IncarnationPayload(read->incarnation)));
+  if (st.ok()) st = WriteAll(fd, FrameRecord(IncarnationRecord(read->incarnation)));
   if (st.ok() && ::fdatasync(fd) != 0) st = absl::InternalError(std::strerror(errno));
   if (!st.ok()) {
     ::close(fd);
@@ -368,7 +156,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Resume(const std::string& path
 }
 
 void Journal::Append(const std::string& payload) {
-  const std::string frame = Frame(payload);
+  const std::string frame = FrameRecord(payload);
   absl::MutexLock lock(&mu_);
   if (!failed_.ok()) return;
   absl::Status st = WriteAll(fd_, frame);
@@ -424,49 +212,20 @@ int64_t Journal::fsyncs() const {
   return fsyncs_;
 }
 
-void Journal::Registered(const WorkerIdentity& who) {
-  std::string p = Start(RecordType::kRegistered);
-  PutWorker(&p, who);
-  Append(p);
-}
+void Journal::Registered(const WorkerIdentity& who) { Append(RegisteredRecord(who)); }
 
 void Journal::GenerationFormed(const RankTable& table, int restarts) {
-  std::string p = Start(RecordType::kGeneration);
-  PutI64(&p, table.generation);
-  PutString(&p, table.store_prefix);
-  PutI64(&p, table.num_nodes);
-  PutI64(&p, restarts);
-  PutI64(&p, table.size());
-  for (const WorkerIdentity& w : table.ranks) PutWorker(&p, w);
-  Append(p);
+  Append(GenerationRecord(table, restarts));
 }
 
-void Journal::CheckpointCommitted(const CommittedCheckpoint& c) {
-  std::string p = Start(RecordType::kCheckpoint);
-  PutI64(&p, c.epoch);
-  PutI64(&p, c.step);
-  PutI64(&p, c.consumed);
-  PutString(&p, c.path);
-  Append(p);
+void Journal::CheckpointCommitted(const CommittedCheckpoint& checkpoint) {
+  Append(CheckpointRecord(checkpoint));
 }
 
-void Journal::EpochAgreed(int64_t epoch, const ShardRequest& q) {
-  std::string p = Start(RecordType::kEpoch);
-  PutI64(&p, epoch);
-  PutI64(&p, q.epoch);
-  PutI64(&p, q.dataset_size);
-  PutI64(&p, q.seed);
-  PutI64(&p, q.shuffle ? 1 : 0);
-  PutI64(&p, q.drop_last ? 1 : 0);
-  PutI64(&p, q.resume_consumed);
-  PutI64(&p, q.resume_world_size);
-  Append(p);
+void Journal::EpochAgreed(int64_t epoch, const ShardRequest& request) {
+  Append(EpochRecord(epoch, request));
 }
 
-void Journal::StopRequested(const std::string& reason) {
-  std::string p = Start(RecordType::kStop);
-  PutString(&p, reason);
-  Append(p);
-}
+void Journal::StopRequested(const std::string& reason) { Append(StopRecord(reason)); }
 
 }  // namespace ddp

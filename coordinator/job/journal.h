@@ -12,11 +12,7 @@
 // heartbeats fill them), the event list, metrics history and the c10d key-value store (each
 // process group rendezvouses under its generation's prefix, and the next one starts afresh).
 //
-// Framing: each record is [u32 length][u32 masked CRC-32C of the payload][payload], little
-// endian. Reading stops at the first frame that does not check: when it is the last bytes of
-// the file (a crash mid-append tore it) they are dropped and the file is cut back; anywhere
-// else the journal is corrupt and refused (DATA_LOSS), as is a journal of another job
-// (FAILED_PRECONDITION when its header does not match the dist_file).
+// The record format (framing, encoding, parsing) is journal_record.h.
 //
 // Durability: Append writes the record to the file at once (under the job's lock; a write to the
 // page cache, which survives the coordinator's own death, SIGKILL included) and the syncer thread
@@ -31,54 +27,23 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/coordinator_api.h"
+#include "coordinator/job/journal_record.h"
 #include "coordinator/job/journal_sink.h"
 #include "coordinator/job/membership.h"
 
 namespace ddp {
 
-// The job identity a journal belongs to: what the dist_file and authentication need.
-struct JournalHeader {
-  std::string job_id;
-  int64_t generation = 0;  // Slurm restart count
-  std::string nonce;
-  std::string token;
-  std::string view_token;
-  std::string control_token;
-  int world_size = 0;
-};
-
-// The state a journal restores.
-struct JournalState {
-  JournalHeader header;
-  int64_t incarnation = 0;                 // the highest incarnation recorded
-  std::vector<WorkerIdentity> registered;  // before the first rank table, in order
-  std::optional<RankTable> table;          // the last complete membership generation
-  int restarts = 0;                        // in-job recovery restarts used (with `table`)
-  std::optional<CommittedCheckpoint> checkpoint;
-  std::map<int64_t, ShardRequest> epochs;  // agreed in the last generation
-  std::optional<std::string> stop_reason;  // a graceful stop was asked for
-  int64_t records = 0;
-  int64_t torn_bytes = 0;  // dropped from the tail (a crash mid-append)
-};
-
 // "<dist_file>.journal"
 std::string JournalPath(const std::string& dist_file);
-
-// Parses journal bytes. DATA_LOSS for a corrupt record that is not the tail, or a journal
-// without its header; a torn tail is dropped (counted in torn_bytes).
-absl::StatusOr<JournalState> ParseJournal(const std::string& bytes);
 
 class Journal : public JournalSink {
  public:

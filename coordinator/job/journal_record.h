@@ -1,0 +1,70 @@
+// The journal's record format (journal.h writes and reads the file): each record's payload is a
+// type byte and its fields (integers as 64-bit little endian, strings as a u32 length and the
+// bytes); ParseJournal applies the records in order to a JournalState.
+//
+// Framing: each record is [u32 length][u32 masked CRC-32C of the payload][payload], little
+// endian. Reading stops at the first frame that does not check: when it is the last bytes of
+// the file (a crash mid-append tore it) they are dropped and the file is cut back; anywhere
+// else the journal is corrupt and refused (DATA_LOSS), as is a journal of another job
+// (FAILED_PRECONDITION when its header does not match the dist_file).
+//
+// Thread safety: pure functions.
+#ifndef SLURM_DDP_COORDINATOR_JOB_JOURNAL_RECORD_H_
+#define SLURM_DDP_COORDINATOR_JOB_JOURNAL_RECORD_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/coordinator_api.h"
+#include "coordinator/job/membership.h"
+
+namespace ddp {
+
+// The job identity a journal belongs to: what the dist_file and authentication need.
+struct JournalHeader {
+  std::string job_id;
+  int64_t generation = 0;  // Slurm restart count
+  std::string nonce;
+  std::string token;
+  std::string view_token;
+  std::string control_token;
+  int world_size = 0;
+};
+
+// The state a journal restores.
+struct JournalState {
+  JournalHeader header;
+  int64_t incarnation = 0;                 // the highest incarnation recorded
+  std::vector<WorkerIdentity> registered;  // before the first rank table, in order
+  std::optional<RankTable> table;          // the last complete membership generation
+  int restarts = 0;                        // in-job recovery restarts used (with `table`)
+  std::optional<CommittedCheckpoint> checkpoint;
+  std::map<int64_t, ShardRequest> epochs;  // agreed in the last generation
+  std::optional<std::string> stop_reason;  // a graceful stop was asked for
+  int64_t records = 0;
+  int64_t torn_bytes = 0;  // dropped from the tail (a crash mid-append)
+};
+
+// The payload of each record type (unframed): what each JournalSink call appends.
+std::string HeaderRecord(const JournalHeader& header);
+std::string IncarnationRecord(int64_t incarnation);
+std::string RegisteredRecord(const WorkerIdentity& who);
+std::string GenerationRecord(const RankTable& table, int restarts);
+std::string CheckpointRecord(const CommittedCheckpoint& checkpoint);
+std::string EpochRecord(int64_t epoch, const ShardRequest& request);
+std::string StopRecord(const std::string& reason);
+
+// The frame around a payload: [u32 length][u32 masked CRC-32C of the payload][payload].
+std::string FrameRecord(const std::string& payload);
+
+// Parses journal bytes. DATA_LOSS for a corrupt record that is not the tail, or a journal
+// without its header; a torn tail is dropped (counted in torn_bytes).
+absl::StatusOr<JournalState> ParseJournal(const std::string& bytes);
+
+}  // namespace ddp
+
+#endif  // SLURM_DDP_COORDINATOR_JOB_JOURNAL_RECORD_H_
