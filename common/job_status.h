@@ -1,8 +1,10 @@
-// Status types shared by the coordinator, its HTTP endpoint and ddpctl, and their JSON form
-// (the `ddpctl status --json` contract in docs/architecture.md, "Status JSON": one object with
-// job_id, state, world_size, registered, epoch, epochs, step, steps_per_epoch, loss,
-// samples_per_second and a `ranks` list of {rank, host, local_rank, state, step,
-// last_seen_seconds}; extended, never renamed).
+// Status types shared by the coordinator, its HTTP endpoint and ddpctl, their JSON form (the
+// `ddpctl status --json` contract in docs/architecture.md, "Status JSON": one object with job_id,
+// state, world_size, registered, epoch, epochs, step, steps_per_epoch, loss, samples_per_second
+// and a `ranks` list of {rank, host, local_rank, state, step, last_seen_seconds}; extended, never
+// renamed), and the rules the screens show, decided here once and sent in the JSON: which rank
+// is flagged and why (JudgeRank), whether its state is final (IsFinal), the job's exit code
+// (JobExitCode). The dashboard and ddpctl render those fields; they never derive them.
 //
 // Every state is an enum here, in the proto and in C++; the JSON spells it with the names below.
 // To add a job or rank state: a value here, its name in job_status.cc, the proto enum
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/failure_cause.h"
 
@@ -90,6 +93,23 @@ inline constexpr StepPhase kAllStepPhases[] = {
 // "none" for kNone (the JSON writes null).
 const char* StepPhaseName(StepPhase phase);
 
+// Why a screen points at a rank; at most one flag a rank, the first that applies in this order
+// (JudgeRank). kNone reads null in the JSON.
+enum class RankFlag {
+  kNone,
+  kFailed,   // state failed
+  kLost,     // state lost
+  kStalled,  // state stalled
+  kSilent,   // still working, but no heartbeat for over 2 heartbeat periods
+  kBehind,   // still working, its step trails the working ranks' median (behind_by)
+};
+inline constexpr RankFlag kAllRankFlags[] = {
+    RankFlag::kNone,    RankFlag::kFailed, RankFlag::kLost,
+    RankFlag::kStalled, RankFlag::kSilent, RankFlag::kBehind,
+};
+// "none", "failed", "lost", "stalled", "silent", "behind".
+const char* RankFlagName(RankFlag flag);
+
 struct RankStatus {
   int rank = 0;  // -1 while the world is not complete
   std::string host;
@@ -104,6 +124,10 @@ struct RankStatus {
   double loss = 0.0;
   double samples_per_second = 0.0;
   double last_seen_seconds = 0.0;  // since the last heartbeat (or registration)
+  // Decided, not observed: DecideStatus (or FromJson) fills them; ToJson decides them afresh.
+  RankFlag flag = RankFlag::kNone;
+  int64_t behind_by = 0;  // steps behind the working ranks' median; 0 when not behind
+  bool final = false;     // IsFinal(state)
 };
 
 // A rank the job lost (in-job recovery): its typed cause, when, and whether a later membership
@@ -165,43 +189,59 @@ struct JobStatus {
   // The rank stalled longest (each stalled rank's state is kStalled); absent when none. Kept
   // once the job has ended because of it.
   StallReport stall;
+  // Decided, not observed: the process exit code the job ends with (JobExitCode) once it has
+  // ended, -1 before (the JSON's null). DecideStatus (or FromJson) fills it.
+  int exit_code = -1;
 };
 
-// Lagging ranks, the rule `ddpctl status` and the dashboard share (the page mirrors it in JS):
-// a rank still working (not in a final state) is BEHIND when its step trails the median step of
-// the working ranks by more than max(2, median / 100) (ranks heartbeat at different moments, so
-// a small gap is normal), and SILENT when its last heartbeat is older than two heartbeat periods.
+// The screens' rules, decided once (docs/architecture.md, "Status JSON"). A rank still working
+// (not final, rank >= 0) is behind when its step trails the median step of the working ranks by
+// more than max(2, median / 100) (ranks heartbeat at different moments, so a small gap is
+// normal), and silent when its last heartbeat is older than two heartbeat periods.
 inline constexpr double kHeartbeatPeriodSeconds = 1.0;
-struct RankFlags {
-  int64_t behind_by = 0;  // steps behind the median; 0 when not lagging
-  bool silent = false;
-  bool lagging() const { return behind_by > 0 || silent; }
+struct RankVerdict {
+  RankFlag flag = RankFlag::kNone;
+  int64_t behind_by = 0;  // saturating; 0 when not behind
+  bool final = false;
 };
 // Median step over ranks still working (0 when none).
 int64_t MedianStep(const JobStatus& status);
-RankFlags FlagRank(const RankStatus& rank, int64_t median_step);
+RankVerdict JudgeRank(const RankStatus& rank, int64_t median_step);
+// The process exit code a job in `state` ends with (common/exit_codes.h): kExitOk when
+// SUCCEEDED, kExitResumable when STOPPED, kExitFailed otherwise.
+int JobExitCode(JobState state);
+// Fills every rank's flag, behind_by and final and the job's exit_code from the rest of
+// `status`: what ToJson writes. For a status that came without them (GetStatus's protobuf).
+void DecideStatus(JobStatus* status);
+
+// --- The JSON (job_status_json.cc, written and read with nlohmann/json) ----------------------
 
 // JSON string literal (with quotes) for `s`: escapes quotes, backslashes and control characters;
 // valid UTF-8 passes through, and each byte that is not valid UTF-8 becomes U+FFFD, so the
 // result is always valid JSON whatever the bytes.
 std::string JsonQuote(absl::string_view s);
 
-// One JSON object, on one line. Besides the contract fields: `failed_rank` and `failure_reason`
-// (null and "" unless FAILED), `failure` ({rank, cause, text} with the cause's stable name, null
-// unless FAILED), `stop_reason`, per rank `phase` (null until reported) and `phase_seconds`, and
-// `stall` ({rank, phase, seconds, budget_seconds, peers: {phase: ranks}}; the key is absent when
-// no rank is stalled). In-job recovery: `restarts`, `max_restarts`, `last_recovery_seconds` (null
-// until one completed), `membership_generation` and `lost_ranks` ([{rank, cause, text,
-// at_seconds, replaced}], the cause by its stable name); `spare_nodes` (spares standing by).
+// One JSON object, on one line, with the rules decided (DecideStatus's fields are decided
+// afresh, never copied from `status`). The fields, in order, are listed in
+// docs/architecture.md, "Status JSON". A number is the shortest text of its value rounded to six
+// significant digits (an integral one without a fraction), null when not finite.
 std::string ToJson(const JobStatus& status);
 // The same with the `ranks` array already rendered (status.ranks is not read), written over
 // `*out` (its capacity is kept): a snapshot built incrementally (coordinator/ops/status_render.h)
 // renders only the ranks that changed, into the buffers of an earlier snapshot.
 void ToJson(const JobStatus& status, absl::string_view ranks_json, std::string* out);
-// One rank's object in ToJson's `ranks` is head + its last_seen_seconds + tail; the number as
-// AppendJsonNumber writes it.
-void RankJsonParts(const RankStatus& rank, std::string* head, std::string* tail);
+// One rank's object in ToJson's `ranks`, with `verdict` (JudgeRank), is head + its
+// last_seen_seconds + tail; the number as AppendJsonNumber writes it.
+void RankJsonParts(const RankStatus& rank, const RankVerdict& verdict, std::string* head,
+                   std::string* tail);
 void AppendJsonNumber(double v, std::string* out);
+
+// Reads what ToJson writes, the decided fields included as they are (a screen shows them; it
+// does not decide them again). Fields it does not know are ignored and missing ones keep their
+// defaults; a name it does not know reads as the proto's fallback (job state FAILED, rank state
+// starting, step phase none, failure cause worker_error, flag none). INVALID_ARGUMENT when `json`
+// is not a JSON object or a known field has the wrong type.
+absl::StatusOr<JobStatus> FromJson(absl::string_view json);
 
 }  // namespace ddp
 

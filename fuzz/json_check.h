@@ -1,7 +1,8 @@
-// A strict JSON (RFC 8259) checker for the fuzz harnesses: the whole text must be one value,
-// strings valid UTF-8 with only legal escapes and no raw control characters, numbers in JSON's
-// grammar (no NaN, no Inf). It also hands back every object key and string value, decoded, in
-// document order, so a harness can compare them with what it put in.
+// The JSON checker of the fuzz harnesses, on nlohmann/json's strict parser (RFC 8259): the
+// whole text must be one value, strings valid UTF-8 with only legal escapes and no raw control
+// characters, numbers in JSON's grammar (no NaN, no Inf). It also hands back every object key
+// and string value, decoded, in document order, so a harness can compare them with what it put
+// in.
 //
 // Thread safety: a plain function.
 #ifndef SLURM_DDP_FUZZ_JSON_CHECK_H_

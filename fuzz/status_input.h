@@ -1,7 +1,9 @@
 // Builds a JobStatus (common/job_status.h) from fuzz bytes for the status view harnesses: every
 // field, including strings of arbitrary bytes (control characters, invalid UTF-8), extreme and
 // non-finite numbers, every job and rank state, phase and failure cause (and one value past
-// each), and up to 40 ranks and 12 events.
+// each), and up to 40 ranks and 12 events. ReadDecided then sets the decided fields (flag,
+// behind_by, final, exit_code) as DecideStatus would, or, while bytes remain, to anything at all:
+// a view shows them as the status says.
 #ifndef SLURM_DDP_FUZZ_STATUS_INPUT_H_
 #define SLURM_DDP_FUZZ_STATUS_INPUT_H_
 
@@ -55,6 +57,17 @@ inline JobStatus ReadJobStatus(ByteReader& in) {
   const int events = in.Byte() % 13;
   for (int i = 0; i < events && in.remaining() > 0; ++i) s.events.push_back(in.Str(80));
   return s;
+}
+
+inline void ReadDecided(ByteReader& in, JobStatus* s) {
+  DecideStatus(s);
+  for (RankStatus& r : s->ranks) {
+    if (in.remaining() == 0) return;
+    r.flag = static_cast<RankFlag>(in.Byte() % 7);  // 6 is no flag at all
+    r.behind_by = in.Int();
+    r.final = in.Bool();
+  }
+  if (in.remaining() > 0) s->exit_code = static_cast<int>(in.Int());
 }
 
 }  // namespace ddp::fuzz

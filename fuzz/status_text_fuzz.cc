@@ -1,5 +1,6 @@
 // Fuzzes ddpctl's text views of a job status (client/ddpctl/status_view.h): FormatStatus,
-// FormatLine, ProgressBar and FormatDuration, on statuses with arbitrary strings and numbers.
+// FormatLine, ProgressBar and FormatDuration, on statuses with arbitrary strings and numbers, and
+// decided fields (flag, behind_by, final, exit_code) as decided or arbitrary.
 // Invariants: no undefined behaviour (UBSan: overflow in the step arithmetic), and what reaches
 // the operator's terminal is valid UTF-8 without control characters (no escape sequences from a
 // job id, host name or stop reason), one line for FormatLine; a progress bar is exactly
@@ -38,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int width = in.Byte() % 120;
   const double fraction = in.Double();
   const double duration = in.Double();
-  const ddp::JobStatus status = ddp::fuzz::ReadJobStatus(in);
+  ddp::JobStatus status = ddp::fuzz::ReadJobStatus(in);
+  ddp::fuzz::ReadDecided(in, &status);
 
   const std::string view = ddp::FormatStatus(status, options);
   FUZZ_CHECK(ddp::fuzz::IsStrictUtf8(view), view);
@@ -50,6 +52,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(bar.size() == static_cast<size_t>(width) + 2, bar);
   const std::string d = ddp::FormatDuration(duration);
   FUZZ_CHECK(!d.empty() && NoControls(d, ' '), d);
-  (void)ddp::ExitCodeForJob(status);
   return 0;
 }

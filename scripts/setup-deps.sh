@@ -27,6 +27,7 @@ DEB_PACKAGES=(
   build-essential cmake pkg-config clang dpkg-dev ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libcli11-dev libcpp-httplib-dev libmicrohttpd-dev
+  nlohmann-json3-dev
   libjpeg62-turbo-dev zlib1g-dev
   libtcmalloc-minimal4
   libgloo-dev

@@ -47,22 +47,25 @@ std::string Printable(absl::string_view raw) {
   return out;
 }
 
-// Failed or lost ranks first, then stalled or lagging ones.
-int Weight(const RankStatus& r, const RankFlags& f) {
-  if (r.state == RankState::kFailed || r.state == RankState::kLost) return 3;
-  if (r.state == RankState::kStalled) return 2;
-  return f.lagging() ? 1 : 0;
-}
-
-std::string Flags(const RankFlags& f, const RankStatus& r) {
+// What the JSON's flag says about a rank (decided by the coordinator, common/job_status.h).
+std::string Flags(const RankStatus& r) {
   std::vector<std::string> parts;
-  if (r.state == RankState::kStalled) {
+  if (r.flag == RankFlag::kStalled) {
     parts.push_back(absl::StrFormat("in %s %.1fs", StepPhaseName(r.phase), r.phase_seconds));
   }
-  if (f.behind_by > 0) parts.push_back(absl::StrCat("behind by ", f.behind_by));
-  if (f.silent) parts.push_back(absl::StrFormat("silent %.1fs", r.last_seen_seconds));
+  if (r.behind_by > 0) parts.push_back(absl::StrCat("behind by ", r.behind_by));
+  if (r.flag == RankFlag::kSilent) {
+    parts.push_back(absl::StrFormat("silent %.1fs", r.last_seen_seconds));
+  }
+  if (r.flag != RankFlag::kNone && parts.empty()) parts.push_back(RankFlagName(r.flag));
   if (parts.empty()) return "";
   return absl::StrCat("<< ", absl::StrJoin(parts, ", "));
+}
+
+// " (finished, exit 3)" once the job has ended; the exit code as the status says.
+std::string Finished(const JobStatus& s) {
+  if (!s.finished) return "";
+  return s.exit_code >= 0 ? absl::StrCat(" (finished, exit ", s.exit_code, ")") : " (finished)";
 }
 
 // "rank 3 in data for 62.0s (budget 1m0s; peers: 1 in allreduce)".
@@ -99,17 +102,6 @@ std::string FormatDuration(double seconds) {
   return absl::StrFormat("%ds", s);
 }
 
-int ExitCodeForJob(const JobStatus& s) {
-  switch (s.state) {
-    case JobState::kSucceeded:
-      return kExitOk;
-    case JobState::kStopped:
-      return kExitResumable;
-    default:
-      return kExitFailed;
-  }
-}
-
 std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   std::string out;
   if (s.stall.present()) absl::StrAppend(&out, "STALLED: ", StallText(s.stall), "\n");
@@ -130,10 +122,9 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
         "\n  cause: ", FailureKindName(last.cause.kind), "\n  reason: ", Printable(last.cause.text),
         s.stop_reason.empty() ? "" : "\n  then stopping: ", Printable(s.stop_reason), "\n");
   }
-  absl::StrAppend(
-      &out, absl::StrFormat("job %s  generation %d  %s%s  up %s\n", Printable(s.job_id),
-                            s.generation, JobStateName(s.state), s.finished ? " (finished)" : "",
-                            FormatDuration(s.uptime_seconds)));
+  absl::StrAppend(&out, absl::StrFormat("job %s  generation %d  %s%s  up %s\n", Printable(s.job_id),
+                                        s.generation, JobStateName(s.state), Finished(s),
+                                        FormatDuration(s.uptime_seconds)));
   if (s.state == JobState::kRegistering) {
     absl::StrAppend(
         &out,
@@ -154,18 +145,19 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
     absl::StrAppend(&out, absl::StrFormat("loss %.4g  %.1f samples/s  eta %s\n", s.loss,
                                           s.samples_per_second, FormatDuration(s.eta_seconds)));
   }
-  const int64_t median = MedianStep(s);
-  std::vector<std::pair<const RankStatus*, RankFlags>> rows;
-  int lagging = 0;
+  std::vector<const RankStatus*> rows;
+  int flagged = 0;
+  int final = 0;
   for (const RankStatus& r : s.ranks) {
-    RankFlags f = FlagRank(r, median);
-    if (f.lagging()) ++lagging;
-    rows.emplace_back(&r, f);
+    if (r.flag != RankFlag::kNone) ++flagged;
+    if (r.final) ++final;
+    rows.push_back(&r);
   }
   absl::StrAppend(&out, absl::StrFormat("workers %d/%d registered", s.registered, s.world_size));
   if (s.num_nodes > 0) absl::StrAppend(&out, absl::StrFormat(" on %d node(s)", s.num_nodes));
   if (s.spare_nodes > 0) absl::StrAppend(&out, absl::StrFormat(", %d spare(s)", s.spare_nodes));
-  if (lagging > 0) absl::StrAppend(&out, absl::StrFormat("; %d lagging", lagging));
+  if (flagged > 0) absl::StrAppend(&out, absl::StrFormat("; %d flagged", flagged));
+  if (final > 0) absl::StrAppend(&out, absl::StrFormat("; %d final", final));
   absl::StrAppend(&out, "\n");
   if (s.checkpoint_epoch >= 0) {
     absl::StrAppend(&out, absl::StrFormat("checkpoint: epoch %d step %d %s\n", s.checkpoint_epoch,
@@ -185,9 +177,8 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
     }
   }
   if (!rows.empty()) {
-    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-      return Weight(*a.first, a.second) > Weight(*b.first, b.second);
-    });
+    std::stable_partition(rows.begin(), rows.end(),
+                          [](const RankStatus* r) { return r->flag != RankFlag::kNone; });
     const size_t shown = options.max_ranks > 0
                              ? std::min(rows.size(), static_cast<size_t>(options.max_ranks))
                              : rows.size();
@@ -195,11 +186,11 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
                     absl::StrFormat("%-5s %-18s %-10s %-9s %-10s %-14s\n", "RANK", "HOST",
                                     "LOCAL/GPU", "STEP", "LAST SEEN", "STATE"));
     for (size_t i = 0; i < shown; ++i) {
-      const RankStatus& r = *rows[i].first;
+      const RankStatus& r = *rows[i];
       std::string line = absl::StrFormat(
           "%-5s %-18s %-10d %-9d %-10s %-14s %s", r.rank < 0 ? "-" : absl::StrCat(r.rank),
           Printable(r.host), r.local_rank, r.step, absl::StrFormat("%.1fs", r.last_seen_seconds),
-          RankStateName(r.state), Flags(rows[i].second, r));
+          RankStateName(r.state), Flags(r));
       while (!line.empty() && line.back() == ' ') line.pop_back();
       absl::StrAppend(&out, line, "\n");
     }
@@ -229,15 +220,14 @@ std::string FormatLine(const JobStatus& s) {
       &line, absl::StrFormat(" epoch %d/%d step %d%s loss %.4g %.1f samples/s", s.epoch, s.epochs,
                              s.step, total > 0 ? absl::StrCat("/", total) : std::string(), s.loss,
                              s.samples_per_second));
-  const int64_t median = MedianStep(s);
   int working = 0;
-  int lagging = 0;
+  int flagged = 0;
   for (const RankStatus& r : s.ranks) {
-    if (!IsFinal(r.state)) ++working;
-    if (FlagRank(r, median).lagging()) ++lagging;
+    if (!r.final) ++working;
+    if (r.flag != RankFlag::kNone) ++flagged;
   }
   absl::StrAppend(&line, absl::StrFormat(" ranks %d/%d working", working, s.world_size));
-  if (lagging > 0) absl::StrAppend(&line, absl::StrFormat(" %d lagging", lagging));
+  if (flagged > 0) absl::StrAppend(&line, absl::StrFormat(" %d flagged", flagged));
   if (s.restarts > 0) {
     absl::StrAppend(&line, absl::StrFormat(" restarts %d/%d", s.restarts, s.max_restarts));
   }

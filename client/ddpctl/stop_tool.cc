@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -71,7 +72,8 @@ ToolRun Setup(CLI::App* sub) {
     while (true) {
       auto s = (*client)->GetStatus();
       if (!s.ok()) return Fail(std::string(s.status().message()));
-      last = *s;
+      last = *std::move(s);
+      DecideStatus(&last);  // GetStatus's protobuf carries no decided fields
       const double since = absl::ToDoubleSeconds(absl::Now() - sent);
       const int acked = Acknowledged(last, !graceful, since);
       const int total = static_cast<int>(last.ranks.size());
@@ -98,7 +100,7 @@ ToolRun Setup(CLI::App* sub) {
       return kExitTimedOut;
     }
     if (graceful) {
-      if (ExitCodeForJob(last) != kExitResumable) {
+      if (last.exit_code != kExitResumable) {
         return Fail(absl::StrCat("job ", job, " ended ", JobStateName(last.state),
                                  " while stopping: ", last.failure.text));
       }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -43,7 +44,9 @@ ToolRun Setup(CLI::App* sub) {
     bool finished = false;
     absl::Status st = (*client)->Watch(
         absl::Milliseconds(static_cast<int64_t>(flags->interval_s * 1000)),
-        [&](const JobStatus& s) {
+        [&](const JobStatus& received) {
+          JobStatus s = received;
+          DecideStatus(&s);  // GetStatus's protobuf carries no decided fields
           if (tty) {
             std::cout << "\033[H\033[2J" << FormatStatus(s, view)
                       << (s.finished ? "" : "\n(watching; Ctrl-C to quit)\n") << std::flush;
@@ -64,7 +67,7 @@ ToolRun Setup(CLI::App* sub) {
             std::cout << std::flush;
           }
           if (s.finished) {
-            final_status = s;
+            final_status = std::move(s);
             finished = true;
             return false;
           }
@@ -72,7 +75,7 @@ ToolRun Setup(CLI::App* sub) {
         });
     if (!st.ok()) return Fail(std::string(st.message()));
     if (!finished) return Fail("the status stream ended before the job finished");
-    const int code = ExitCodeForJob(final_status);
+    const int code = final_status.exit_code >= 0 ? final_status.exit_code : kExitFailed;
     std::cerr << "ddpctl: job " << final_status.job_id << " "
               << (code == kExitResumable ? "STOPPED (resumable)" : JobStateName(final_status.state))
               << (final_status.state == JobState::kFailed

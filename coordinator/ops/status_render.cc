@@ -13,7 +13,11 @@ namespace {
 namespace pb = ::slurm_ddp::v1;
 using google::protobuf::internal::WireFormatLite;
 
-// Everything the pieces are made of: all but last_seen_seconds.
+// Everything the pieces are made of: all but last_seen_seconds, and the rank's verdict.
+bool SameVerdict(const RankVerdict& a, const RankVerdict& b) {
+  return a.flag == b.flag && a.behind_by == b.behind_by && a.final == b.final;
+}
+
 bool SameRow(const RankStatus& a, const RankStatus& b) {
   return a.rank == b.rank && a.node_rank == b.node_rank && a.local_rank == b.local_rank &&
          a.pid == b.pid && a.state == b.state && a.phase == b.phase &&
@@ -53,13 +57,16 @@ void StatusRender::Render(const JobStatus& s, Output* out) {
   const size_t n = s.ranks.size();
   pieces_.resize(n);
   rendered_last_ = 0;
+  const int64_t median = MedianStep(s);
   for (size_t i = 0; i < n; ++i) {
     const RankStatus& r = s.ranks[i];
     Piece& p = pieces_[i];
-    if (p.valid && SameRow(p.row, r)) continue;
+    const RankVerdict verdict = JudgeRank(r, median);
+    if (p.valid && SameRow(p.row, r) && SameVerdict(p.verdict, verdict)) continue;
     p.valid = true;
     p.row = r;
-    RankJsonParts(r, &p.json_head, &p.json_tail);
+    p.verdict = verdict;
+    RankJsonParts(r, verdict, &p.json_head, &p.json_tail);
     RankStatus unseen = r;
     unseen.last_seen_seconds = 0;
     pb::RankStatus msg;

@@ -5,7 +5,8 @@
 // heartbeats once per interval (1 s and more), so most ranks are unchanged from one build to the
 // next but for their last_seen_seconds. Render keeps each rank's rendered pieces and redoes only
 // the ranks whose row changed; for the others it writes the new last_seen_seconds between the
-// kept pieces.
+// kept pieces. A rank's verdict (JudgeRank: its flag, behind_by, final) is part of its row: it
+// can change with the other ranks' steps or its own silence, and then the rank is redone.
 //
 // The output is the same text as ToJson and RenderJobMetrics, byte for byte, and protobuf bytes
 // that parse to the same message as ToProto (a rank's last_seen_seconds is written after its
@@ -41,7 +42,8 @@ class StatusRender {
  private:
   struct Piece {
     bool valid = false;
-    RankStatus row;  // as rendered; its last_seen_seconds is not used
+    RankStatus row;       // as rendered; its last_seen_seconds is not used
+    RankVerdict verdict;  // JudgeRank's, as rendered (a silent or behind rank is redone)
     std::string json_head;
     std::string json_tail;
     std::string proto;  // the RankStatus message without last_seen_seconds

@@ -94,6 +94,28 @@ TEST(StatusViewTest, HostileStringsArePrintedAsPlainText) {
   EXPECT_THAT(line, Not(HasSubstr("\n")));
 }
 
+// The view shows the decided fields as the status carries them (common/job_status.h): a rank's
+// flag, behind_by and final and the job's exit code, even where the rules would say otherwise.
+TEST(StatusViewTest, ShowsTheDecidedFieldsAsSent) {
+  JobStatus s = Running();
+  s.state = JobState::kFailed;
+  s.finished = true;
+  s.exit_code = 7;  // no rule gives a FAILED job 7: the view shows it all the same
+  s.ranks[0].state = RankState::kTraining;
+  s.ranks[0].flag = RankFlag::kLost;  // the rules would flag nothing
+  s.ranks[0].final = true;
+  s.ranks[1].state = RankState::kFailed;
+  s.ranks[1].flag = RankFlag::kNone;  // the rules would flag it failed
+  s.ranks[1].behind_by = 12;
+  const std::string view = FormatStatus(s, {});
+  EXPECT_THAT(view, HasSubstr("FAILED (finished, exit 7)"));
+  EXPECT_THAT(view, HasSubstr("; 1 flagged; 1 final\n"));
+  EXPECT_THAT(view, HasSubstr("training       << lost\n"));
+  EXPECT_THAT(view, HasSubstr("failed         << behind by 12\n"));
+  EXPECT_LT(view.find("training"), view.find("failed  "));  // flagged first
+  EXPECT_THAT(FormatLine(s), HasSubstr("ranks 1/2 working 1 flagged"));
+}
+
 TEST(StatusViewTest, ExtremeStepCountsNeitherOverflowNorShowATotal) {
   JobStatus s = Running();
   s.epochs = (int64_t{1} << 33) + 1;

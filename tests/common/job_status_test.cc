@@ -3,10 +3,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/exit_codes.h"
 #include "common/utf8.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -80,21 +83,41 @@ TEST(JobStatusTest, RankStateAndPhaseNames) {
   for (const auto& [phase, name] : phases) EXPECT_EQ(StepPhaseName(phase), name);
 }
 
-// JSON numbers are printf's %.6g (written with std::to_chars), NaN and infinities null.
-TEST(JobStatusTest, JsonNumbersAreSixSignificantDigitsAsPrintfWritesThem) {
+// JSON numbers are the value rounded to six significant digits (printf's %.6g), written as the
+// shortest text that reads back as that value, integral ones without a fraction; NaN and
+// infinities are null.
+TEST(JobStatusTest, JsonNumbersAreSixSignificantDigits) {
+  struct Case {
+    double v;
+    const char* json;
+  };
+  const std::vector<Case> cases = {
+      {0.0, "0"},
+      {1.0, "1"},
+      {100.0, "100"},
+      {0.25, "0.25"},
+      {0.1 + 0.2, "0.3"},
+      {1e-7, "1e-07"},
+      {123456.5, "123456"},
+      {1234567.0, "1234570"},
+      {1e21, "1e+21"},
+      {-3.75e-5, "-3.75e-05"},
+      {3.14159265, "3.14159"},
+  };
+  for (const Case& c : cases) {
+    std::string got;
+    AppendJsonNumber(c.v, &got);
+    EXPECT_EQ(got, c.json) << c.v;
+  }
   std::mt19937_64 rng(3);
-  std::vector<double> values = {0.0,  -0.0,     1.0,       0.25,     1e-7,     123456.5, 1234567.0,
-                                1e21, -3.75e-5, 0.1 + 0.2, 999999.5, 9.999995, 5e-324};
   for (int i = 0; i < 20000; ++i) {
     const double mantissa = std::uniform_real_distribution<double>(-10, 10)(rng);
-    values.push_back(std::ldexp(mantissa, std::uniform_int_distribution<int>(-60, 60)(rng)));
-  }
-  for (double v : values) {
-    char want[64];
-    std::snprintf(want, sizeof(want), "%.6g", v);
+    const double v = std::ldexp(mantissa, std::uniform_int_distribution<int>(-60, 60)(rng));
+    char six[64];
+    std::snprintf(six, sizeof(six), "%.6g", v);
     std::string got;
     AppendJsonNumber(v, &got);
-    ASSERT_EQ(got, want) << v;
+    ASSERT_EQ(std::strtod(got.c_str(), nullptr), std::strtod(six, nullptr)) << v << " " << got;
   }
   for (double v : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
     std::string got;
@@ -242,15 +265,101 @@ TEST(JobStatusTest, JsonQuoteReplacesInvalidUtf8) {
 // Fuzz finding (fuzz/regressions/status_text/behind-by-overflow): the gap between a huge median
 // step and a rank's negative step overflowed (undefined behaviour; in practice the rank was
 // shown as not lagging at all).
-TEST(JobStatusTest, FlagRankSaturatesInsteadOfOverflowing) {
+TEST(JobStatusTest, JudgeRankSaturatesInsteadOfOverflowing) {
   RankStatus r;
   r.state = RankState::kTraining;
   r.step = INT64_MIN + 5;
-  EXPECT_EQ(FlagRank(r, INT64_MAX - 3).behind_by, INT64_MAX);
+  EXPECT_EQ(JudgeRank(r, INT64_MAX - 3).behind_by, INT64_MAX);
   r.step = INT64_MAX;
-  EXPECT_EQ(FlagRank(r, INT64_MIN).behind_by, 0);
+  EXPECT_EQ(JudgeRank(r, INT64_MIN).behind_by, 0);
   r.step = 10;
-  EXPECT_EQ(FlagRank(r, 20).behind_by, 10);
+  EXPECT_EQ(JudgeRank(r, 20).behind_by, 10);
+}
+
+// The screens' rules, decided once: every rank state with and without silence and a gap.
+TEST(JobStatusTest, JudgeRankFlagsEveryState) {
+  struct Case {
+    RankState state;
+    int64_t step;      // the median is 100
+    double last_seen;  // over 2 s is silent
+    RankFlag flag;
+    int64_t behind_by;
+    bool final;
+  };
+  const std::vector<Case> cases = {
+      {RankState::kTraining, 100, 0.5, RankFlag::kNone, 0, false},
+      {RankState::kTraining, 98, 0.5, RankFlag::kNone, 0, false},  // within max(2, 1%)
+      {RankState::kTraining, 90, 0.5, RankFlag::kBehind, 10, false},
+      {RankState::kTraining, 100, 2.5, RankFlag::kSilent, 0, false},
+      {RankState::kEvaluating, 90, 2.5, RankFlag::kSilent, 10, false},  // silent wins, gap kept
+      {RankState::kStalled, 90, 0.5, RankFlag::kStalled, 10, false},
+      {RankState::kStalled, 100, 9.0, RankFlag::kStalled, 0, false},
+      {RankState::kFailed, 0, 9.0, RankFlag::kFailed, 0, true},
+      {RankState::kLost, 0, 9.0, RankFlag::kLost, 0, true},
+      {RankState::kDone, 0, 9.0, RankFlag::kNone, 0, true},
+      {RankState::kStopped, 0, 9.0, RankFlag::kNone, 0, true},
+      {RankState::kFinished, 100, 0.5, RankFlag::kNone, 0, false},
+  };
+  for (const Case& c : cases) {
+    RankStatus r;
+    r.rank = 0;
+    r.state = c.state;
+    r.step = c.step;
+    r.last_seen_seconds = c.last_seen;
+    const RankVerdict v = JudgeRank(r, 100);
+    EXPECT_EQ(v.flag, c.flag) << RankStateName(c.state) << " " << c.step;
+    EXPECT_EQ(v.behind_by, c.behind_by) << RankStateName(c.state) << " " << c.step;
+    EXPECT_EQ(v.final, c.final) << RankStateName(c.state);
+  }
+  // A worker registered before the world was complete has no rank: never flagged.
+  RankStatus waiting;
+  waiting.rank = -1;
+  waiting.state = RankState::kRegistered;
+  waiting.last_seen_seconds = 30;
+  EXPECT_EQ(JudgeRank(waiting, 100).flag, RankFlag::kNone);
+}
+
+TEST(JobStatusTest, ExitCodeIsDecidedForEveryJobState) {
+  const std::vector<std::pair<JobState, const char*>> cases = {
+      {JobState::kRegistering, "null"}, {JobState::kRunning, "null"},
+      {JobState::kRecovering, "null"},  {JobState::kStopping, "null"},
+      {JobState::kStopped, "3"},        {JobState::kSucceeded, "0"},
+      {JobState::kFailed, "1"},
+  };
+  ASSERT_EQ(cases.size(), std::size(kAllJobStates));
+  for (const auto& [state, code] : cases) {
+    JobStatus s;
+    s.state = state;
+    s.finished = IsTerminal(state);
+    EXPECT_THAT(ToJson(s), HasSubstr(absl::StrCat("\"exit_code\":", code))) << JobStateName(state);
+    DecideStatus(&s);
+    EXPECT_EQ(s.exit_code, IsTerminal(state) ? JobExitCode(state) : -1);
+  }
+  EXPECT_EQ(JobExitCode(JobState::kSucceeded), kExitOk);
+  EXPECT_EQ(JobExitCode(JobState::kStopped), kExitResumable);
+  EXPECT_EQ(JobExitCode(JobState::kFailed), kExitFailed);
+}
+
+TEST(JobStatusTest, RanksCarryTheirFlagAndWhetherTheyAreFinal) {
+  JobStatus s;
+  s.state = JobState::kRunning;
+  for (int i = 0; i < 4; ++i) {
+    RankStatus r;
+    r.rank = i;
+    r.state = RankState::kTraining;
+    r.step = 100;
+    s.ranks.push_back(r);
+  }
+  s.ranks[1].step = 50;
+  s.ranks[2].state = RankState::kLost;
+  s.ranks[3].last_seen_seconds = 3;
+  const std::string json = ToJson(s);
+  EXPECT_THAT(json,
+              HasSubstr("\"phase_seconds\":0,\"flag\":null,\"behind_by\":0,\"final\":false}"));
+  EXPECT_THAT(json, HasSubstr("\"flag\":\"behind\",\"behind_by\":50,\"final\":false}"));
+  EXPECT_THAT(json, HasSubstr("\"flag\":\"lost\",\"behind_by\":0,\"final\":true}"));
+  EXPECT_THAT(json, HasSubstr("\"flag\":\"silent\",\"behind_by\":0,\"final\":false}"));
+  EXPECT_THAT(json, HasSubstr("\"exit_code\":null"));
 }
 
 }  // namespace

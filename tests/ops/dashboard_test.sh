@@ -20,7 +20,7 @@ step="$("$bin/ddpctl" --dist-file "$df" status --json | python3 -c 'import json,
 python3 - "$dom" "$world" "$step" <<'PY' || fail "dashboard DOM"
 import re, sys
 dom, world, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-rows = re.findall(r'<tr class="[a-z]*" data-rank="(\d+)">', dom)
+rows = re.findall(r'<tr class="[a-z -]*" data-rank="(\d+)"', dom)
 assert len(rows) == min(world, 200), ("rank rows", len(rows))
 assert sorted(map(int, rows)) == list(range(min(world, 200))), rows
 m = re.search(r'id="progress">epoch (\d+)/(\d+) · step (\d+)/(\d+)<', dom)
@@ -28,7 +28,8 @@ assert m, "no progress text in " + dom[:3000]
 shown = int(m.group(3))
 assert 0 < shown <= step, (shown, step)
 assert 'class="badge s-RUNNING"' in dom
-assert 'class="lag" data-rank="5"' in dom, "rank 5 not flagged"
+# The coordinator flags the lagging rank (behind, or silent); the page shows its flag.
+assert re.search(r'class="flag-(behind|silent)" data-rank="5"', dom), "rank 5 not flagged"
 PY
 pass "dashboard DOM has the step and $world rank rows (rank 5 flagged)"
 if [[ -n "${DDP_SCREENSHOT:-}" ]]; then

@@ -1,0 +1,106 @@
+// FromJson (common/job_status.h): the status JSON read back with nlohmann/json, as ddpctl
+// status --from and the tests read it. What ToJson writes reads back to the same bytes; the
+// decided fields (flag, behind_by, final, exit_code) are read as sent, never decided again.
+#include <string>
+
+#include "common/exit_codes.h"
+#include "common/job_status.h"
+#include "gtest/gtest.h"
+
+namespace ddp {
+namespace {
+
+// What ToJson writes, FromJson reads back: every field, the decided ones as decided.
+TEST(JobStatusTest, FromJsonReadsWhatToJsonWrites) {
+  JobStatus s;
+  s.job_id = "j\"1\xff";
+  s.state = JobState::kStopped;
+  s.finished = true;
+  s.generation = 2;
+  s.world_size = 3;
+  s.registered = 3;
+  s.num_nodes = 2;
+  s.epoch = 1;
+  s.epochs = 4;
+  s.step = 77;
+  s.steps_per_epoch = 50;
+  s.loss = 0.125;
+  s.samples_per_second = 1234.5;
+  s.eta_seconds = 12;
+  s.uptime_seconds = 99.5;
+  s.stop_reason = "ddpctl stop";
+  s.checkpoint_epoch = 1;
+  s.checkpoint_step = 75;
+  s.checkpoint_path = "/ckpt/a.pt";
+  s.events = {"+1.0s started", "+2.0s stop"};
+  s.restarts = 1;
+  s.max_restarts = 3;
+  s.last_recovery_seconds = 2.5;
+  s.membership_generation = 1;
+  s.lost_ranks.push_back({{2, FailureKind::kSignal, "killed"}, 4.0, true});
+  s.spare_nodes = 1;
+  s.stall = {1, StepPhase::kData, 62, 60, {{StepPhase::kAllreduce, 2}}};
+  for (RankState st : {RankState::kStopped, RankState::kStalled, RankState::kTraining}) {
+    RankStatus r;
+    r.rank = static_cast<int>(s.ranks.size());
+    r.host = "node" + std::to_string(r.rank);
+    r.node_rank = r.rank / 2;
+    r.local_rank = r.rank % 2;
+    r.pid = 1000 + r.rank;
+    r.state = st;
+    r.phase = StepPhase::kForward;
+    r.phase_seconds = 0.5;
+    r.epoch = 1;
+    r.step = 10 * r.rank;
+    r.loss = 0.5;
+    r.samples_per_second = 10;
+    r.last_seen_seconds = 0.25 + r.rank;
+    s.ranks.push_back(r);
+  }
+  const std::string json = ToJson(s);
+  absl::StatusOr<JobStatus> back = FromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ToJson(*back), json);
+  EXPECT_EQ(back->state, JobState::kStopped);
+  EXPECT_EQ(back->exit_code, kExitResumable);
+  EXPECT_EQ(back->job_id, "j\"1\xef\xbf\xbd");
+  ASSERT_EQ(back->ranks.size(), 3u);
+  JobStatus decided = s;
+  DecideStatus(&decided);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back->ranks[i].flag, decided.ranks[i].flag) << i;
+    EXPECT_EQ(back->ranks[i].behind_by, decided.ranks[i].behind_by) << i;
+    EXPECT_EQ(back->ranks[i].final, decided.ranks[i].final) << i;
+  }
+  EXPECT_EQ(back->ranks[1].flag, RankFlag::kStalled);
+  EXPECT_EQ(back->stall.peers.size(), 1u);
+}
+
+// A screen shows the JSON's decisions as they are, even where the rules would say otherwise.
+TEST(JobStatusTest, FromJsonKeepsTheDecidedFieldsAsSent) {
+  absl::StatusOr<JobStatus> s =
+      FromJson(R"({"job_id":"x","state":"FAILED","finished":true,"exit_code":0,"ranks":[)"
+               R"({"rank":0,"state":"training","flag":"lost","behind_by":7,"final":true},)"
+               R"({"rank":1,"state":"failed","flag":null,"final":false},)"
+               R"({"rank":2,"state":"training","flag":"something-new"}]})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->exit_code, 0);
+  EXPECT_EQ(s->ranks[0].flag, RankFlag::kLost);
+  EXPECT_EQ(s->ranks[0].behind_by, 7);
+  EXPECT_TRUE(s->ranks[0].final);
+  EXPECT_EQ(s->ranks[1].flag, RankFlag::kNone);
+  EXPECT_FALSE(s->ranks[1].final);
+  EXPECT_EQ(s->ranks[2].flag, RankFlag::kNone);  // a flag this reader does not know
+}
+
+TEST(JobStatusTest, FromJsonRefusesWhatIsNotAStatus) {
+  for (const char* bad :
+       {"", "[]", "{", "{\"step\":\"ten\"}", "{\"ranks\":{}}", "{\"ranks\":[1]}",
+        "{\"world_size\":99999999999}", "{\"exit_code\":1.5}", "{\"finished\":1}"}) {
+    EXPECT_FALSE(FromJson(bad).ok()) << bad;
+  }
+  EXPECT_TRUE(FromJson("{}").ok());
+}
+
+}  // namespace
+}  // namespace ddp
