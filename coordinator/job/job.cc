@@ -1,43 +1,37 @@
 #include "coordinator/job/job.h"
 
 #include <algorithm>
-#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/exit_codes.h"
 #include "common/sampler_plan.h"
 #include "coordinator/job/failure_causes.h"
-#include "coordinator/job/status_view.h"
 
 namespace ddp {
 
-Job::Job(JobConfig config, const Clock* clock)
+Job::Job(JobConfig config, const Clock* clock) : Job(std::move(config), clock, clock->Now()) {}
+
+Job::Job(JobConfig config, const Clock* clock, absl::Time start)
     : config_(std::move(config)),
       clock_(clock),
-      start_(clock->Now()),
       membership_(config_.world_size, config_.nonce, config_.generation),
-      liveness_(config_.heartbeat_timeout, config_.suspend_threshold, start_),
+      liveness_(config_.heartbeat_timeout, config_.suspend_threshold, start),
+      lifecycle_(start),
       shards_(config_.world_size),
-      events_(start_, config_.max_events, config_.log),
-      recovery_(config_.max_restarts, config_.recovery_timeout, start_),
+      events_(start, config_.max_events, config_.log),
+      recovery_(config_.max_restarts, config_.recovery_timeout, start),
       spares_(config_.heartbeat_timeout),
-      stall_rule_(config_.stall),
-      pace_(config_.world_size),
-      judged_since_(start_) {}
+      stalls_(config_.stall, config_.world_size, start) {}
 
 void Job::EventLocked(const std::string& line, Completions* out) {
   events_.Add(clock_->Now(), line, out);
   ChangedLocked();
 }
 
-void Job::ChangedLocked() {
-  version_.fetch_add(1, std::memory_order_acq_rel);
-  major_version_.fetch_add(1, std::memory_order_acq_rel);
-}
+void Job::ChangedLocked() { published_.Changed(); }
 
 void Job::NoteRegistrationLocked(const WorkerIdentity& who, bool replacing, Completions* out) {
   const int registered = membership_.registered();
@@ -57,12 +51,8 @@ void Job::NoteRegistrationLocked(const WorkerIdentity& who, bool replacing, Comp
 }
 
 void Job::StateChangedLocked(const std::string& why, Completions* out) {
-  if (lifecycle_.state() == JobState::kStopping && stopping_since_ == absl::InfiniteFuture()) {
-    stopping_since_ = clock_->Now();
-  }
-  // Once ranks were told to exit (EndStopLocked), that stays the command.
-  command_.store(exit_reason_.empty() ? lifecycle_.command() : Command::kExit,
-                 std::memory_order_release);
+  lifecycle_.Stamp(clock_->Now());
+  published_.set_command(lifecycle_.command());
   EventLocked(absl::StrCat("job ", JobStateName(lifecycle_.state()), why.empty() ? "" : ": ", why),
               out);
 }
@@ -126,14 +116,13 @@ void Job::CompleteRegistrationLocked(Completions* out) {
   AnnounceGenerationLocked();
   // The rank table goes to the log only (one line per rank), not into the bounded event list.
   for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
-  running_since_ = now;
   lifecycle_.Start();
   if (config_.journal != nullptr) {
     config_.journal->GenerationFormed(*membership_.table(), recovery_.restarts());
   }
   StateChangedLocked(
       absl::StrCat("all ", config_.world_size, " workers registered on ", membership_.num_nodes(),
-                   " node(s) after ", SecondsText(now - start_)),
+                   " node(s) after ", SecondsText(now - lifecycle_.start())),
       out);
 }
 
@@ -167,7 +156,7 @@ absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequ
                                per_rank * a->world_size - rest, " repeated to even them out)"),
                   &out);
     }
-    version_.fetch_add(1, std::memory_order_acq_rel);
+    published_.Touched();
   }
   return a;
 }
@@ -176,26 +165,24 @@ absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressR
   absl::Status st = membership_.CheckWorker(rank, pid);
   if (!st.ok()) return st;
   HeartbeatReply reply;
-  reply.command = command_.load(std::memory_order_acquire);
-  reply.membership_generation = announced_generation_.load(std::memory_order_acquire);
+  reply.command = published_.command();
+  reply.membership_generation = published_.generation();
   if (progress.stop_signaled && reply.command == Command::kContinue) {
     StopSignaled(rank);
-    reply.command = command_.load(std::memory_order_acquire);
+    reply.command = published_.command();
   }
   bool told_to_exit = false;  // this rank alone (a stall, with a restart left)
-  if (reply.command != Command::kExit && exit_orders_pending_.load(std::memory_order_acquire) > 0) {
-    absl::ReaderMutexLock lock(&mu_);
-    const auto it = exit_orders_.find(rank);
-    if (it != exit_orders_.end() && it->second.pid == pid) {
+  if (reply.command != Command::kExit) {
+    if (std::optional<std::string> why = published_.exit_orders().For(rank, pid)) {
       told_to_exit = true;
       reply.command = Command::kExit;
       reply.exit_code = kExitFailed;  // its launcher reports it lost and starts it again
-      reply.reason = it->second.reason;
+      reply.reason = std::move(*why);
     }
   }
   liveness_.Beat(rank, progress, clock_->Now(),
                  reply.command == Command::kAbort || reply.command == Command::kExit);
-  version_.fetch_add(1, std::memory_order_acq_rel);
+  published_.Touched();
   if (reply.command != Command::kContinue && !told_to_exit) {
     absl::ReaderMutexLock lock(&mu_);
     if (reply.command == Command::kAbort) {
@@ -203,8 +190,8 @@ absl::StatusOr<HeartbeatReply> Job::Heartbeat(int rank, int pid, const ProgressR
       reply.reason = reply.cause.text;
     } else if (reply.command == Command::kExit) {
       reply.cause = lifecycle_.failure();
-      reply.exit_code = exit_code_;
-      reply.reason = exit_reason_;
+      reply.exit_code = lifecycle_.exit_code();
+      reply.reason = lifecycle_.exit_reason();
     } else {
       reply.reason = absl::StrCat("checkpoint and stop: ", lifecycle_.stop_reason());
     }
@@ -227,12 +214,11 @@ absl::Status Job::CommitCheckpoint(int rank, int pid, const CommittedCheckpoint&
 }
 
 void Job::RankFinishedLocked(Completions* out) {
-  if (++ranks_done_ < membership_.num_ranks()) return;
-  if (lifecycle_.Succeed()) {
-    StateChangedLocked("every rank finished", out);
-  } else if (lifecycle_.FinishStop()) {
-    StateChangedLocked("every rank checkpointed and stopped", out);
-  }
+  if (!lifecycle_.RankDone(membership_.num_ranks())) return;
+  StateChangedLocked(lifecycle_.state() == JobState::kSucceeded
+                         ? "every rank finished"
+                         : "every rank checkpointed and stopped",
+                     out);
 }
 
 absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
@@ -290,7 +276,7 @@ bool Job::RequestGracefulStopLocked(const std::string& why, Completions* out) {
     // new generation has formed.
     if (!lifecycle_.stop_requested() && lifecycle_.RequestStop(why)) {
       if (config_.journal != nullptr) config_.journal->StopRequested(why);
-      command_.store(lifecycle_.command(), std::memory_order_release);
+      published_.set_command(lifecycle_.command());
       EventLocked(absl::StrCat("checkpoint and stop (after the recovery): ", why), out);
     }
     return true;
@@ -302,10 +288,9 @@ bool Job::RequestGracefulStopLocked(const std::string& why, Completions* out) {
 }
 
 void Job::SuspendedLocked(absl::Duration gap, Completions* out) {
-  if (lifecycle_.state() == JobState::kRegistering) registration_suspended_ += gap;
-  // Phase times and the stop's age include the gap: neither may count it against a rank.
-  judged_since_ = clock_->Now();
-  if (stopping_since_ != absl::InfiniteFuture()) stopping_since_ += gap;
+  // Phase times, the stop's age and the registration's include the gap: none may count it.
+  lifecycle_.Suspended(gap);
+  stalls_.CountFrom(clock_->Now());
   EventLocked(absl::StrCat("coordinator was not running for ", SecondsText(gap),
                            " (job suspended or stopped, or host paused); that time does not count "
                            "against heartbeats"),
@@ -320,7 +305,7 @@ void Job::Tick() {
   if (gap && !FinishedLocked()) SuspendedLocked(*gap, &out);
   const JobState state = lifecycle_.state();
   if (state == JobState::kRegistering) {
-    if (now - start_ - registration_suspended_ >= config_.registration_timeout) {
+    if (lifecycle_.RegistrationAge(now) >= config_.registration_timeout) {
       FailLocked(
           CauseOfRegistrationTimeout(config_.registration_timeout, membership_.MissingWorkers()),
           absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), &out);
@@ -339,70 +324,13 @@ void Job::Tick() {
     if (!FinishedLocked() && lifecycle_.state() != JobState::kRecovering) {
       JudgeStallsLocked(now, &out);
     }
-    if (lifecycle_.state() == JobState::kStopping && now - stopping_since_ > config_.stop_timeout) {
-      EndStopLocked(StallRule::Holdouts(RankViewsLocked(now, nullptr)),
+    if (lifecycle_.StopOverdue(now, config_.stop_timeout)) {
+      EndStopLocked(StallRule::Holdouts(RankViewsLocked(now, /*observe=*/false)),
                     absl::StrCat("graceful stop not completed within ",
                                  absl::FormatDuration(config_.stop_timeout)),
                     &out);
     }
   }
-}
-
-JobStatus Job::Status() const {
-  absl::ReaderMutexLock lock(&mu_);
-  const absl::Time now = clock_->Now();
-  JobStatus s;
-  s.job_id = config_.job_id;
-  s.state = lifecycle_.state();
-  s.finished = FinishedLocked();
-  s.generation = config_.generation;
-  // The current rank table's world (smaller once the job shrank), else the configured one.
-  const std::shared_ptr<const RankTable> current = membership_.table();
-  s.world_size = current != nullptr ? current->size() : config_.world_size;
-  s.registered = membership_.registered();
-  s.num_nodes = membership_.num_nodes();
-  s.uptime_seconds = absl::ToDoubleSeconds(now - start_);
-  s.failure = lifecycle_.failure();
-  s.stop_reason = lifecycle_.stop_reason();
-  if (!stop_note_.empty()) absl::StrAppend(&s.stop_reason, "; ", stop_note_);
-  if (const CommittedCheckpoint* c = checkpoints_.latest()) {
-    s.checkpoint_epoch = c->epoch;
-    s.checkpoint_step = c->step;
-    s.checkpoint_path = c->path;
-  }
-  s.restarts = recovery_.restarts();
-  s.max_restarts = recovery_.max_restarts();
-  s.last_recovery_seconds = recovery_.last_seconds();
-  s.membership_generation = std::max<int64_t>(0, membership_.current());
-  s.lost_ranks = recovery_.lost();
-  s.spare_nodes = spares_.Standing(now);
-  if (const std::shared_ptr<const RankTable> table = membership_.table()) {
-    const int n = table->size();
-    std::vector<ProgressReport> progress;
-    progress.reserve(static_cast<size_t>(n));
-    s.ranks.reserve(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) {
-      RankSample sample = liveness_.Sample(r, now);
-      s.ranks.push_back(RankRow(r, table->ranks[static_cast<size_t>(r)], sample));
-      progress.push_back(std::move(sample.progress));
-    }
-    SummarizeProgress(progress, s.state == JobState::kRunning,
-                      absl::ToDoubleSeconds(now - running_since_), &s);
-  } else {
-    for (const WorkerIdentity& w : membership_.Registered()) s.ranks.push_back(RegisteredRow(w));
-  }
-  for (const Stall& st : stalls_) {
-    if (st.rank < 0 || static_cast<size_t>(st.rank) >= s.ranks.size()) continue;
-    RankStatus& row = s.ranks[static_cast<size_t>(st.rank)];
-    if (!IsFinal(row.state)) row.state = RankState::kStalled;
-  }
-  if (!stalls_.empty()) {
-    const Stall& st = stalls_.front();
-    s.stall = {st.rank, st.phase, absl::ToDoubleSeconds(st.in_phase),
-               absl::ToDoubleSeconds(st.budget), st.peers};
-  }
-  s.events = events_.Recent();
-  return s;
 }
 
 bool Job::Finished() const {

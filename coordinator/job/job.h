@@ -3,10 +3,17 @@
 //   liveness.h         heartbeats, progress, rank states, lost ranks, the suspend-gap rule
 //   shard_ledger.h     per-epoch shard agreement and resume positions
 //   checkpoint_ledger.h the committed checkpoints
-//   lifecycle.h        the state machine, the typed failure cause, stop reason, exit code
-//   recovery.h         the restart budget, the recovery in progress, the lost ranks
+//   lifecycle.h        the state machine, the typed failure cause, stop reason, exit code; since
+//                      when it registers, runs and stops; ranks done; a stop that cannot complete
+//   recovery.h         the restart budget, the recovery in progress, the lost ranks, an early
+//                      rejoin, the nodes known alive (node_tasks.h: fencing)
+//   spares.h           spare nodes standing by and the lost nodes they take over
 //   failure_causes.h   how each observation becomes a FailureCause
-//   stall_rule.h       which ranks are stuck while their peers wait (step_pace.h: the pace)
+//   stall_watch.h      when and since when ranks are judged, the stalls found (stall_rule.h: the
+//                      rule; step_pace.h: the pace)
+//   published.h        what heartbeats and status readers read without the lock: the command,
+//                      the announced generation, stalled ranks told to exit (exit_orders.h), and
+//                      the versions
 //   event_log.h        the bounded event list (and the log sink)
 //   status_view.h      the JobStatus composed from the parts
 // Pure domain logic: no gRPC, no threads of its own; callers validate what they pass in
@@ -18,24 +25,24 @@
 // Registration waits without a thread: Register and Rejoin take a callback that runs once the
 // membership generation is complete (or the job fails). Callbacks and the log sink run without
 // the lock held. In-job recovery (proto/coordinator.proto, RECOVERY) runs through ReportLost,
-// Tick (silence, deadlines), Rejoin and Register: job_recovery.cc.
+// Tick (silence, deadlines), Rejoin and Register: job_recovery.cc. Stalls and the stop deadline:
+// job_stall.cc; spares: job_spares.cc; Restore: job_restore.cc; Status: job_view.cc.
 //
 // Thread safety: every public method is thread-safe. Job-wide state sits under `mu_`; each
 // rank's progress and liveness sit in Liveness under that rank's own lock. Each generation's
 // rank table is published as an immutable snapshot (Membership::table); Heartbeat takes only its
-// rank's lock (and the snapshot's) and reads the current command and generation from atomics.
-// Lock order: `mu_` before any Liveness lock; Liveness never holds two of its locks at once.
+// rank's lock (and the snapshot's) and reads the current command, generation and exit orders
+// from Published. Lock order: `mu_` before any Liveness lock and before ExitOrders' lock; neither
+// of those is held while another lock is taken.
 #ifndef SLURM_DDP_COORDINATOR_JOB_JOB_H_
 #define SLURM_DDP_COORDINATOR_JOB_JOB_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -52,12 +59,11 @@
 #include "coordinator/job/lifecycle.h"
 #include "coordinator/job/liveness.h"
 #include "coordinator/job/membership.h"
-#include "coordinator/job/node_tasks.h"
+#include "coordinator/job/published.h"
 #include "coordinator/job/recovery.h"
 #include "coordinator/job/shard_ledger.h"
 #include "coordinator/job/spares.h"
-#include "coordinator/job/stall_rule.h"
-#include "coordinator/job/step_pace.h"
+#include "coordinator/job/stall_watch.h"
 
 namespace ddp {
 
@@ -162,7 +168,7 @@ class Job {
   // recovery deadlines, a rejoin that waited in vain for a loss, and an overdue stop. Call
   // periodically.
   void Tick();
-  static constexpr absl::Duration kStallCheckPeriod = absl::Milliseconds(500);
+  static constexpr absl::Duration kStallCheckPeriod = StallWatch::kCheckPeriod;
 
   JobStatus Status() const;
   bool Finished() const;
@@ -172,13 +178,15 @@ class Job {
   // STOPPED, kExitFailed otherwise.
   int ExitCode() const;
   // Bumped by every change, heartbeats included.
-  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  uint64_t version() const { return published_.version(); }
   // Bumped only by structural changes (registrations, state changes, events, checkpoints,
   // ranks done): what a status reader must never miss. Heartbeats leave it alone.
-  uint64_t major_version() const { return major_version_.load(std::memory_order_acquire); }
+  uint64_t major_version() const { return published_.major_version(); }
   const JobConfig& config() const { return config_; }
 
  private:
+  Job(JobConfig config, const Clock* clock, absl::Time start);
+
   void CompleteRegistrationLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A graceful stop in RUNNING (to STOPPING) or RECOVERING (kept until the new generation has
   // formed; no state change). False when the lifecycle refuses it.
@@ -221,14 +229,12 @@ class Job {
   void StopSignaled(int rank) ABSL_LOCKS_EXCLUDED(mu_);
   // Observes the pace and applies the stall rule (stall_rule.h); acts on a stall.
   void JudgeStallsLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Each rank as the stall rule sees it; with `pace`, feeds it the ranks' steps.
-  std::vector<RankView> RankViewsLocked(absl::Time now, StepPace* pace)
+  // Each rank as the stall rule sees it; with `observe`, feeds the job's pace the ranks' steps.
+  std::vector<RankView> RankViewsLocked(absl::Time now, bool observe)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // With a restart left: `rank` (stalled) gets kExit in its heartbeat replies, with `why`.
   void OrderExitLocked(int rank, const std::string& why, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A new membership generation is complete: no rank of it is told to exit.
-  void ClearExitOrdersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a graceful stop that cannot complete, naming `holdouts` (what = why it ends now):
   // STOPPED with a committed checkpoint, else FAILED; then every running rank gets kExit.
   void EndStopLocked(const std::vector<Stall>& holdouts, const std::string& what, Completions* out)
@@ -237,7 +243,6 @@ class Job {
 
   const JobConfig config_;
   const Clock* const clock_;
-  const absl::Time start_;
 
   mutable absl::Mutex mu_;
   // Mutated under mu_; its rank table is read without mu_ once published (membership.h).
@@ -248,50 +253,11 @@ class Job {
   ShardLedger shards_ ABSL_GUARDED_BY(mu_);
   CheckpointLedger checkpoints_ ABSL_GUARDED_BY(mu_);
   EventLog events_ ABSL_GUARDED_BY(mu_);
-  // Time the coordinator was suspended while registering (discounted from the deadline).
-  absl::Duration registration_suspended_ ABSL_GUARDED_BY(mu_);
-  absl::Time running_since_ ABSL_GUARDED_BY(mu_);
-  int ranks_done_ ABSL_GUARDED_BY(mu_) = 0;  // ranks that reported done or stopped
   Recovery recovery_ ABSL_GUARDED_BY(mu_);
-  // A survivor rejoined while no loss was known: when, who and what it saw.
-  absl::Time early_rejoin_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  std::string early_rejoin_who_ ABSL_GUARDED_BY(mu_);
-  std::string early_rejoin_what_ ABSL_GUARDED_BY(mu_);
   Spares spares_ ABSL_GUARDED_BY(mu_);
-  NodeTasks node_tasks_ ABSL_GUARDED_BY(mu_);
-  // Nodes whose launcher reported a lost worker during the recovery in progress: their task
-  // lives, so they are not lost nodes.
-  std::set<int> reported_nodes_ ABSL_GUARDED_BY(mu_);
-  // The recovery in progress used a restart for a collective failure no loss explained yet (a
-  // survivor rejoined first): the first loss found during it takes that restart.
-  bool unexplained_restart_ ABSL_GUARDED_BY(mu_) = false;
-
-  const StallRule stall_rule_;
-  StepPace pace_ ABSL_GUARDED_BY(mu_);
-  std::vector<Stall> stalls_ ABSL_GUARDED_BY(mu_);  // as last judged (kept once finished)
-  absl::Time next_stall_check_ ABSL_GUARDED_BY(mu_);
-  // Time in a phase before this counts for nothing (the coordinator was not running before it).
-  absl::Time judged_since_ ABSL_GUARDED_BY(mu_);
-  absl::Time stopping_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  std::string stop_note_ ABSL_GUARDED_BY(mu_);  // how a graceful stop that could not complete ended
-  // Set when ranks are told to exit (kExit replies carry both); the command stays kExit.
-  std::string exit_reason_ ABSL_GUARDED_BY(mu_);
-  int exit_code_ ABSL_GUARDED_BY(mu_) = 0;
-
-  // Stalled ranks told to exit so that their launchers replace them (with a restart left), by
-  // rank: the worker's pid (a replacement is not told) and why. The count is read without mu_.
-  struct ExitOrder {
-    int pid = 0;
-    std::string reason;
-  };
-  absl::flat_hash_map<int, ExitOrder> exit_orders_ ABSL_GUARDED_BY(mu_);
-  std::atomic<int> exit_orders_pending_{0};
-
-  // The command every heartbeat reply carries (mirrors lifecycle_; written under mu_).
-  std::atomic<Command> command_{Command::kContinue};
-  std::atomic<int64_t> announced_generation_{0};
-  std::atomic<uint64_t> version_{0};
-  std::atomic<uint64_t> major_version_{0};
+  StallWatch stalls_ ABSL_GUARDED_BY(mu_);
+  // Thread-safe on its own; written under mu_ (the command mirrors lifecycle_).
+  Published published_;
 };
 
 }  // namespace ddp

@@ -1,6 +1,7 @@
 // Job's in-job recovery (proto/coordinator.proto, RECOVERY): lost workers, survivors rejoining,
 // the next membership generation, and the recovery's deadlines. Same class and lock as job.cc.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,7 @@ absl::StatusOr<LostDecision> Job::ReportLost(const LostWorker& lost) {
                                             lost.pid));
   }
   const std::string worker = Membership::DescribeWorker(*w);
-  reported_nodes_.insert(lost.node_rank);  // its launcher lives: not a lost node
+  recovery_.NodeReported(lost.node_rank);  // its launcher lives: not a lost node
   if (!membership_.world_complete()) {
     FailLocked(CauseOfLostWorker(-1, worker, lost), absl::StatusCode::kAborted,
                absl::InfinitePast(), &out);
@@ -33,7 +34,7 @@ absl::StatusOr<LostDecision> Job::ReportLost(const LostWorker& lost) {
   if (vacant) {
     if (w->pid == lost.pid) {
       // Already lost (silent); the recovery awaits its replacement.
-      if (rank >= 0 && node_tasks_.WasFenced(rank, lost.pid)) {
+      if (rank >= 0 && recovery_.node_tasks().WasFenced(rank, lost.pid)) {
         EventLocked(absl::StrCat(membership_.Describe(rank), " fenced: its node's task reports it ",
                                  lost.what),
                     &out);
@@ -70,7 +71,7 @@ absl::StatusOr<std::vector<FenceOrder>> Job::Fences(int node_rank,
                                                     const std::vector<LiveWorker>& live) {
   Completions out;
   absl::MutexLock lock(&mu_);
-  node_tasks_.Asked(node_rank, clock_->Now());
+  recovery_.node_tasks().Asked(node_rank, clock_->Now());
   std::vector<FenceOrder> orders;
   if (FinishedLocked()) return orders;  // the launchers stop every worker themselves
   for (const LiveWorker& w : live) {
@@ -79,17 +80,13 @@ absl::StatusOr<std::vector<FenceOrder>> Job::Fences(int node_rank,
       continue;
     }
     const int rank = membership_.RankOf(node_rank, w.local_rank);
-    std::string reason = "lost";
-    for (const LostRank& l : recovery_.lost()) {
-      if (l.cause.rank == rank) reason = l.cause.text;  // the latest loss of that rank
-    }
-    if (node_tasks_.NoteFence(rank, w.pid)) {
+    if (recovery_.node_tasks().NoteFence(rank, w.pid)) {
       EventLocked(absl::StrCat(membership_.Describe(rank),
                                " was declared lost but its process still runs: fenced (its "
                                "node's task kills it before its slot is filled again)"),
                   &out);
     }
-    orders.push_back(FenceOrder{w.local_rank, w.pid, std::move(reason)});
+    orders.push_back(FenceOrder{w.local_rank, w.pid, recovery_.LossOf(rank)});
   }
   return orders;
 }
@@ -112,22 +109,17 @@ LostAction Job::LoseRankLocked(int rank, const FailureCause& cause, Completions*
     return LostAction::kStop;
   }
   recovery_.Lose(cause, now);
-  if ((!recovery_.CanRestart() && !unexplained_restart_) || ranks_done_ > 0) {
+  // A loss during a recovery begun for a collective failure nobody explained is what it was,
+  // and takes the restart that one used (Recovery::TakeRestart).
+  const int done = lifecycle_.ranks_done();
+  if (done > 0 || !recovery_.TakeRestart()) {
     FailureCause final_cause = recovery_.ExhaustedCause(cause);
-    if (ranks_done_ > 0 && recovery_.CanRestart()) {
-      absl::StrAppend(&final_cause.text, "; cannot recover: ", ranks_done_,
-                      " rank(s) already finished");
+    if (done > 0 && recovery_.CanRestart()) {
+      absl::StrAppend(&final_cause.text, "; cannot recover: ", done, " rank(s) already finished");
     }
     recovery_.Abandon();
     FailLocked(final_cause, absl::StatusCode::kAborted, absl::InfinitePast(), out);
     return LostAction::kStop;
-  }
-  if (unexplained_restart_) {
-    // The recovery in progress began for a collective failure nobody explained, and used a
-    // restart for it: this loss is what it was, and takes that restart.
-    unexplained_restart_ = false;
-  } else {
-    recovery_.UseRestart();
   }
   membership_.Vacate(rank, cause.text, absl::AbortedError(cause.text), out);
   BeginRecoveryLocked(cause, out);
@@ -138,7 +130,6 @@ void Job::BeginRecoveryLocked(const FailureCause& cause, Completions* out) {
   const bool already = recovery_.in_progress();
   recovery_.Begin(cause, clock_->Now());
   membership_.BeginNext();
-  early_rejoin_at_ = absl::InfiniteFuture();
   const std::string budget =
       absl::StrCat("restart ", recovery_.restarts(), " of ", recovery_.max_restarts());
   if (already) {
@@ -173,7 +164,7 @@ void Job::CompleteRecoveryLocked(Completions* out) {
       } else {
         liveness_.Finish(rank, RankState::kLost, /*reported=*/true, now);
       }
-      pace_.Reset(rank);
+      stalls_.ResetPace(rank);
     }
     shards_.Reset(world);
   } else {
@@ -181,14 +172,8 @@ void Job::CompleteRecoveryLocked(Completions* out) {
     shards_.Reset();
   }
   spares_.Settle();
-  reported_nodes_.clear();
-  unexplained_restart_ = false;
-  early_rejoin_at_ = absl::InfiniteFuture();
-  ClearExitOrdersLocked();
-  // The stall rule counts time in a phase from here: the new generation's rendezvous and state
-  // sync are not a stall.
-  judged_since_ = now;
-  stalls_.clear();
+  published_.exit_orders().Clear();  // no rank of the new generation is told to exit
+  stalls_.NewGeneration(now);
   lifecycle_.EndRecovery();
   AnnounceGenerationLocked();
   StateChangedLocked(
@@ -229,15 +214,14 @@ void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallba
         const absl::Time now = clock_->Now();
         if (recovery_.in_progress()) {
           if (*complete) CompleteRecoveryLocked(&out);
-        } else if (!recovery_.CanRestart() || ranks_done_ > 0) {
+        } else if (!recovery_.CanRestart() || lifecycle_.ranks_done() > 0) {
           // Fail fast, as a failed collective always did; a death reported soon after is
           // likely what broke it (revisable).
           FailLocked(CauseOfWorkerOutcome(rank, who, absl::UnavailableError(request.reason)),
                      absl::StatusCode::kAborted, now + kRootCauseWindow, &out);
-        } else if (early_rejoin_at_ == absl::InfiniteFuture()) {
-          early_rejoin_at_ = now;  // wait for the loss that broke it (TickRecoveryLocked)
-          early_rejoin_who_ = who;
-          early_rejoin_what_ = request.reason;
+        } else {
+          // Wait for the loss that broke it (TickRecoveryLocked).
+          recovery_.RejoinedEarly(now, who, request.reason);
         }
       }
     }
@@ -254,25 +238,19 @@ void Job::TickRecoveryLocked(absl::Time now, Completions* out) {
                absl::StatusCode::kDeadlineExceeded, absl::InfinitePast(), out);
     return;
   }
-  if (early_rejoin_at_ == absl::InfiniteFuture() || now - early_rejoin_at_ < kRootCauseWindow) {
-    return;
-  }
-  const FailureCause cause =
-      CauseOfUnexplainedCollectiveFailure(early_rejoin_who_, early_rejoin_what_);
-  early_rejoin_at_ = absl::InfiniteFuture();
-  if (!recovery_.CanRestart() || ranks_done_ > 0) {
-    FailLocked(recovery_.ExhaustedCause(cause), absl::StatusCode::kAborted, absl::InfinitePast(),
+  const std::optional<FailureCause> cause = recovery_.Unexplained(now, kRootCauseWindow);
+  if (!cause) return;
+  if (!recovery_.CanRestart() || lifecycle_.ranks_done() > 0) {
+    FailLocked(recovery_.ExhaustedCause(*cause), absl::StatusCode::kAborted, absl::InfinitePast(),
                out);
     return;
   }
-  recovery_.UseRestart();
-  unexplained_restart_ = true;
-  BeginRecoveryLocked(cause, out);
+  recovery_.UseRestartForUnexplained();
+  BeginRecoveryLocked(*cause, out);
 }
 
 void Job::AnnounceGenerationLocked() {
-  announced_generation_.store(std::max<int64_t>(0, membership_.forming()),
-                              std::memory_order_release);
+  published_.Announce(std::max<int64_t>(0, membership_.forming()));
 }
 
 }  // namespace ddp

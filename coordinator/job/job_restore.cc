@@ -28,7 +28,6 @@ absl::Status Job::Restore(const JournalState& state) {
     if (table.size() != config_.world_size) shards_.Reset(table.size());  // it had shrunk
     for (const auto& [epoch, request] : state.epochs) shards_.RestoreAgreed(epoch, request);
     AnnounceGenerationLocked();
-    running_since_ = now;
     lifecycle_.Start();
     StateChangedLocked(absl::StrCat("restored from the journal (incarnation ", state.incarnation,
                                     "): membership generation ", table.generation, ", ",

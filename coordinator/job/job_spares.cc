@@ -43,8 +43,7 @@ absl::StatusOr<SpareDecision> Job::StandBy(const SpareReport& spare) {
 void Job::TakeOverLostNodesLocked(absl::Time now, Completions* out) {
   for (int node : membership_.VacantNodes()) {
     // A node whose task reported a lost worker, or still asks what to fence, is alive.
-    if (reported_nodes_.count(node) > 0 || spares_.TakingOver(node) ||
-        node_tasks_.Alive(node, now)) {
+    if (recovery_.NodeAlive(node, now) || spares_.TakingOver(node)) {
       continue;
     }
     const std::string lost =

@@ -33,6 +33,7 @@ bool Lifecycle::Allowed(JobState from, JobState to) {
 }
 
 Command Lifecycle::command() const {
+  if (exit_ordered()) return Command::kExit;
   switch (state_) {
     case JobState::kFailed:
       return Command::kAbort;
@@ -101,6 +102,31 @@ int Lifecycle::ExitCode() const {
     default:
       return kExitFailed;
   }
+}
+
+bool Lifecycle::RankDone(int ranks) {
+  if (++ranks_done_ < ranks) return false;
+  return Succeed() || FinishStop();
+}
+
+void Lifecycle::Stamp(absl::Time now) {
+  if (state_ == JobState::kRunning && running_since_ == absl::InfiniteFuture()) {
+    running_since_ = now;
+  }
+  if (state_ == JobState::kStopping && stopping_since_ == absl::InfiniteFuture()) {
+    stopping_since_ = now;
+  }
+}
+
+void Lifecycle::Suspended(absl::Duration gap) {
+  if (state_ == JobState::kRegistering) registration_suspended_ += gap;
+  if (stopping_since_ != absl::InfiniteFuture()) stopping_since_ += gap;
+}
+
+bool Lifecycle::EndStopResumable(const std::string& note) {
+  stop_note_ = note;
+  OrderExit(note);
+  return FinishStop();
 }
 
 }  // namespace ddp

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/job/failure_causes.h"
 
 namespace ddp {
 
@@ -14,7 +15,18 @@ void Recovery::Lose(const FailureCause& cause, absl::Time now) {
   lost_.push_back(LostRank{cause, absl::ToDoubleSeconds(now - start_), false});
 }
 
+bool Recovery::TakeRestart() {
+  if (unexplained_restart_) {
+    unexplained_restart_ = false;
+    return true;
+  }
+  if (!CanRestart()) return false;
+  UseRestart();
+  return true;
+}
+
 void Recovery::Begin(const FailureCause& cause, absl::Time now) {
+  early_rejoin_at_ = absl::InfiniteFuture();
   deadline_ = now + timeout_;
   if (in_progress_) return;
   in_progress_ = true;
@@ -23,6 +35,9 @@ void Recovery::Begin(const FailureCause& cause, absl::Time now) {
 }
 
 void Recovery::End(absl::Time now, const std::vector<int>& replaced) {
+  early_rejoin_at_ = absl::InfiniteFuture();
+  unexplained_restart_ = false;
+  reported_nodes_.clear();
   if (!in_progress_) return;
   in_progress_ = false;
   deadline_ = absl::InfiniteFuture();
@@ -50,6 +65,38 @@ FailureCause Recovery::ExhaustedCause(const FailureCause& cause) const {
   }
   if (!before.empty()) absl::StrAppend(&out.text, "; lost before: ", before);
   return out;
+}
+
+std::string Recovery::LossOf(int rank) const {
+  std::string text = "lost";
+  for (const LostRank& l : lost_) {
+    if (l.cause.rank == rank) text = l.cause.text;  // the latest loss of that rank
+  }
+  return text;
+}
+
+void Recovery::RejoinedEarly(absl::Time now, const std::string& who, const std::string& what) {
+  if (early_rejoin_at_ != absl::InfiniteFuture()) return;
+  early_rejoin_at_ = now;
+  early_rejoin_who_ = who;
+  early_rejoin_what_ = what;
+}
+
+std::optional<FailureCause> Recovery::Unexplained(absl::Time now, absl::Duration window) {
+  if (early_rejoin_at_ == absl::InfiniteFuture() || now - early_rejoin_at_ < window) {
+    return std::nullopt;
+  }
+  early_rejoin_at_ = absl::InfiniteFuture();
+  return CauseOfUnexplainedCollectiveFailure(early_rejoin_who_, early_rejoin_what_);
+}
+
+void Recovery::UseRestartForUnexplained() {
+  UseRestart();
+  unexplained_restart_ = true;
+}
+
+bool Recovery::NodeAlive(int node, absl::Time now) const {
+  return reported_nodes_.count(node) > 0 || node_tasks_.Alive(node, now);
 }
 
 }  // namespace ddp

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -199,6 +200,119 @@ TEST(LifecycleTest, ReattributionOnlyWithinTheWindowAndForAnotherRank) {
   Lifecycle running;
   running.Start();
   EXPECT_FALSE(running.Reattribute(death, t0)) << "nothing failed";
+}
+
+TEST(LifecycleTest, RanksDoneEndTheJobWhereItWasHeading) {
+  struct Case {
+    JobState from;
+    int ranks;
+    JobState want;  // once every rank is done
+  };
+  const std::vector<Case> cases = {
+      {JobState::kRunning, 3, JobState::kSucceeded},
+      {JobState::kStopping, 2, JobState::kStopped},
+      {JobState::kRecovering, 2, JobState::kRecovering},  // no move from there
+      {JobState::kFailed, 1, JobState::kFailed},
+  };
+  for (const Case& c : cases) {
+    Lifecycle l = At(c.from);
+    for (int i = 1; i < c.ranks; ++i) {
+      EXPECT_FALSE(l.RankDone(c.ranks)) << JobStateName(c.from);
+      EXPECT_EQ(l.state(), c.from);
+    }
+    EXPECT_EQ(l.RankDone(c.ranks), c.want != c.from) << JobStateName(c.from);
+    EXPECT_EQ(l.state(), c.want) << JobStateName(c.from);
+    EXPECT_EQ(l.ranks_done(), c.ranks);
+  }
+}
+
+TEST(LifecycleTest, TimesAndSuspensions) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  auto at = [&](double s) { return t0 + absl::Seconds(s); };
+  Lifecycle l(t0);
+  EXPECT_EQ(l.start(), t0);
+  EXPECT_EQ(l.running_since(), absl::InfiniteFuture());
+  EXPECT_EQ(l.stopping_since(), absl::InfiniteFuture());
+  struct Step {
+    const char* name;
+    std::function<void(Lifecycle&)> act;
+    double now;
+    double want_registration_age;
+    double want_running_since;   // -1: InfiniteFuture
+    double want_stopping_since;  // -1: InfiniteFuture
+    bool want_stop_overdue;      // with a 60 s stop timeout
+  };
+  const std::vector<Step> steps = {
+      {"registering", [](Lifecycle&) {}, 10, 10, -1, -1, false},
+      {"suspended while registering", [](Lifecycle& x) { x.Suspended(absl::Seconds(4)); }, 12, 8,
+       -1, -1, false},
+      {"running",
+       [&](Lifecycle& x) {
+         x.Start();
+         x.Stamp(at(20));
+       },
+       20, 16, 20, -1, false},
+      {"a suspension while running leaves the registration's age alone",
+       [](Lifecycle& x) { x.Suspended(absl::Seconds(3)); }, 25, 21, 20, -1, false},
+      {"stopping",
+       [&](Lifecycle& x) {
+         x.RequestStop("preempted");
+         x.Stamp(at(30));
+       },
+       30, 26, 20, 30, false},
+      {"a later stamp keeps the first", [&](Lifecycle& x) { x.Stamp(at(40)); }, 40, 36, 20, 30,
+       false},
+      {"overdue after the timeout", [](Lifecycle&) {}, 91, 87, 20, 30, true},
+      {"a suspension moves the stop's start", [](Lifecycle& x) { x.Suspended(absl::Seconds(5)); },
+       91, 87, 20, 35, false},
+  };
+  for (const Step& s : steps) {
+    s.act(l);
+    EXPECT_EQ(l.RegistrationAge(at(s.now)), absl::Seconds(s.want_registration_age)) << s.name;
+    EXPECT_EQ(l.running_since(),
+              s.want_running_since < 0 ? absl::InfiniteFuture() : at(s.want_running_since))
+        << s.name;
+    EXPECT_EQ(l.stopping_since(),
+              s.want_stopping_since < 0 ? absl::InfiniteFuture() : at(s.want_stopping_since))
+        << s.name;
+    EXPECT_EQ(l.StopOverdue(at(s.now), absl::Seconds(60)), s.want_stop_overdue) << s.name;
+  }
+}
+
+TEST(LifecycleTest, AStopThatCannotCompleteOrdersEveryRankToExit) {
+  struct Case {
+    const char* name;
+    bool resumable;
+    JobState want;
+    int want_exit_code;
+    std::string want_note;
+  };
+  const std::vector<Case> cases = {
+      {"with a checkpoint", true, JobState::kStopped, kExitResumable,
+       "stop not completed; resumable from the checkpoint of step 40"},
+      {"without one", false, JobState::kFailed, kExitFailed, ""},
+  };
+  for (const Case& c : cases) {
+    Lifecycle l = At(JobState::kStopping);
+    EXPECT_FALSE(l.exit_ordered());
+    EXPECT_EQ(l.exit_code(), 0);
+    EXPECT_EQ(l.command(), Command::kCheckpointAndStop);
+    if (c.resumable) {
+      EXPECT_TRUE(l.EndStopResumable(c.want_note)) << c.name;
+    } else {
+      l.OrderExit("stop not completed; no checkpoint to resume from");
+      EXPECT_TRUE(l.Fail(kLost, absl::InfinitePast())) << c.name;
+    }
+    EXPECT_EQ(l.state(), c.want) << c.name;
+    EXPECT_TRUE(l.exit_ordered()) << c.name;
+    EXPECT_EQ(l.command(), Command::kExit) << c.name << ": whatever the state";
+    EXPECT_EQ(l.exit_code(), c.want_exit_code) << c.name;
+    EXPECT_EQ(l.stop_note(), c.want_note) << c.name;
+    EXPECT_EQ(l.stop_reason(), "why") << c.name << ": the note stays apart";
+    EXPECT_EQ(l.exit_reason(),
+              c.resumable ? c.want_note : "stop not completed; no checkpoint to resume from")
+        << c.name;
+  }
 }
 
 }  // namespace
