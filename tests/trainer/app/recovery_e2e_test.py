@@ -277,17 +277,25 @@ def case_rank0_killed(tmp):
     expect("resuming from" not in out, "a checkpoint file was read", out)
 
 
+def signal_mid_run(tmp, name, samples, rank, sig):
+    """A one-epoch run of `samples` samples whose `rank` gets `sig` once the job has passed step
+    20, at whatever moment that rank is in. Returns the job, its reference and the victim."""
+    extra = ["--data", f"synthetic:{samples}x1x8x8:10", "--epochs", "1", "--checkpoint-every",
+             "0"]
+    ref = reference(extra)
+    job = Job(tmp, name, extra=extra)
+    s = job.wait_status(lambda s: s["state"] == "RUNNING" and s["step"] >= 20, every=0.05)
+    victim = next(r["pid"] for r in s["ranks"] if r["rank"] == rank)
+    os.kill(victim, sig)
+    return job, ref, victim
+
+
 def case_middle_rank_killed(tmp):
     """A middle rank is SIGKILLed at whatever moment it is in (no hold): mid-step, mid-allreduce
     or between steps; the run still ends bitwise equal. 512 steps (about 4 s here): the status
     that shows step 20 can lag by a heartbeat or two, and the kill must still land mid-run (at 128
     steps it once arrived after rank 0 had finished)."""
-    extra = ["--data", "synthetic:32768x1x8x8:10", "--epochs", "1", "--checkpoint-every", "0"]
-    ref = reference(extra)
-    job = Job(tmp, "mid", extra=extra)
-    s = job.wait_status(lambda s: s["state"] == "RUNNING" and s["step"] >= 20, every=0.05)
-    victim = next(r["pid"] for r in s["ranks"] if r["rank"] == 2)
-    os.kill(victim, signal.SIGKILL)
+    job, ref, _ = signal_mid_run(tmp, "mid", 32768, 2, signal.SIGKILL)
     code, out = job.finish()
     expect(code == 0, f"job exited {code}", out)
     same_model(os.path.join(tmp, "ck", "final.pt"), ref)
@@ -374,12 +382,7 @@ def case_hung_worker(tmp):
     """A middle rank is SIGSTOPped at whatever moment it is in and never continued: it goes
     silent, is declared lost, its task kills it (fencing), the survivors' collectives fail, and
     the job recovers as for a death: exit 0, bitwise equal."""
-    extra = ["--data", "synthetic:16384x1x8x8:10", "--epochs", "1", "--checkpoint-every", "0"]
-    ref = reference(extra)
-    job = Job(tmp, "hung", extra=extra)
-    s = job.wait_status(lambda s: s["state"] == "RUNNING" and s["step"] >= 20, every=0.05)
-    victim = next(r["pid"] for r in s["ranks"] if r["rank"] == 1)
-    os.kill(victim, signal.SIGSTOP)
+    job, ref, victim = signal_mid_run(tmp, "hung", 16384, 1, signal.SIGSTOP)
     code, out = job.finish()
     fenced_ok(job, code, out, ref, victim, 1)
 
