@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -89,17 +90,15 @@ struct HttpServerCallbacks {
     void* data = body->data();
     std::unique_ptr<MHD_Response, ResponseDeleter> response(
         MHD_create_response_from_buffer_with_free_callback_cls(
-            size, data, [](void* owned) { delete static_cast<std::string*>(owned); },
-            body.get()));
+            size, data, [](void* owned) { delete static_cast<std::string*>(owned); }, body.get()));
     if (response == nullptr) return MHD_NO;  // closes the connection
-    body.release();  // owned by the response now
+    body.release();                          // owned by the response now
     MHD_add_response_header(response.get(), MHD_HTTP_HEADER_CONTENT_TYPE,
                             answer.content_type.c_str());
     for (const auto& [name, value] : answer.headers) {
       MHD_add_response_header(response.get(), name.c_str(), value.c_str());
     }
-    return MHD_queue_response(connection, static_cast<unsigned int>(answer.status),
-                              response.get());
+    return MHD_queue_response(connection, static_cast<unsigned int>(answer.status), response.get());
   }
 
   static void OnConnection(void* cls, MHD_Connection* /*connection*/, void** socket_context,
@@ -144,9 +143,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
   unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD;
   if (addr->ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   const auto threads = static_cast<unsigned int>(limits.threads > 1 ? limits.threads : 1);
+  // One option and its value per line.
+  // clang-format off
   MHD_Daemon* daemon = MHD_start_daemon(
       flags, static_cast<uint16_t>(options.port), /*apc=*/nullptr, nullptr,
-      &HttpServerCallbacks::OnRequest, server.get(),  //
+      &HttpServerCallbacks::OnRequest, server.get(),
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<const sockaddr*>(&*addr),
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned int>(limits.max_connections),
       MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -157,6 +158,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
       MHD_OPTION_LISTEN_BACKLOG_SIZE, static_cast<unsigned int>(limits.listen_backlog),
       MHD_OPTION_NOTIFY_CONNECTION, &HttpServerCallbacks::OnConnection, server.get(),
       MHD_OPTION_END);
+  // clang-format on
   if (daemon == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("HTTP: cannot listen on ", host, ":", options.port, " (in use?)"));

@@ -36,9 +36,9 @@ struct MHD_Daemon;
 namespace ddp {
 
 struct HttpLimits {
-  size_t max_connections = 256;          // open at once, all addresses
-  size_t max_connections_per_peer = 64;  // from one client address
-  int idle_timeout_seconds = 5;          // no progress for this long: closed
+  size_t max_connections = 256;              // open at once, all addresses
+  size_t max_connections_per_peer = 64;      // from one client address
+  int idle_timeout_seconds = 5;              // no progress for this long: closed
   size_t max_connection_memory = 16 * 1024;  // per connection: the head, headers, bookkeeping
   int threads = 2;                           // polling threads (each owns its connections)
   int listen_backlog = 128;                  // connections the kernel queues before accept

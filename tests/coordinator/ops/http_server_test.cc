@@ -149,8 +149,7 @@ TEST_F(HttpServerTest, ConnectionsBeyondThePerAddressLimitAreClosedAtAccept) {
 
 TEST_F(HttpServerTest, ABodyIsRefusedFromTheHeadWithoutBeingRead) {
   StartServer(HttpLimits{});
-  for (const char* framing : {"Content-Length: 1000000\r\n",
-                              "Transfer-Encoding: chunked\r\n",
+  for (const char* framing : {"Content-Length: 1000000\r\n", "Transfer-Encoding: chunked\r\n",
                               "Content-Length: 1000000\r\nExpect: 100-continue\r\n"}) {
     SCOPED_TRACE(framing);
     const int before = handled_;
@@ -209,12 +208,12 @@ TEST_F(HttpServerTest, AStalledHeadIsClosedAfterTheIdleTimeoutAndReported) {
 
 TEST_F(HttpServerTest, AnOversizedHeadGets431) {
   StartServer(HttpLimits{});  // 16 KiB per connection
-  for (const std::string& extra :
-       {absl::StrCat("X-Big: ", std::string(20000, 'a'), "\r\n"), [] {
-          std::string lines;
-          for (int i = 0; i < 2000; ++i) absl::StrAppend(&lines, "X-", i, ": 1\r\n");
-          return lines;
-        }()}) {
+  for (const std::string& extra : {absl::StrCat("X-Big: ", std::string(20000, 'a'), "\r\n"), [] {
+                                     std::string lines;
+                                     for (int i = 0; i < 2000; ++i)
+                                       absl::StrAppend(&lines, "X-", i, ": 1\r\n");
+                                     return lines;
+                                   }()}) {
     Client c("127.0.0.1", server_->port());
     c.Send(absl::StrCat("GET /big HTTP/1.1\r\nHost: x\r\n", extra, "\r\n"));
     const std::string answer = c.Read(absl::Seconds(3));
