@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "bench/ddp/models.h"
-#include "trainer/app/host_memory.h"
-#include "trainer/app/optimizer.h"
-#include "trainer/dist/ddp.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/ddp.h"
+#include "trainer/ddp/process_group.h"
+#include "trainer/launcher/host_memory.h"
 #include "trainer/models/model_factory.h"
+#include "trainer/models/optimizer.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "trainer/app/config.h"
+#include "trainer/launcher/config.h"
 #include "trainer/worker/data_stage.h"
 #include "trainer/worker/model_stage.h"
 #include "trainer/worker/step_rollback.h"

@@ -30,10 +30,10 @@
 
 #include "absl/strings/str_split.h"
 #include "bench/gpu/bn_relu_check.h"
-#include "trainer/app/optimizer.h"
-#include "trainer/dist/ddp.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/ddp.h"
+#include "trainer/ddp/process_group.h"
 #include "trainer/models/model_factory.h"
+#include "trainer/models/optimizer.h"
 
 namespace {
 
@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ddp_gpu_bench: %s\n", std::string(pg.status().message()).c_str());
       return 1;
     }
-    {  // NCCL constructs and reduces (tests/trainer/dist/nccl_test.cc on a GPU).
+    {  // NCCL constructs and reduces (tests/trainer/ddp/nccl_test.cc on a GPU).
       std::vector<at::Tensor> t = {at::arange(1024, at::kFloat).cuda()};
       (*pg)->allreduce(t)->wait();
       if (!at::equal(t[0].cpu(), at::arange(1024, at::kFloat)) ||

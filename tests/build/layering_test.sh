@@ -6,7 +6,7 @@
 #    themselves be free of gRPC and protobuf;
 #  - common/, proto/, coordinator/, client/ never include LibTorch;
 #  - common/ includes neither side;
-#  - the launcher (trainer/launcher/, and trainer/app's launcher, launch_plan, config) is
+#  - the launcher (trainer/launcher/) is
 #    torch-free and gRPC-free: it forks the workers before any such thread may exist;
 #  - ddp-coordinator and ddpctl do not link LibTorch; ddp-trainer does.
 # usage: layering_test.sh SOURCE_DIR BIN_DIR
@@ -30,10 +30,9 @@ done
 while IFS= read -r hit; do err "$hit"; done < <(grep -rnE "$rpc_re|#include *\"(coordinator|client|trainer)/" "$src/common")
 launcher_files=()
 [[ -d "$src/trainer/launcher" ]] && launcher_files+=("$src/trainer/launcher")
-for f in "$src"/trainer/app/{launcher,launch_plan,config}.{h,cc}; do [[ -f "$f" ]] && launcher_files+=("$f"); done
 if ((${#launcher_files[@]})); then
   while IFS= read -r hit; do err "launcher: $hit"; done < <(
-    grep -rnE "$torch_re|#include *\"(client|coordinator|proto)/|#include *\"trainer/(dist|data|models)/" "${launcher_files[@]}")
+    grep -rnE "$torch_re|#include *\"(client|coordinator|proto)/|#include *\"trainer/(ddp|data|models|checkpoint|worker|app)/" "${launcher_files[@]}")
 fi
 
 # ldd's output is captured first: `ldd | grep -q` under pipefail fails at random when grep exits

@@ -14,10 +14,10 @@
 #include "common/file_util.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
-#include "trainer/app/config.h"
-#include "trainer/app/launch_plan.h"
-#include "trainer/app/launcher.h"
 #include "trainer/app/worker.h"
+#include "trainer/launcher/config.h"
+#include "trainer/launcher/launch_plan.h"
+#include "trainer/launcher/launcher.h"
 
 namespace {
 

@@ -18,10 +18,10 @@
 #include "common/job_status.h"
 #include "common/sampler_plan.h"
 #include "common/status_macros.h"
-#include "trainer/app/checkpoint_store.h"
-#include "trainer/app/step_meters.h"
+#include "trainer/checkpoint/checkpoint_store.h"
 #include "trainer/data/batch_source.h"
-#include "trainer/dist/dist_errors.h"
+#include "trainer/ddp/dist_errors.h"
+#include "trainer/worker/step_meters.h"
 #include "trainer/worker/step_runner.h"
 #include "trainer/worker/stop_agreement.h"
 

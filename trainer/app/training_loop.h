@@ -22,8 +22,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "trainer/app/checkpoint_store.h"
-#include "trainer/app/config.h"
+#include "trainer/checkpoint/checkpoint_store.h"
+#include "trainer/launcher/config.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/coordinator_session.h"
 #include "trainer/worker/data_stage.h"

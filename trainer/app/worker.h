@@ -10,8 +10,8 @@
 #ifndef SLURM_DDP_TRAINER_APP_WORKER_H_
 #define SLURM_DDP_TRAINER_APP_WORKER_H_
 
-#include "trainer/app/config.h"
-#include "trainer/app/launch_plan.h"
+#include "trainer/launcher/config.h"
+#include "trainer/launcher/launch_plan.h"
 #include "trainer/worker/test_hold.h"
 
 namespace ddp {

@@ -1,4 +1,4 @@
-#include "trainer/app/checkpoint.h"
+#include "trainer/checkpoint/checkpoint.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
-#include "trainer/app/pickle_check.h"
+#include "trainer/checkpoint/pickle_check.h"
 
 namespace ddp {
 namespace {

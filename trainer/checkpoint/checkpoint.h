@@ -22,8 +22,8 @@
 // Which files exist, their names, pruning and resuming: CheckpointStore (checkpoint_store.h).
 //
 // Thread safety: free functions without shared state.
-#ifndef SLURM_DDP_TRAINER_APP_CHECKPOINT_H_
-#define SLURM_DDP_TRAINER_APP_CHECKPOINT_H_
+#ifndef SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_H_
+#define SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_H_
 
 #include <ATen/ATen.h>
 
@@ -71,4 +71,4 @@ absl::StatusOr<CheckpointState> ReadCheckpoint(const std::string& path);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_CHECKPOINT_H_
+#endif  // SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_H_

@@ -1,4 +1,4 @@
-#include "trainer/app/checkpoint_run.h"
+#include "trainer/checkpoint/checkpoint_run.h"
 
 #include <map>
 #include <vector>

@@ -14,8 +14,8 @@
 //   end=1
 //
 // Thread safety: plain values and pure functions.
-#ifndef SLURM_DDP_TRAINER_APP_CHECKPOINT_RUN_H_
-#define SLURM_DDP_TRAINER_APP_CHECKPOINT_RUN_H_
+#ifndef SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_RUN_H_
+#define SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_RUN_H_
 
 #include <cstdint>
 #include <optional>
@@ -55,4 +55,4 @@ absl::StatusOr<RunManifest> ParseRunManifest(absl::string_view text);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_CHECKPOINT_RUN_H_
+#endif  // SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_RUN_H_

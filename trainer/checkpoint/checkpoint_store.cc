@@ -1,4 +1,4 @@
-#include "trainer/app/checkpoint_store.h"
+#include "trainer/checkpoint/checkpoint_store.h"
 
 #include <dirent.h>
 #include <fcntl.h>

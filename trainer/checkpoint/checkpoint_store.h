@@ -17,8 +17,8 @@
 //
 // Thread safety: not thread-safe; rank 0's main thread uses it (other ranks only Open it, which
 // checks the folder).
-#ifndef SLURM_DDP_TRAINER_APP_CHECKPOINT_STORE_H_
-#define SLURM_DDP_TRAINER_APP_CHECKPOINT_STORE_H_
+#ifndef SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_STORE_H_
+#define SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_STORE_H_
 
 #include <cstdint>
 #include <memory>
@@ -28,8 +28,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "trainer/app/checkpoint.h"
-#include "trainer/app/checkpoint_run.h"
+#include "trainer/checkpoint/checkpoint.h"
+#include "trainer/checkpoint/checkpoint_run.h"
 
 namespace ddp {
 
@@ -125,4 +125,4 @@ std::optional<std::string> ResumableAfter(const absl::Status& status);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_CHECKPOINT_STORE_H_
+#endif  // SLURM_DDP_TRAINER_CHECKPOINT_CHECKPOINT_STORE_H_

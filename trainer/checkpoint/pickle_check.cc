@@ -1,4 +1,4 @@
-#include "trainer/app/pickle_check.h"
+#include "trainer/checkpoint/pickle_check.h"
 
 #include <cstdint>
 #include <cstring>

@@ -6,8 +6,8 @@
 // cannot hold, an unknown opcode, and a program that does not end in STOP.
 //
 // Thread safety: a pure function.
-#ifndef SLURM_DDP_TRAINER_APP_PICKLE_CHECK_H_
-#define SLURM_DDP_TRAINER_APP_PICKLE_CHECK_H_
+#ifndef SLURM_DDP_TRAINER_CHECKPOINT_PICKLE_CHECK_H_
+#define SLURM_DDP_TRAINER_CHECKPOINT_PICKLE_CHECK_H_
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -20,4 +20,4 @@ absl::Status CheckPickle(absl::string_view pickle);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_PICKLE_CHECK_H_
+#endif  // SLURM_DDP_TRAINER_CHECKPOINT_PICKLE_CHECK_H_

@@ -3,8 +3,8 @@
 // compile against Debian's for declarations only; docs/development.md, "Gloo from C++ with the pip
 // wheel"), and ProcessGroupNCCL.hpp needs nccl.h. Both throw c10::Error on failure;
 // process_group.cc converts to Status.
-#ifndef SLURM_DDP_TRAINER_DIST_BACKEND_FACTORIES_H_
-#define SLURM_DDP_TRAINER_DIST_BACKEND_FACTORIES_H_
+#ifndef SLURM_DDP_TRAINER_DDP_BACKEND_FACTORIES_H_
+#define SLURM_DDP_TRAINER_DDP_BACKEND_FACTORIES_H_
 
 #include <chrono>
 #include <string>
@@ -27,4 +27,4 @@ bool NcclBackendCompiledIn();
 
 }  // namespace ddp::internal
 
-#endif  // SLURM_DDP_TRAINER_DIST_BACKEND_FACTORIES_H_
+#endif  // SLURM_DDP_TRAINER_DDP_BACKEND_FACTORIES_H_

@@ -1,4 +1,4 @@
-#include "trainer/dist/ddp.h"
+#include "trainer/ddp/ddp.h"
 
 #include <torch/csrc/utils/tensor_flatten.h>
 #include <torch/nn/module.h>
@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "trainer/dist/dist_errors.h"
-#include "trainer/dist/status_from_exception.h"
+#include "trainer/ddp/dist_errors.h"
+#include "trainer/ddp/status_from_exception.h"
 
 namespace ddp {
 namespace {

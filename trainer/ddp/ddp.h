@@ -35,8 +35,8 @@
 //
 // Thread safety: one training thread calls everything; c10d's rule applies (every rank runs the
 // same sequence of steps).
-#ifndef SLURM_DDP_TRAINER_DIST_DDP_H_
-#define SLURM_DDP_TRAINER_DIST_DDP_H_
+#ifndef SLURM_DDP_TRAINER_DDP_DDP_H_
+#define SLURM_DDP_TRAINER_DDP_DDP_H_
 
 #include <chrono>
 #include <memory>
@@ -45,7 +45,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "trainer/dist/reducer.h"
+#include "trainer/ddp/reducer.h"
 #include "trainer/named_tensor.h"
 
 namespace torch::nn {
@@ -143,4 +143,4 @@ void VerifyAcrossRanks(c10d::Backend& pg, const ModuleTensors& tensors);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_DIST_DDP_H_
+#endif  // SLURM_DDP_TRAINER_DDP_DDP_H_

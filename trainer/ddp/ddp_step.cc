@@ -1,4 +1,4 @@
-#include "trainer/dist/ddp_step.h"
+#include "trainer/ddp/ddp_step.h"
 
 #include <utility>
 

@@ -11,15 +11,15 @@
 // half-finished step never adds to the next one; the model and optimizer are untouched by it.
 //
 // Thread safety: the training thread only; `ddp` must outlive the step.
-#ifndef SLURM_DDP_TRAINER_DIST_DDP_STEP_H_
-#define SLURM_DDP_TRAINER_DIST_DDP_STEP_H_
+#ifndef SLURM_DDP_TRAINER_DDP_DDP_STEP_H_
+#define SLURM_DDP_TRAINER_DDP_DDP_STEP_H_
 
 #include <ATen/ATen.h>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "trainer/dist/ddp.h"
+#include "trainer/ddp/ddp.h"
 
 namespace ddp {
 
@@ -51,4 +51,4 @@ class DdpStep {
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_DIST_DDP_STEP_H_
+#endif  // SLURM_DDP_TRAINER_DDP_DDP_STEP_H_

@@ -1,4 +1,4 @@
-#include "trainer/dist/dist_errors.h"
+#include "trainer/ddp/dist_errors.h"
 
 #include <atomic>
 #include <exception>

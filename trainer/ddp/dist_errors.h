@@ -13,8 +13,8 @@
 // LibTorch only (no abseil): the reducer, which the GPU benchmark builds alone, uses it.
 //
 // Thread safety: WaitForWork may be called from any thread that may wait on `work`.
-#ifndef SLURM_DDP_TRAINER_DIST_DIST_ERRORS_H_
-#define SLURM_DDP_TRAINER_DIST_DIST_ERRORS_H_
+#ifndef SLURM_DDP_TRAINER_DDP_DIST_ERRORS_H_
+#define SLURM_DDP_TRAINER_DDP_DIST_ERRORS_H_
 
 #include <c10/util/Exception.h>
 
@@ -60,4 +60,4 @@ void WaitForWork(c10d::Work& work, c10d::Backend& pg, std::chrono::steady_clock:
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_DIST_DIST_ERRORS_H_
+#endif  // SLURM_DDP_TRAINER_DDP_DIST_ERRORS_H_

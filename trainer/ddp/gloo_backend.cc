@@ -7,7 +7,7 @@
 // into libtorch_cpu; tests/integration/gloo_soundness_test.sh checks the object and the binary.
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
-#include "trainer/dist/backend_factories.h"
+#include "trainer/ddp/backend_factories.h"
 
 namespace ddp::internal {
 

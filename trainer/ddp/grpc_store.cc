@@ -1,4 +1,4 @@
-#include "trainer/dist/grpc_store.h"
+#include "trainer/ddp/grpc_store.h"
 
 #include <c10/util/Exception.h>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "trainer/dist/dist_errors.h"
+#include "trainer/ddp/dist_errors.h"
 
 namespace ddp {
 namespace {

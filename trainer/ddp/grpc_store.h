@@ -10,8 +10,8 @@
 //
 // Thread safety: safe to use from several threads (the CoordinatorApi contract); clone() returns
 // a store sharing the same client, which must outlive every clone.
-#ifndef SLURM_DDP_TRAINER_DIST_GRPC_STORE_H_
-#define SLURM_DDP_TRAINER_DIST_GRPC_STORE_H_
+#ifndef SLURM_DDP_TRAINER_DDP_GRPC_STORE_H_
+#define SLURM_DDP_TRAINER_DDP_GRPC_STORE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -54,4 +54,4 @@ class CoordinatorStore : public c10d::Store {
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_DIST_GRPC_STORE_H_
+#endif  // SLURM_DDP_TRAINER_DDP_GRPC_STORE_H_

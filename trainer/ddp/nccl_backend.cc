@@ -12,7 +12,7 @@
 
 #include <cstdlib>
 
-#include "trainer/dist/backend_factories.h"
+#include "trainer/ddp/backend_factories.h"
 
 namespace ddp::internal {
 

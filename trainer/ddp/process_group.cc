@@ -1,4 +1,4 @@
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/process_group.h"
 
 #include <torch/cuda.h>
 
@@ -6,8 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "trainer/dist/backend_factories.h"
-#include "trainer/dist/status_from_exception.h"
+#include "trainer/ddp/backend_factories.h"
+#include "trainer/ddp/status_from_exception.h"
 
 namespace ddp {
 

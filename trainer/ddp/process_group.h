@@ -4,8 +4,8 @@
 //
 // Thread safety: the functions are reentrant; the returned backend is owned by the caller and
 // follows c10d's contract (collectives issued from one thread, in the same order on every rank).
-#ifndef SLURM_DDP_TRAINER_DIST_PROCESS_GROUP_H_
-#define SLURM_DDP_TRAINER_DIST_PROCESS_GROUP_H_
+#ifndef SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_H_
+#define SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_H_
 
 #include <chrono>
 #include <string>
@@ -62,4 +62,4 @@ absl::Status AbortProcessGroup(c10d::Backend& pg);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_DIST_PROCESS_GROUP_H_
+#endif  // SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_H_

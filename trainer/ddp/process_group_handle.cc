@@ -1,4 +1,4 @@
-#include "trainer/dist/process_group_handle.h"
+#include "trainer/ddp/process_group_handle.h"
 
 #include <exception>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>

@@ -14,8 +14,8 @@
 // be gone first to close it then).
 //
 // Thread safety: owned by one thread (the training thread); backend() follows c10d's contract.
-#ifndef SLURM_DDP_TRAINER_DIST_PROCESS_GROUP_HANDLE_H_
-#define SLURM_DDP_TRAINER_DIST_PROCESS_GROUP_HANDLE_H_
+#ifndef SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_HANDLE_H_
+#define SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_HANDLE_H_
 
 #include <string>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/process_group.h"
 
 namespace ddp {
 
@@ -74,4 +74,4 @@ class ProcessGroupHandle {
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_DIST_PROCESS_GROUP_HANDLE_H_
+#endif  // SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_HANDLE_H_

@@ -1,4 +1,4 @@
-#include "trainer/dist/reducer.h"
+#include "trainer/ddp/reducer.h"
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
@@ -10,7 +10,7 @@
 #include <tuple>
 #include <utility>
 
-#include "trainer/dist/dist_errors.h"
+#include "trainer/ddp/dist_errors.h"
 
 namespace ddp {
 

@@ -27,8 +27,8 @@
 //
 // Thread safety: the hooks may run on autograd worker threads; all mutable state is guarded by
 // mu_. The public methods are for the training thread, and not while a backward is running.
-#ifndef SLURM_DDP_TRAINER_DIST_REDUCER_H_
-#define SLURM_DDP_TRAINER_DIST_REDUCER_H_
+#ifndef SLURM_DDP_TRAINER_DDP_REDUCER_H_
+#define SLURM_DDP_TRAINER_DDP_REDUCER_H_
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/function.h>
@@ -161,4 +161,4 @@ class Reducer {
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_DIST_REDUCER_H_
+#endif  // SLURM_DDP_TRAINER_DDP_REDUCER_H_

@@ -1,4 +1,4 @@
-#include "trainer/dist/status_from_exception.h"
+#include "trainer/ddp/status_from_exception.h"
 
 #include <c10/util/Exception.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "trainer/dist/dist_errors.h"
+#include "trainer/ddp/dist_errors.h"
 
 namespace ddp {
 namespace {

@@ -15,8 +15,8 @@
 //   absl::Status st = RunGuarded("building the process group", [&] { return Build(); });
 //
 // Thread safety: pure functions.
-#ifndef SLURM_DDP_TRAINER_DIST_STATUS_FROM_EXCEPTION_H_
-#define SLURM_DDP_TRAINER_DIST_STATUS_FROM_EXCEPTION_H_
+#ifndef SLURM_DDP_TRAINER_DDP_STATUS_FROM_EXCEPTION_H_
+#define SLURM_DDP_TRAINER_DDP_STATUS_FROM_EXCEPTION_H_
 
 #include <exception>
 #include <type_traits>
@@ -42,4 +42,4 @@ auto RunGuarded(absl::string_view context, Body&& body) -> std::invoke_result_t<
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_DIST_STATUS_FROM_EXCEPTION_H_
+#endif  // SLURM_DDP_TRAINER_DDP_STATUS_FROM_EXCEPTION_H_

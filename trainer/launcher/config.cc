@@ -1,4 +1,4 @@
-#include "trainer/app/config.h"
+#include "trainer/launcher/config.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

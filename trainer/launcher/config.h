@@ -3,8 +3,8 @@
 // re-executed with the same command line, so they parse the same flags).
 //
 // Thread safety: a plain value.
-#ifndef SLURM_DDP_TRAINER_APP_CONFIG_H_
-#define SLURM_DDP_TRAINER_APP_CONFIG_H_
+#ifndef SLURM_DDP_TRAINER_LAUNCHER_CONFIG_H_
+#define SLURM_DDP_TRAINER_LAUNCHER_CONFIG_H_
 
 #include <cstdint>
 #include <string>
@@ -98,4 +98,4 @@ absl::Duration WorkerRpcTimeout(const TrainerConfig& c);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_CONFIG_H_
+#endif  // SLURM_DDP_TRAINER_LAUNCHER_CONFIG_H_

@@ -1,4 +1,4 @@
-#include "trainer/app/host_memory.h"
+#include "trainer/launcher/host_memory.h"
 
 #include <malloc.h>
 

@@ -7,8 +7,8 @@
 // step that is tens of thousands of page faults per rank. TuneHostAllocator() makes freed memory
 // stay in the process for reuse (as PyTorch's CUDA caching allocator does on the GPU): blocks up
 // to 32 MiB come from the heap, and the heap is never trimmed.
-#ifndef DDP_TRAINER_APP_HOST_MEMORY_H_
-#define DDP_TRAINER_APP_HOST_MEMORY_H_
+#ifndef DDP_TRAINER_LAUNCHER_HOST_MEMORY_H_
+#define DDP_TRAINER_LAUNCHER_HOST_MEMORY_H_
 
 #include <string>
 
@@ -21,4 +21,4 @@ std::string TuneHostAllocator();
 
 }  // namespace ddp
 
-#endif  // DDP_TRAINER_APP_HOST_MEMORY_H_
+#endif  // DDP_TRAINER_LAUNCHER_HOST_MEMORY_H_

@@ -1,4 +1,4 @@
-#include "trainer/app/launch_plan.h"
+#include "trainer/launcher/launch_plan.h"
 
 #include <dirent.h>
 

@@ -11,8 +11,8 @@
 // on every node rank = node * G + local rank, as in the original recipe.
 //
 // Thread safety: pure functions over injected values.
-#ifndef SLURM_DDP_TRAINER_APP_LAUNCH_PLAN_H_
-#define SLURM_DDP_TRAINER_APP_LAUNCH_PLAN_H_
+#ifndef SLURM_DDP_TRAINER_LAUNCHER_LAUNCH_PLAN_H_
+#define SLURM_DDP_TRAINER_LAUNCHER_LAUNCH_PLAN_H_
 
 #include <cstdint>
 #include <string>
@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/slurm_env.h"
-#include "trainer/app/config.h"
+#include "trainer/launcher/config.h"
 
 namespace ddp {
 
@@ -98,4 +98,4 @@ absl::StatusOr<WorkerPlacement> PlacementFromEnv(const EnvMap& env);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_LAUNCH_PLAN_H_
+#endif  // SLURM_DDP_TRAINER_LAUNCHER_LAUNCH_PLAN_H_

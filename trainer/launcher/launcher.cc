@@ -1,4 +1,4 @@
-#include "trainer/app/launcher.h"
+#include "trainer/launcher/launcher.h"
 
 #include <signal.h>
 

@@ -26,8 +26,8 @@
 //   - No wait is unbounded: a child that outlives SIGKILL is reported and given up on.
 //
 // Thread safety: single-threaded (the launcher's main thread).
-#ifndef SLURM_DDP_TRAINER_APP_LAUNCHER_H_
-#define SLURM_DDP_TRAINER_APP_LAUNCHER_H_
+#ifndef SLURM_DDP_TRAINER_LAUNCHER_LAUNCHER_H_
+#define SLURM_DDP_TRAINER_LAUNCHER_LAUNCHER_H_
 
 #include <functional>
 #include <string>
@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/coordinator_api.h"
-#include "trainer/app/launch_plan.h"
+#include "trainer/launcher/launch_plan.h"
 
 namespace ddp {
 
@@ -96,4 +96,4 @@ int RunLauncher(const LaunchPlan& plan, const LauncherOptions& options);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_LAUNCHER_H_
+#endif  // SLURM_DDP_TRAINER_LAUNCHER_LAUNCHER_H_

@@ -1,4 +1,4 @@
-#include "trainer/app/optimizer.h"
+#include "trainer/models/optimizer.h"
 
 #include <ATen/ops/zeros_like.h>
 #include <c10/core/GradMode.h>

@@ -3,8 +3,8 @@
 // "cosine" over all steps, or "constant", each with optional linear warmup.
 //
 // Thread safety: owned by the training thread.
-#ifndef SLURM_DDP_TRAINER_APP_OPTIMIZER_H_
-#define SLURM_DDP_TRAINER_APP_OPTIMIZER_H_
+#ifndef SLURM_DDP_TRAINER_MODELS_OPTIMIZER_H_
+#define SLURM_DDP_TRAINER_MODELS_OPTIMIZER_H_
 
 #include <ATen/ATen.h>
 
@@ -61,4 +61,4 @@ double LearningRate(const ScheduleOptions& s, int64_t epoch, int64_t step);
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_OPTIMIZER_H_
+#endif  // SLURM_DDP_TRAINER_MODELS_OPTIMIZER_H_

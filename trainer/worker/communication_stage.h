@@ -39,9 +39,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "trainer/dist/ddp.h"
-#include "trainer/dist/process_group.h"
-#include "trainer/dist/process_group_handle.h"
+#include "trainer/ddp/ddp.h"
+#include "trainer/ddp/process_group.h"
+#include "trainer/ddp/process_group_handle.h"
 #include "trainer/worker/model_stage.h"
 #include "trainer/worker/training_position.h"
 

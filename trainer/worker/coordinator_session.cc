@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/coordinator_client.h"
-#include "trainer/dist/grpc_store.h"
+#include "trainer/ddp/grpc_store.h"
 
 namespace ddp {
 namespace {

@@ -18,9 +18,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/coordinator_api.h"
-#include "trainer/app/config.h"
-#include "trainer/app/launch_plan.h"
-#include "trainer/app/progress_reporter.h"
+#include "trainer/launcher/config.h"
+#include "trainer/launcher/launch_plan.h"
+#include "trainer/worker/progress_reporter.h"
 
 namespace ddp {
 

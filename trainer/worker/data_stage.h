@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "trainer/app/config.h"
 #include "trainer/data/batch_source.h"
 #include "trainer/data/data_spec.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/gpu_jpeg_decoder.h"
+#include "trainer/launcher/config.h"
 
 namespace ddp {
 

@@ -14,11 +14,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "trainer/app/config.h"
-#include "trainer/app/optimizer.h"
 #include "trainer/data/dataset.h"
-#include "trainer/dist/ddp.h"
+#include "trainer/ddp/ddp.h"
+#include "trainer/launcher/config.h"
 #include "trainer/models/model.h"
+#include "trainer/models/optimizer.h"
 
 namespace ddp {
 

@@ -1,4 +1,4 @@
-#include "trainer/app/progress_reporter.h"
+#include "trainer/worker/progress_reporter.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "trainer/app/config.h"
+#include "common/exit_codes.h"
 
 namespace ddp {
 

@@ -33,8 +33,8 @@
 // graceful stop of the job, which then ends within its --stop-timeout even if a rank is stuck.
 //
 // Thread safety: all public methods are safe from any thread.
-#ifndef SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
-#define SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
+#ifndef SLURM_DDP_TRAINER_WORKER_PROGRESS_REPORTER_H_
+#define SLURM_DDP_TRAINER_WORKER_PROGRESS_REPORTER_H_
 
 #include <atomic>
 #include <chrono>
@@ -186,4 +186,4 @@ class ProgressReporter {
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_PROGRESS_REPORTER_H_
+#endif  // SLURM_DDP_TRAINER_WORKER_PROGRESS_REPORTER_H_

@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "trainer/dist/ddp.h"
-#include "trainer/dist/dist_errors.h"
-#include "trainer/dist/status_from_exception.h"
+#include "trainer/ddp/ddp.h"
+#include "trainer/ddp/dist_errors.h"
+#include "trainer/ddp/status_from_exception.h"
 
 namespace ddp {
 namespace {

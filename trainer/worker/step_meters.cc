@@ -1,4 +1,4 @@
-#include "trainer/app/step_meters.h"
+#include "trainer/worker/step_meters.h"
 
 #include <ATen/ops/stack.h>
 #include <ATen/ops/topk.h>

@@ -4,8 +4,8 @@
 // printed or the coordinator's loss is refreshed.
 //
 // Thread safety: not thread-safe; the training thread owns it.
-#ifndef SLURM_DDP_TRAINER_APP_STEP_METERS_H_
-#define SLURM_DDP_TRAINER_APP_STEP_METERS_H_
+#ifndef SLURM_DDP_TRAINER_WORKER_STEP_METERS_H_
+#define SLURM_DDP_TRAINER_WORKER_STEP_METERS_H_
 
 #include <ATen/core/Tensor.h>
 
@@ -44,4 +44,4 @@ class StepMeters {
 
 }  // namespace ddp
 
-#endif  // SLURM_DDP_TRAINER_APP_STEP_METERS_H_
+#endif  // SLURM_DDP_TRAINER_WORKER_STEP_METERS_H_

@@ -6,7 +6,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "common/status_macros.h"
-#include "trainer/dist/ddp_step.h"
+#include "trainer/ddp/ddp_step.h"
 #include "trainer/worker/autocast_guard.h"
 
 namespace ddp {

@@ -16,10 +16,10 @@
 #include <ATen/ATen.h>
 
 #include "absl/status/statusor.h"
-#include "trainer/app/progress_reporter.h"
 #include "trainer/data/dataset.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/model_stage.h"
+#include "trainer/worker/progress_reporter.h"
 #include "trainer/worker/step_rollback.h"
 #include "trainer/worker/test_hold.h"
 #include "trainer/worker/training_position.h"

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <vector>
 
-#include "trainer/dist/dist_errors.h"
+#include "trainer/ddp/dist_errors.h"
 
 namespace ddp {
 

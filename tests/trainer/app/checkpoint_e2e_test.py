@@ -45,7 +45,7 @@ def run_id_of(out):
 
 
 def payload_crc(ck):
-    """payload_crc32 as trainer/app/checkpoint.h documents it, computed from what torch.load
+    """payload_crc32 as trainer/checkpoint/checkpoint.h documents it, computed from what torch.load
     returns: proves the documented stream and the file agree."""
     crc = 0
 

@@ -1,5 +1,5 @@
 // Run identities, checkpoint file names and the run manifest (table-driven).
-#include "trainer/app/checkpoint_run.h"
+#include "trainer/checkpoint/checkpoint_run.h"
 
 #include <set>
 #include <string>

@@ -3,7 +3,7 @@
 // skipped, a resume with another seed or data set size is refused (unless forced), dead writers'
 // temp files go at Open, files honour the umask, and a real full file system (tmpfs) is a
 // warning on a periodic checkpoint and a resumable error on a stop or final one.
-#include "trainer/app/checkpoint_store.h"
+#include "trainer/checkpoint/checkpoint_store.h"
 
 #include <dirent.h>
 #include <signal.h>

@@ -2,7 +2,7 @@
 // documented CRC-32 stream; a flipped byte anywhere in the file either fails to load (DATA_LOSS)
 // or leaves the payload exactly as written, never a silently different checkpoint; files of the
 // first format (v1) still load.
-#include "trainer/app/checkpoint.h"
+#include "trainer/checkpoint/checkpoint.h"
 
 #include <sys/stat.h>
 #include <torch/serialize.h>

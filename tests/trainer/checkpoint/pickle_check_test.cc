@@ -1,6 +1,6 @@
 // The pickle pre-flight check, table-driven: well-formed programs pass; a length or memo index
 // that the program cannot hold, an unknown opcode, a missing STOP or data after it are refused.
-#include "trainer/app/pickle_check.h"
+#include "trainer/checkpoint/pickle_check.h"
 
 #include <string>
 #include <vector>

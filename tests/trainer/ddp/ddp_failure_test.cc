@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/testing/multiprocess.h"
-#include "tests/trainer/dist/ddp_test_util.h"
+#include "tests/trainer/ddp/ddp_test_util.h"
 
 namespace ddp {
 namespace {

@@ -1,7 +1,7 @@
 // DdpStep: begin -> backward -> optimizer, in that order only; a call out of order changes
 // nothing; a step abandoned before its optimizer leaves no gradients behind and the weights as
 // they were. One rank (Gloo, world 1) is enough: the guard's contract is local.
-#include "trainer/dist/ddp_step.h"
+#include "trainer/ddp/ddp_step.h"
 
 #include <torch/torch.h>
 
@@ -9,7 +9,7 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "gtest/gtest.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/process_group.h"
 
 namespace ddp {
 namespace {

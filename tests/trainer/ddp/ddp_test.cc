@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/testing/multiprocess.h"
-#include "tests/trainer/dist/ddp_test_util.h"
+#include "tests/trainer/ddp/ddp_test_util.h"
 
 namespace ddp {
 namespace {
@@ -119,7 +119,7 @@ std::string Python() {
 
 std::string ScriptPath() {
   const char* src = std::getenv("DDP_SOURCE_DIR");
-  return absl::StrCat(src ? src : ".", "/tests/trainer/dist/ddp_reference.py");
+  return absl::StrCat(src ? src : ".", "/tests/trainer/ddp/ddp_reference.py");
 }
 
 // std::filesystem is avoided on purpose: libtorch.so exports a broken copy of some of it.

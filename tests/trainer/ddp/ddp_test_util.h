@@ -1,7 +1,7 @@
 // Shared pieces of the DDP tests: a Gloo process group for a child rank, small models, a
 // deterministic data set, DDP training and the single-process reference it must match.
-#ifndef SLURM_DDP_TESTS_TRAINER_DIST_DDP_TEST_UTIL_H_
-#define SLURM_DDP_TESTS_TRAINER_DIST_DDP_TEST_UTIL_H_
+#ifndef SLURM_DDP_TESTS_TRAINER_DDP_DDP_TEST_UTIL_H_
+#define SLURM_DDP_TESTS_TRAINER_DDP_DDP_TEST_UTIL_H_
 
 #include <torch/torch.h>
 
@@ -14,8 +14,8 @@
 
 #include "gtest/gtest.h"
 #include "tests/testing/multiprocess.h"
-#include "trainer/dist/ddp.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/ddp.h"
+#include "trainer/ddp/process_group.h"
 
 namespace ddp::testing {
 
@@ -154,4 +154,4 @@ inline void ExpectSame(const std::vector<NamedTensor>& got, const std::vector<Na
 
 }  // namespace ddp::testing
 
-#endif  // SLURM_DDP_TESTS_TRAINER_DIST_DDP_TEST_UTIL_H_
+#endif  // SLURM_DDP_TESTS_TRAINER_DDP_DDP_TEST_UTIL_H_

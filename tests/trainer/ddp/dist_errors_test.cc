@@ -1,13 +1,13 @@
 // WaitForWork: a failed collective comes back typed — a timeout as CollectiveTimeoutError (from
 // NCCL's error type, or a failure after the group's timeout), anything else as a c10
 // distributed error — never decided by the message.
-#include "trainer/dist/dist_errors.h"
+#include "trainer/ddp/dist_errors.h"
 
 #include <chrono>
 #include <stdexcept>
 
 #include "gtest/gtest.h"
-#include "tests/trainer/dist/fake_backend.h"
+#include "tests/trainer/ddp/fake_backend.h"
 
 namespace ddp {
 namespace {

@@ -3,8 +3,8 @@
 // code that owns or waits on a process group (process_group_handle, dist_errors).
 //
 // Thread safety: for one test thread.
-#ifndef SLURM_DDP_TESTS_TRAINER_DIST_FAKE_BACKEND_H_
-#define SLURM_DDP_TESTS_TRAINER_DIST_FAKE_BACKEND_H_
+#ifndef SLURM_DDP_TESTS_TRAINER_DDP_FAKE_BACKEND_H_
+#define SLURM_DDP_TESTS_TRAINER_DDP_FAKE_BACKEND_H_
 
 #include <chrono>
 #include <exception>
@@ -51,4 +51,4 @@ class FakeWork : public c10d::Work {
 
 }  // namespace ddp::testing
 
-#endif  // SLURM_DDP_TESTS_TRAINER_DIST_FAKE_BACKEND_H_
+#endif  // SLURM_DDP_TESTS_TRAINER_DDP_FAKE_BACKEND_H_

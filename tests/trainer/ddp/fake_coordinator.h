@@ -2,8 +2,8 @@
 // timeouts, shared by ranks-as-threads. The training RPCs are UNIMPLEMENTED.
 //
 // Thread safety: every method may be called from any thread.
-#ifndef SLURM_DDP_TESTS_TRAINER_DIST_FAKE_COORDINATOR_H_
-#define SLURM_DDP_TESTS_TRAINER_DIST_FAKE_COORDINATOR_H_
+#ifndef SLURM_DDP_TESTS_TRAINER_DDP_FAKE_COORDINATOR_H_
+#define SLURM_DDP_TESTS_TRAINER_DDP_FAKE_COORDINATOR_H_
 
 #include <map>
 #include <string>
@@ -114,4 +114,4 @@ class FakeCoordinator : public CoordinatorApi {
 
 }  // namespace ddp::testing
 
-#endif  // SLURM_DDP_TESTS_TRAINER_DIST_FAKE_COORDINATOR_H_
+#endif  // SLURM_DDP_TESTS_TRAINER_DDP_FAKE_COORDINATOR_H_

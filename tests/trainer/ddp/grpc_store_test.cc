@@ -1,6 +1,6 @@
 // CoordinatorStore against an in-memory coordinator: c10d semantics key by key, timeouts that
 // throw instead of hanging, and ProcessGroupGloo bootstrapping over it (ranks as threads).
-#include "trainer/dist/grpc_store.h"
+#include "trainer/ddp/grpc_store.h"
 
 #include <torch/torch.h>
 
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/trainer/dist/fake_coordinator.h"
-#include "trainer/dist/process_group.h"
+#include "tests/trainer/ddp/fake_coordinator.h"
+#include "trainer/ddp/process_group.h"
 
 namespace ddp {
 namespace {

@@ -7,7 +7,7 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "gtest/gtest.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/process_group.h"
 
 namespace ddp {
 namespace {

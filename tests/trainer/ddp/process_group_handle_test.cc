@@ -2,7 +2,7 @@
 // while an exception unwinds; exactly once, moves included), and, in real processes on loopback,
 // a group whose peer was SIGKILLed fails fast, is dropped, and a new group under a new prefix
 // works among the survivors.
-#include "trainer/dist/process_group_handle.h"
+#include "trainer/ddp/process_group_handle.h"
 
 #include <signal.h>
 #include <torch/torch.h>
@@ -17,9 +17,9 @@
 
 #include "gtest/gtest.h"
 #include "tests/testing/multiprocess.h"
-#include "tests/trainer/dist/fake_backend.h"
-#include "trainer/dist/dist_errors.h"
-#include "trainer/dist/status_from_exception.h"
+#include "tests/trainer/ddp/fake_backend.h"
+#include "trainer/ddp/dist_errors.h"
+#include "trainer/ddp/status_from_exception.h"
 
 namespace ddp {
 namespace {

@@ -1,6 +1,6 @@
 // Four real processes on loopback build ProcessGroupGloo from C++ (through the factory the
 // trainer uses) and run allreduce, broadcast and barrier on several sizes and dtypes.
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/process_group.h"
 
 #include <torch/torch.h>
 

@@ -1,14 +1,14 @@
 // Unit tests of the reducer: PyTorch's bucket assignment rule, and a world-1 DDP step that
 // leaves param.grad() as a view into its bucket with the unchanged gradient.
-#include "trainer/dist/reducer.h"
+#include "trainer/ddp/reducer.h"
 
 #include <torch/torch.h>
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "gtest/gtest.h"
-#include "trainer/dist/ddp.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/ddp.h"
+#include "trainer/ddp/process_group.h"
 
 namespace ddp {
 namespace {

@@ -1,6 +1,6 @@
 // StatusFromException: each exception type maps to its code, by type alone (the messages below
 // are chosen to mislead any text matching), with the context and only the first line.
-#include "trainer/dist/status_from_exception.h"
+#include "trainer/ddp/status_from_exception.h"
 
 #include <c10/util/Exception.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "trainer/dist/dist_errors.h"
+#include "trainer/ddp/dist_errors.h"
 
 namespace ddp {
 namespace {

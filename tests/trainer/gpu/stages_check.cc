@@ -13,7 +13,7 @@
 #include <string>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/process_group.h"
 #include "trainer/models/model_factory.h"
 #include "trainer/worker/autocast_guard.h"
 #include "trainer/worker/communication_stage.h"

@@ -1,7 +1,7 @@
 // Launch plans for every layout a user can start: local mode, Slurm with one task per node
 // (spawning a worker per GPU), one task per worker (including uneven layouts), and the
 // contradictions that must fail at once with a one-line error.
-#include "trainer/app/launch_plan.h"
+#include "trainer/launcher/launch_plan.h"
 
 #include <algorithm>
 #include <string>

@@ -2,7 +2,7 @@
 // scripts that read their DDP_WORKER_* placement): the failure policy, signal forwarding, the
 // coordinator's linger, and the bounds on every wait, with children that ignore SIGTERM or are
 // stopped (SIGSTOP).
-#include "trainer/app/launcher.h"
+#include "trainer/launcher/launcher.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -2,7 +2,7 @@
 // the arithmetic of torch.optim.SGD with dampening 0): bitwise equal weights and momentum
 // buffers after several steps, for every option, with a parameter that sometimes has no
 // gradient; and the learning-rate schedules.
-#include "trainer/app/optimizer.h"
+#include "trainer/models/optimizer.h"
 
 #include <torch/torch.h>
 

@@ -14,8 +14,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
-#include "tests/trainer/dist/fake_coordinator.h"
-#include "trainer/dist/dist_errors.h"
+#include "tests/trainer/ddp/fake_coordinator.h"
+#include "trainer/ddp/dist_errors.h"
 
 namespace ddp {
 namespace {

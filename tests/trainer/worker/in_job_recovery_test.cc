@@ -17,9 +17,9 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/testing/multiprocess.h"
-#include "tests/trainer/dist/fake_coordinator.h"
+#include "tests/trainer/ddp/fake_coordinator.h"
 #include "tests/trainer/worker/worker_test_util.h"
-#include "trainer/dist/status_from_exception.h"
+#include "trainer/ddp/status_from_exception.h"
 
 namespace ddp {
 namespace {

@@ -2,7 +2,7 @@
 // coordinator has been unreachable and when it is lost (--coordinator-grace), and the process
 // exits it forces when the training thread cannot act (EXIT, an unacknowledged ABORT, a stop for
 // a lost coordinator past its --stop-timeout).
-#include "trainer/app/progress_reporter.h"
+#include "trainer/worker/progress_reporter.h"
 
 #include <atomic>
 #include <optional>
@@ -206,6 +206,48 @@ TEST(ProgressReporterDeathTest, AnAbortTheTrainingThreadCannotActOnEndsTheProces
         absl::SleepFor(absl::Seconds(10));
       },
       ::testing::ExitedWithCode(kExitAborted), "aborting: rank 1 stalled in data");
+}
+
+// A survivor blocked in a collective after a newer generation was announced (its peer was
+// fenced, and still the collective did not fail) ends itself at the rejoin grace, so that its
+// launcher replaces it.
+TEST(ProgressReporterDeathTest, ASurvivorStillInACollectiveAfterTheRejoinGraceEndsItself) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  HeartbeatReply newer;
+  newer.membership_generation = 2;
+  EXPECT_EXIT(
+      {
+        FakeApi api(newer);
+        ProgressReporterOptions o = Options();
+        o.rejoin_grace = absl::Milliseconds(300);
+        ProgressReporter reporter(&api, o);
+        reporter.SetOwnGeneration(1);
+        reporter.MarkPhase(StepPhase::kBackward);
+        reporter.MarkCollectiveWait(true);  // and never returns
+        absl::SleepFor(absl::Seconds(10));
+      },
+      ::testing::ExitedWithCode(kExitFailed),
+      "still waiting in a collective .* after membership generation 2 was announced");
+}
+
+// One that left its collective (rejoining, phase recovery) or has no newer generation to go to
+// is never ended for it.
+TEST(ProgressReporter, ARankThatLeftItsCollectiveOrHasNoNewerGenerationIsNotEnded) {
+  HeartbeatReply newer;
+  newer.membership_generation = 2;
+  FakeApi api(newer);
+  ProgressReporterOptions o = Options();
+  o.rejoin_grace = absl::Milliseconds(100);
+  ProgressReporter reporter(&api, o);
+  reporter.SetOwnGeneration(1);
+  reporter.MarkPhase(StepPhase::kRecovery);  // Rejoin may wait long for the generation
+  absl::SleepFor(absl::Milliseconds(500));
+  HeartbeatReply same;
+  FakeApi quiet(same);
+  ProgressReporter other(&quiet, o);
+  other.MarkCollectiveWait(true);  // a long collective of an undisturbed job
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE(reporter.newer_generation()) << "still alive, still rejoining";
 }
 
 // Waits up to `limit` for `done`; returns how long it took.

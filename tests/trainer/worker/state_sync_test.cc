@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/multiprocess.h"
 #include "tests/trainer/worker/worker_test_util.h"
-#include "trainer/dist/process_group_handle.h"
+#include "trainer/ddp/process_group_handle.h"
 
 namespace ddp {
 namespace {

@@ -1,6 +1,6 @@
 // StepMeters: the progress columns average every step, weighted by samples; the coordinator's
 // window restarts only when asked.
-#include "trainer/app/step_meters.h"
+#include "trainer/worker/step_meters.h"
 
 #include <ATen/ops/full.h>
 #include <ATen/ops/tensor.h>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/ddp/process_group.h"
 
 namespace ddp {
 namespace {
