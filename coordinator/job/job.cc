@@ -24,7 +24,7 @@ Job::Job(JobConfig config, const Clock* clock, absl::Time start)
       events_(start, config_.max_events, config_.log),
       recovery_(config_.max_restarts, config_.recovery_timeout, start),
       spares_(config_.heartbeat_timeout),
-      stalls_(config_.stall, config_.world_size, start) {}
+      stall_watch_(config_.stall, config_.world_size, start) {}
 
 void Job::EventLocked(const std::string& line, Completions* out) {
   events_.Add(clock_->Now(), line, out);
@@ -290,7 +290,7 @@ bool Job::RequestGracefulStopLocked(const std::string& why, Completions* out) {
 void Job::SuspendedLocked(absl::Duration gap, Completions* out) {
   // Phase times, the stop's age and the registration's include the gap: none may count it.
   lifecycle_.Suspended(gap);
-  stalls_.CountFrom(clock_->Now());
+  stall_watch_.CountFrom(clock_->Now());
   EventLocked(absl::StrCat("coordinator was not running for ", SecondsText(gap),
                            " (job suspended or stopped, or host paused); that time does not count "
                            "against heartbeats"),

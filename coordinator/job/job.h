@@ -255,7 +255,7 @@ class Job {
   EventLog events_ ABSL_GUARDED_BY(mu_);
   Recovery recovery_ ABSL_GUARDED_BY(mu_);
   Spares spares_ ABSL_GUARDED_BY(mu_);
-  StallWatch stalls_ ABSL_GUARDED_BY(mu_);
+  StallWatch stall_watch_ ABSL_GUARDED_BY(mu_);
   // Thread-safe on its own; written under mu_ (the command mirrors lifecycle_).
   Published published_;
 };

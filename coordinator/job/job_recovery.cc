@@ -164,7 +164,7 @@ void Job::CompleteRecoveryLocked(Completions* out) {
       } else {
         liveness_.Finish(rank, RankState::kLost, /*reported=*/true, now);
       }
-      stalls_.ResetPace(rank);
+      stall_watch_.ResetPace(rank);
     }
     shards_.Reset(world);
   } else {
@@ -173,7 +173,7 @@ void Job::CompleteRecoveryLocked(Completions* out) {
   }
   spares_.Settle();
   published_.exit_orders().Clear();  // no rank of the new generation is told to exit
-  stalls_.NewGeneration(now);
+  stall_watch_.NewGeneration(now);
   lifecycle_.EndRecovery();
   AnnounceGenerationLocked();
   StateChangedLocked(

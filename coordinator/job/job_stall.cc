@@ -26,17 +26,17 @@ std::vector<RankView> Job::RankViewsLocked(absl::Time now, bool observe) {
   const int n = membership_.num_ranks();
   views.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
-    views.push_back(stalls_.View(r, liveness_.Sample(r, now), now, observe));
+    views.push_back(stall_watch_.View(r, liveness_.Sample(r, now), now, observe));
   }
   return views;
 }
 
 void Job::JudgeStallsLocked(absl::Time now, Completions* out) {
-  if (!stalls_.Due(now)) return;
-  for (const Stall& st : stalls_.Judge(RankViewsLocked(now, /*observe=*/true))) {
+  if (!stall_watch_.Due(now)) return;
+  for (const Stall& st : stall_watch_.Judge(RankViewsLocked(now, /*observe=*/true))) {
     EventLocked(DescribeStall(st, membership_.Describe(st.rank), "stalled"), out);
   }
-  const std::vector<Stall>& stalls = stalls_.stalls();
+  const std::vector<Stall>& stalls = stall_watch_.stalls();
   if (stalls.empty()) return;
   if (lifecycle_.state() == JobState::kStopping) {
     EndStopLocked(stalls, "graceful stop cannot complete", out);
@@ -81,7 +81,7 @@ void Job::EndStopLocked(const std::vector<Stall>& holdouts, const std::string& w
   }
   const std::string text =
       absl::StrCat(what, ": ", names.empty() ? "no rank still works" : absl::StrJoin(names, "; "));
-  stalls_.Hold(holdouts);
+  stall_watch_.Hold(holdouts);
   if (const CommittedCheckpoint* c = checkpoints_.latest()) {
     lifecycle_.EndStopResumable(
         absl::StrCat(text, "; resumable from the checkpoint of step ", c->step));

@@ -55,13 +55,13 @@ JobStatus Job::Status() const {
   } else {
     for (const WorkerIdentity& w : membership_.Registered()) s.ranks.push_back(RegisteredRow(w));
   }
-  for (const Stall& st : stalls_.stalls()) {
+  for (const Stall& st : stall_watch_.stalls()) {
     if (st.rank < 0 || static_cast<size_t>(st.rank) >= s.ranks.size()) continue;
     RankStatus& row = s.ranks[static_cast<size_t>(st.rank)];
     if (!IsFinal(row.state)) row.state = RankState::kStalled;
   }
-  if (!stalls_.stalls().empty()) {
-    const Stall& st = stalls_.stalls().front();
+  if (!stall_watch_.stalls().empty()) {
+    const Stall& st = stall_watch_.stalls().front();
     s.stall = {st.rank, st.phase, absl::ToDoubleSeconds(st.in_phase),
                absl::ToDoubleSeconds(st.budget), st.peers};
   }
