@@ -144,14 +144,8 @@ RankVerdict JudgeRank(const RankStatus& r, int64_t median_step) {
 }
 
 int JobExitCode(JobState state) {
-  switch (state) {
-    case JobState::kSucceeded:
-      return kExitOk;
-    case JobState::kStopped:
-      return kExitResumable;
-    default:
-      return kExitFailed;
-  }
+  if (state == JobState::kSucceeded) return kExitOk;
+  return state == JobState::kStopped ? kExitResumable : kExitFailed;
 }
 
 void DecideStatus(JobStatus* s) {

@@ -204,6 +204,10 @@ struct RankVerdict {
   int64_t behind_by = 0;  // saturating; 0 when not behind
   bool final = false;
 };
+inline bool operator==(const RankVerdict& a, const RankVerdict& b) {
+  return a.flag == b.flag && a.behind_by == b.behind_by && a.final == b.final;
+}
+inline bool operator!=(const RankVerdict& a, const RankVerdict& b) { return !(a == b); }
 // Median step over ranks still working (0 when none).
 int64_t MedianStep(const JobStatus& status);
 RankVerdict JudgeRank(const RankStatus& rank, int64_t median_step);

@@ -13,11 +13,7 @@ namespace {
 namespace pb = ::slurm_ddp::v1;
 using google::protobuf::internal::WireFormatLite;
 
-// Everything the pieces are made of: all but last_seen_seconds, and the rank's verdict.
-bool SameVerdict(const RankVerdict& a, const RankVerdict& b) {
-  return a.flag == b.flag && a.behind_by == b.behind_by && a.final == b.final;
-}
-
+// Everything the pieces are made of but last_seen_seconds and the rank's verdict (compared apart).
 bool SameRow(const RankStatus& a, const RankStatus& b) {
   return a.rank == b.rank && a.node_rank == b.node_rank && a.local_rank == b.local_rank &&
          a.pid == b.pid && a.state == b.state && a.phase == b.phase &&
@@ -62,7 +58,7 @@ void StatusRender::Render(const JobStatus& s, Output* out) {
     const RankStatus& r = s.ranks[i];
     Piece& p = pieces_[i];
     const RankVerdict verdict = JudgeRank(r, median);
-    if (p.valid && SameRow(p.row, r) && SameVerdict(p.verdict, verdict)) continue;
+    if (p.valid && SameRow(p.row, r) && p.verdict == verdict) continue;
     p.valid = true;
     p.row = r;
     p.verdict = verdict;

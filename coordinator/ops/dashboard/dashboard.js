@@ -51,7 +51,7 @@ function render(s){
   const html=[];
   for(const r of rows.slice(0,MAX_ROWS)){
     const cls=[r.flag?"flag-"+r.flag:"",r.final?"final":""].filter(c=>c).join(" ");
-    html.push(`<tr class="${cls}" data-rank="${r.rank}" data-flag="${esc(r.flag||"")}"><td>${r.rank}</td><td>${esc(r.host)}</td><td>${r.local_rank}</td><td>${esc(r.state)}${r.final?" \u2713":""}</td><td>${r.epoch}</td><td>${r.step}</td><td>${fmt(r.loss,4)}</td><td>${fmt(r.samples_per_second,1)}</td><td>${fmt(r.last_seen_seconds,1)}s</td><td class="flag">${esc(flagText(r))}</td></tr>`);}
+    html.push(`<tr class="${esc(cls)}" data-rank="${r.rank}" data-flag="${esc(r.flag||"")}"><td>${r.rank}</td><td>${esc(r.host)}</td><td>${r.local_rank}</td><td>${esc(r.state)}${r.final?" \u2713":""}</td><td>${r.epoch}</td><td>${r.step}</td><td>${fmt(r.loss,4)}</td><td>${fmt(r.samples_per_second,1)}</td><td>${fmt(r.last_seen_seconds,1)}s</td><td class="flag">${esc(flagText(r))}</td></tr>`);}
   $("rank-rows").innerHTML=html.join("");
   const flagged=s.ranks.filter(r=>r.flag).length;
   $("rank-note").textContent=(s.ranks.length>MAX_ROWS?`(showing ${MAX_ROWS} of ${s.ranks.length}, flagged first)`:"")+(flagged?` \u00b7 ${flagged} flagged`:"");

@@ -94,9 +94,30 @@ TEST(StatusRenderTest, OddValuesRenderAsTheFullRenderingDoes) {
   for (int i = 0; i < 3; ++i) {
     render.Render(s, &out);
     ExpectSameAsFull(s, out);
-    for (RankStatus& r : s.ranks) r.last_seen_seconds += 1.5;
+    for (RankStatus& r : s.ranks) r.last_seen_seconds += 0.5;  // none falls silent
   }
   EXPECT_EQ(render.rendered_last(), 1u) << "only the NaN row is never equal to itself";
+}
+
+// A rank's verdict (JudgeRank) is part of its row: a rank that falls silent, or behind the others'
+// median, is rendered again with its flag, although nothing of its own row changed.
+TEST(StatusRenderTest, ARankWhoseFlagChangesIsRenderedAgain) {
+  StatusRender render;
+  StatusRender::Output out;
+  JobStatus s = World(8);
+  for (RankStatus& r : s.ranks) r.step = 100;
+  render.Render(s, &out);
+  s.ranks[3].last_seen_seconds = 2.5;  // silent
+  render.Render(s, &out);
+  EXPECT_EQ(render.rendered_last(), 1u);
+  EXPECT_NE(out.json.find("\"flag\":\"silent\""), std::string::npos) << out.json;
+  ExpectSameAsFull(s, out);
+  // Everyone else moves on: rank 5, which did not, is now behind (and the others' rows change).
+  for (RankStatus& r : s.ranks) r.step = 110;
+  s.ranks[5].step = 100;
+  render.Render(s, &out);
+  EXPECT_NE(out.json.find("\"flag\":\"behind\",\"behind_by\":10"), std::string::npos);
+  ExpectSameAsFull(s, out);
 }
 
 // Random changes, build after build, against the full renderings.
