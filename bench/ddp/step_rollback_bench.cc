@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "trainer/launcher/config.h"
 #include "trainer/worker/data_stage.h"
 #include "trainer/worker/model_stage.h"
 #include "trainer/worker/step_rollback.h"
@@ -50,19 +49,18 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   at::set_num_threads(1);
 
-  ddp::TrainerConfig c;
-  c.arch = arch;
-  c.data = "synthetic:" + std::to_string(batch) + "x3x" + std::to_string(image) + "x" +
-           std::to_string(image) + ":10";
-  c.batch_size = batch;
-  c.workers = 0;
-  auto data = ddp::DataStage::Open(c);
+  ddp::DataStage::Options data_options;
+  data_options.data = "synthetic:" + std::to_string(batch) + "x3x" + std::to_string(image) + "x" +
+                      std::to_string(image) + ":10";
+  auto data = ddp::DataStage::Open(data_options);
   if (!data.ok()) {
     std::fprintf(stderr, "%s\n", std::string(data.status().message()).c_str());
     return 1;
   }
   torch::manual_seed(1);
-  auto model = ddp::ModelStage::Create(c, data->train(), at::kCPU);
+  ddp::ModelStage::Options model_options;
+  model_options.arch = arch;
+  auto model = ddp::ModelStage::Create(model_options, data->train(), at::kCPU);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;

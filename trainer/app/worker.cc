@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "trainer/app/stage_options.h"
 #include "trainer/app/training_loop.h"
 #include "trainer/checkpoint/checkpoint_store.h"
 #include "trainer/ddp/dist_errors.h"
@@ -210,17 +211,6 @@ absl::StatusOr<TrainingPosition> LoadStartPoint(const TrainerConfig& c, int rank
   return start;
 }
 
-CommunicationStage::Options CommunicationOptions(const TrainerConfig& c, const WorkerPlacement& p,
-                                                 at::Device device) {
-  CommunicationStage::Options o;
-  o.process_group.backend = *ParseBackendKind(c.backend);
-  o.process_group.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.pg_timeout_s * 1000));
-  o.process_group.cuda_device = device.is_cuda() ? device.index() : 0;
-  if (p.local_mode) o.process_group.gloo_hostname = "127.0.0.1";
-  o.ddp.reducer.bucket_bytes = c.bucket_mb << 20;
-  return o;
-}
-
 // How a training run ended: in its setup (start point, process group, state sync) or in the loop.
 struct TrainOutcome {
   bool in_setup = false;
@@ -247,8 +237,7 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
     const auto options = CommunicationOptions(c, p, model.device());
     CommunicationStage comm(session.Store(options.process_group.timeout), options, model, position);
     const AllreduceHoldScope allreduce_hold(hold, session, position);
-    InJobRecovery recovery(comm, session, position,
-                           {absl::Seconds(c.registration_timeout_s + 30), c.max_restarts, &hold});
+    InJobRecovery recovery(comm, session, position, RecoveryOptions(c, &hold));
     RETURN_IF_ERROR(c.max_restarts > 0
                         ? recovery.Connect()
                         : comm.Connect(rank.store_prefix, rank.rank, rank.world_size).status());
@@ -409,22 +398,23 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p, const TestHold& 
 
   // The stages, outermost first; each lives until RunWorker returns (innermost goes first).
   absl::StatusOr<DataStage> data =
-      RunGuarded("opening the data", [&] { return DataStage::Open(c); });
+      RunGuarded("opening the data", [&] { return DataStage::Open(DataOptions(c)); });
   if (!data.ok()) return Fail(prefix, kExitUsage, std::string(data.status().message()));
   startup.Mark("data");
   absl::StatusOr<at::Device> device = ChooseDevice(c, p);
   if (!device.ok()) return Fail(prefix, kExitUsage, std::string(device.status().message()));
   // cuDNN picks the fastest convolution algorithm per shape (the recipe's cudnn.benchmark = True).
   if (device->is_cuda() && !c.deterministic) at::globalContext().setBenchmarkCuDNN(true);
-  absl::StatusOr<std::string> pipeline_note = data->SetUpPipeline(c, *device);
+  absl::StatusOr<std::string> pipeline_note = data->SetUpPipeline(c.data_pipeline, *device);
   if (!pipeline_note.ok()) {
     return Fail(prefix, kExitUsage, std::string(pipeline_note.status().message()));
   }
-  absl::StatusOr<ModelStage> model = RunGuarded(
-      "building the model", [&] { return ModelStage::Create(c, data->train(), *device); });
+  absl::StatusOr<ModelStage> model = RunGuarded("building the model", [&] {
+    return ModelStage::Create(ModelOptions(c), data->train(), *device);
+  });
   if (!model.ok()) return Fail(prefix, kExitUsage, std::string(model.status().message()));
   startup.Mark("model");
-  auto session = CoordinatorSession::Open(c, p);
+  auto session = CoordinatorSession::Open(SessionOptions(c), p);
   if (!session.ok()) return Fail(prefix, kExitFailed, std::string(session.status().message()));
   if ((*session)->rank().membership_generation > 0) {
     startup.Mark("coordinator and registration (until the generation formed)");

@@ -15,11 +15,11 @@ namespace {
 
 // The coordinator is lost after --coordinator-grace without an answer; the stop that follows
 // ends within --stop-timeout.
-ProgressReporterOptions ReporterOptions(const TrainerConfig& c) {
+ProgressReporterOptions ReporterOptions(const CoordinatorSession::Options& s) {
   ProgressReporterOptions o;
-  o.coordinator_grace = absl::Seconds(c.coordinator_grace_s);
-  o.lost_stop_timeout = absl::Seconds(c.stop_timeout_s);
-  o.heartbeat_deadline = WorkerRpcTimeout(c);
+  o.coordinator_grace = s.coordinator_grace;
+  o.lost_stop_timeout = s.stop_timeout;
+  o.heartbeat_deadline = s.rpc_timeout;
   return o;
 }
 
@@ -31,13 +31,13 @@ ProgressReporterOptions WithPrefix(ProgressReporterOptions o, const std::string&
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
-    const TrainerConfig& c, const WorkerPlacement& p) {
+    const Options& o, const WorkerPlacement& p) {
   ConnectOptions co;
   co.dist_file = p.dist_file;
   co.expected_job_id = p.job_id;
   co.min_generation = p.generation;
-  co.dist_file_timeout = absl::Seconds(c.registration_timeout_s);
-  co.rpc_timeout = WorkerRpcTimeout(c);
+  co.dist_file_timeout = o.registration_timeout;
+  co.rpc_timeout = o.rpc_timeout;
   co.heartbeat_relay_fd = p.heartbeat_fd;
   auto api = ConnectToCoordinator(co);
   if (!api.ok()) {
@@ -53,12 +53,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
   who.local_rank = p.local_rank;
   who.local_world_size = p.local_world_size;
   who.pid = getpid();
-  auto rank = (*api)->Register(who, absl::Seconds(c.registration_timeout_s));
+  auto rank = (*api)->Register(who, o.registration_timeout);
   if (!rank.ok()) {
     return absl::Status(rank.status().code(),
                         absl::StrCat("registration failed: ", rank.status().message()));
   }
-  ProgressReporterOptions reporter = ReporterOptions(c);
+  ProgressReporterOptions reporter = ReporterOptions(o);
   reporter.period = rank->heartbeat_interval;  // sized by the world (Job::HeartbeatInterval)
   return std::make_unique<CoordinatorSession>(*std::move(api), *rank, std::move(reporter));
 }

@@ -17,8 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/coordinator_api.h"
-#include "trainer/launcher/config.h"
 #include "trainer/launcher/launch_plan.h"
 #include "trainer/worker/progress_reporter.h"
 
@@ -26,9 +26,17 @@ namespace ddp {
 
 class CoordinatorSession {
  public:
+  // What a session is opened with (the flags of the same names).
+  struct Options {
+    absl::Duration registration_timeout = absl::Seconds(120);  // --registration-timeout
+    absl::Duration rpc_timeout = absl::Seconds(10);        // each call's deadline, retries included
+    absl::Duration coordinator_grace = absl::Seconds(60);  // --coordinator-grace
+    absl::Duration stop_timeout = absl::Seconds(60);       // --stop-timeout
+  };
+
   // Connects through placement.dist_file and registers (both within
-  // --registration-timeout). Errors say which step failed.
-  static absl::StatusOr<std::unique_ptr<CoordinatorSession>> Open(const TrainerConfig& config,
+  // options.registration_timeout). Errors say which step failed.
+  static absl::StatusOr<std::unique_ptr<CoordinatorSession>> Open(const Options& options,
                                                                   const WorkerPlacement& placement);
   // A session over an already registered client; `reporter` configures its heartbeats (the
   // log prefix is the session's).

@@ -11,22 +11,23 @@
 
 namespace ddp {
 
-absl::StatusOr<DataStage> DataStage::Open(const TrainerConfig& c) {
-  ASSIGN_OR_RETURN(const data::DataSpec spec, data::ParseDataSpec(c.data));
+absl::StatusOr<DataStage> DataStage::Open(const Options& o) {
+  ASSIGN_OR_RETURN(const data::DataSpec spec, data::ParseDataSpec(o.data));
   data::DataOptions options;
-  options.seed = static_cast<uint64_t>(c.seed);
-  if (!c.normalize.empty()) {
-    ASSIGN_OR_RETURN(options.normalization, data::ParseNormalization(c.normalize));
+  options.seed = static_cast<uint64_t>(o.seed);
+  if (!o.normalize.empty()) {
+    ASSIGN_OR_RETURN(options.normalization, data::ParseNormalization(o.normalize));
   }
   ASSIGN_OR_RETURN(data::DatasetPair datasets, data::OpenDatasets(spec, options));
   return DataStage(std::move(datasets));
 }
 
-absl::StatusOr<std::string> DataStage::SetUpPipeline(const TrainerConfig& c, at::Device device) {
-  if (c.data_pipeline == "cpu") return std::string();
+absl::StatusOr<std::string> DataStage::SetUpPipeline(const std::string& data_pipeline,
+                                                     at::Device device) {
+  if (data_pipeline == "cpu") return std::string();
   const bool folder = dynamic_cast<const data::ImageFolderDataset*>(&train()) != nullptr;
   if (!folder || !device.is_cuda()) {
-    if (c.data_pipeline == "gpu") {
+    if (data_pipeline == "gpu") {
       return absl::InvalidArgumentError(
           "--data-pipeline gpu needs imagefolder data and a CUDA device");
     }
@@ -34,7 +35,7 @@ absl::StatusOr<std::string> DataStage::SetUpPipeline(const TrainerConfig& c, at:
   }
   auto decoder = data::GpuJpegDecoder::Create(device.index());
   if (!decoder.ok()) {
-    if (c.data_pipeline == "gpu") return decoder.status();
+    if (data_pipeline == "gpu") return decoder.status();
     return absl::StrCat(
         "data pipeline: cpu (GPU pipeline unavailable: ", decoder.status().message(), ")");
   }

@@ -21,14 +21,20 @@
 #include "trainer/data/data_spec.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/gpu_jpeg_decoder.h"
-#include "trainer/launcher/config.h"
 
 namespace ddp {
 
 class DataStage {
  public:
+  // What the stage is opened with (the flags of the same names).
+  struct Options {
+    std::string data;       // --data: a data spec (data_spec.h)
+    int64_t seed = 0;       // --seed: shuffles and splits (synthetic data)
+    std::string normalize;  // --normalize: MEAN,STD override; "" for the dataset's own
+  };
+
   // Errors name the bad flag value, or the missing or corrupt file.
-  static absl::StatusOr<DataStage> Open(const TrainerConfig& config);
+  static absl::StatusOr<DataStage> Open(const Options& options);
   explicit DataStage(data::DatasetPair datasets) : datasets_(std::move(datasets)) {}
 
   const data::Dataset& train() const { return *datasets_.train; }
@@ -37,7 +43,8 @@ class DataStage {
   // --data-pipeline: the GPU JPEG pipeline when asked for (or, under auto, when it can run:
   // imagefolder data on a CUDA device with nvJPEG present). Returns "" or a note for rank 0's
   // log; an error only when --data-pipeline gpu cannot be honoured.
-  absl::StatusOr<std::string> SetUpPipeline(const TrainerConfig& config, at::Device device);
+  // `data_pipeline` is auto, cpu or gpu.
+  absl::StatusOr<std::string> SetUpPipeline(const std::string& data_pipeline, at::Device device);
   bool gpu_pipeline() const { return gpu_decoder_ != nullptr; }
 
   // `indices` of `dataset` (train() or test()) in batches: through the GPU pipeline for image

@@ -13,20 +13,20 @@
 namespace ddp {
 namespace {
 
-absl::StatusOr<std::unique_ptr<models::Model>> BuildModel(const TrainerConfig& c,
+absl::StatusOr<std::unique_ptr<models::Model>> BuildModel(const ModelStage::Options& o,
                                                           const data::Dataset& train,
                                                           at::Device device) {
-  if (!c.model_path.empty()) return models::LoadScriptModel(c.model_path);
+  if (!o.model_path.empty()) return models::LoadScriptModel(o.model_path);
   const std::vector<int64_t> shape = train.sample_shape();
   models::InputShape input;
   if (shape.size() == 3) input = {shape[0], shape[1], shape[2]};
-  if (c.fused_bn_relu && !device.is_cuda()) {
+  if (o.fused_bn_relu && !device.is_cuda()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--fused-bn-relu runs on CUDA tensors; this worker's device is ", device.str()));
   }
   models::ModelOptions options;
-  options.fused_bn_relu = c.fused_bn_relu;
-  return models::CreateModel(c.arch, train.num_classes(), input, options);
+  options.fused_bn_relu = o.fused_bn_relu;
+  return models::CreateModel(o.arch, train.num_classes(), input, options);
 }
 
 // Before anything fetches the parameters: the device, then the memory format.
@@ -48,11 +48,10 @@ std::unique_ptr<models::Model> Placed(std::unique_ptr<models::Model> model, at::
 
 }  // namespace
 
-absl::StatusOr<ModelStage> ModelStage::Create(const TrainerConfig& c, const data::Dataset& train,
+absl::StatusOr<ModelStage> ModelStage::Create(const Options& o, const data::Dataset& train,
                                               at::Device device) {
-  ASSIGN_OR_RETURN(std::unique_ptr<models::Model> model, BuildModel(c, train, device));
-  return ModelStage(std::move(model), device, {c.momentum, c.weight_decay, c.nesterov},
-                    c.channels_last);
+  ASSIGN_OR_RETURN(std::unique_ptr<models::Model> model, BuildModel(o, train, device));
+  return ModelStage(std::move(model), device, o.sgd, o.channels_last);
 }
 
 ModelStage::ModelStage(std::unique_ptr<models::Model> model, at::Device device, SgdOptions sgd,

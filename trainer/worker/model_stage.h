@@ -16,7 +16,6 @@
 #include "absl/status/statusor.h"
 #include "trainer/data/dataset.h"
 #include "trainer/ddp/ddp.h"
-#include "trainer/launcher/config.h"
 #include "trainer/models/model.h"
 #include "trainer/models/optimizer.h"
 
@@ -27,7 +26,16 @@ class ModelStage {
   // --model PATH, or --arch sized for `train`'s samples and classes; moved to `device` (and to
   // channels-last with --channels-last); SGD with the config's momentum, weight decay and
   // Nesterov flag. INVALID_ARGUMENT-style errors name the flag's value.
-  static absl::StatusOr<ModelStage> Create(const TrainerConfig& config, const data::Dataset& train,
+  // What the stage is built with (the flags of the same names).
+  struct Options {
+    std::string model_path;      // --model: a TorchScript module, instead of `arch`
+    std::string arch = "cnn";    // --arch
+    bool fused_bn_relu = false;  // --fused-bn-relu (CUDA devices only)
+    bool channels_last = false;  // --channels-last
+    SgdOptions sgd;              // --momentum, --weight-decay, --nesterov
+  };
+
+  static absl::StatusOr<ModelStage> Create(const Options& options, const data::Dataset& train,
                                            at::Device device);
   // A model built elsewhere; moved to `device`, and its 4-D weights to channels-last when asked
   // (as model.to(memory_format=torch.channels_last)).

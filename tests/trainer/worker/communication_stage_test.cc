@@ -25,7 +25,7 @@ constexpr int kBefore = 5;  // steps before the rebuild
 constexpr int kAfter = 6;   // steps after it
 
 struct Job {
-  TrainerConfig config = testing::SmallConfig("cnn", 8 * kWorld * (kBefore + kAfter));
+  testing::SmallRun config = testing::SmallConfig("cnn", 8 * kWorld * (kBefore + kAfter));
   DataStage data = testing::OpenData(config);
 };
 
@@ -45,11 +45,11 @@ TEST(CommunicationStage, RebuiltMidRunWithAReplacedRankEndsBitwiseEqualToAnUnint
   torch::set_num_threads(1);
   const int rank = testing::ChildRank();
   Job run;
-  const TrainerConfig& c = run.config;
+  const testing::SmallRun& c = run.config;
   auto store = SharedStore();
 
   // The uninterrupted run.
-  ModelStage straight = testing::BuildModel(c, run.data, c.seed);
+  ModelStage straight = testing::BuildModel(c, run.data, c.data.seed);
   TrainingPosition straight_at;
   std::vector<std::vector<size_t>> straight_buckets;
   {
@@ -65,7 +65,7 @@ TEST(CommunicationStage, RebuiltMidRunWithAReplacedRankEndsBitwiseEqualToAnUnint
   ASSERT_EQ(straight_at.step, kBefore + kAfter);
 
   // The same steps, with the communication stage rebuilt after kBefore of them.
-  auto model = std::make_unique<ModelStage>(testing::BuildModel(c, run.data, c.seed));
+  auto model = std::make_unique<ModelStage>(testing::BuildModel(c, run.data, c.data.seed));
   auto at = std::make_unique<TrainingPosition>();
   auto comm = std::make_unique<CommunicationStage>(store, testing::GlooOptions(), *model, *at);
   ASSERT_TRUE(comm->Connect("gen0", rank, kWorld).ok());
@@ -79,7 +79,7 @@ TEST(CommunicationStage, RebuiltMidRunWithAReplacedRankEndsBitwiseEqualToAnUnint
     // Rank 0 is lost and replaced: a fresh worker holds other weights and nothing else.
     comm->MarkFailed();
     comm.reset();
-    model = std::make_unique<ModelStage>(testing::BuildModel(c, run.data, c.seed + 99));
+    model = std::make_unique<ModelStage>(testing::BuildModel(c, run.data, c.data.seed + 99));
     at = std::make_unique<TrainingPosition>();
     comm = std::make_unique<CommunicationStage>(store, testing::GlooOptions(), *model, *at);
     EXPECT_TRUE(comm->gradient_order().empty());

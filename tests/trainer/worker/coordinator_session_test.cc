@@ -87,8 +87,8 @@ TEST(CoordinatorSession, StoreKeepsEachBuildUnderItsPrefixAndTimesOutTyped) {
 }
 
 TEST(CoordinatorSession, OpenWithoutACoordinatorFailsNamingItsLog) {
-  TrainerConfig c;
-  c.registration_timeout_s = 1;
+  CoordinatorSession::Options c;
+  c.registration_timeout = absl::Seconds(1);
   WorkerPlacement p;
   p.dist_file = "/nonexistent-dir/dist_file.test";
   p.job_id = "test";

@@ -10,8 +10,8 @@ namespace ddp {
 namespace {
 
 TEST(DataStage, OpensBothSplits) {
-  const TrainerConfig c = testing::SmallConfig("mlp", 96);
-  auto data = DataStage::Open(c);
+  const testing::SmallRun c = testing::SmallConfig("mlp", 96);
+  auto data = DataStage::Open(c.data);
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(data->train().size(), 96);
   EXPECT_GT(data->test().size(), 0);
@@ -20,12 +20,12 @@ TEST(DataStage, OpensBothSplits) {
 }
 
 TEST(DataStage, NamesABadSpecOrNormalization) {
-  TrainerConfig c = testing::SmallConfig();
+  DataStage::Options c = testing::SmallConfig().data;
   c.data = "nosuchset:/tmp";
   auto bad = DataStage::Open(c);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("nosuchset"), std::string::npos) << bad.status();
-  c = testing::SmallConfig();
+  c = testing::SmallConfig().data;
   c.normalize = "0.5";
   auto norm = DataStage::Open(c);
   ASSERT_FALSE(norm.ok());

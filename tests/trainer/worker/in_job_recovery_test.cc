@@ -79,9 +79,9 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
   }
   torch::set_num_threads(1);
   const int rank = testing::ChildRank();
-  const TrainerConfig c = testing::SmallConfig("mlp", 8 * kWorld * 12);
+  const testing::SmallRun c = testing::SmallConfig("mlp", 8 * kWorld * 12);
   DataStage data = testing::OpenData(c);
-  ModelStage model = testing::BuildModel(c, data, c.seed);
+  ModelStage model = testing::BuildModel(c, data, c.data.seed);
   TrainingPosition at;
   Worker w(rank);
   auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), kWorld);

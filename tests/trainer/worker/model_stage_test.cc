@@ -20,7 +20,7 @@ void StepOnce(ModelStage& m) {
 }
 
 TEST(ModelStage, BuildsTheConfiguredArchitectureWithItsOptimizer) {
-  const TrainerConfig c = testing::SmallConfig("cnn");
+  const testing::SmallRun c = testing::SmallConfig("cnn");
   const DataStage data = testing::OpenData(c);
   ModelStage m = testing::BuildModel(c, data, 1);
   EXPECT_NE(m.model().description().find("cnn"), std::string::npos) << m.model().description();
@@ -29,19 +29,19 @@ TEST(ModelStage, BuildsTheConfiguredArchitectureWithItsOptimizer) {
   EXPECT_EQ(t.parameters.size(), m.model().named_parameters().size());
   EXPECT_FALSE(t.buffers.empty());  // BatchNorm statistics
   EXPECT_EQ(m.optimizer().parameters().size(), t.parameters.size());
-  EXPECT_DOUBLE_EQ(m.optimizer().options().momentum, c.momentum);
+  EXPECT_DOUBLE_EQ(m.optimizer().options().momentum, c.model.sgd.momentum);
   // The same seed builds the same weights.
   ModelStage again = testing::BuildModel(c, data, 1);
   testing::ExpectBitwiseEqual(again, m, "same seed");
   // A bad architecture names itself.
-  TrainerConfig bad = c;
+  ModelStage::Options bad = c.model;
   bad.arch = "vgg99";
   auto refused = ModelStage::Create(bad, data.train(), at::kCPU);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("vgg99"), std::string::npos) << refused.status();
   // --fused-bn-relu on a worker whose device turned out to be the CPU (--device auto, no GPU):
   // refused with the reason, not run through the CPU implementation.
-  TrainerConfig fused = c;
+  ModelStage::Options fused = c.model;
   fused.arch = "resnet18";
   fused.channels_last = true;
   fused.fused_bn_relu = true;
@@ -54,7 +54,7 @@ TEST(ModelStage, BuildsTheConfiguredArchitectureWithItsOptimizer) {
 }
 
 TEST(ModelStage, LoadsWeightsAndMomentum) {
-  const TrainerConfig c = testing::SmallConfig("mlp");
+  const testing::SmallRun c = testing::SmallConfig("mlp");
   const DataStage data = testing::OpenData(c);
   ModelStage saved = testing::BuildModel(c, data, 1);
   StepOnce(saved);
@@ -64,18 +64,18 @@ TEST(ModelStage, LoadsWeightsAndMomentum) {
 }
 
 TEST(ModelStage, WithoutMomentumTheSavedBuffersAreNotLoaded) {
-  TrainerConfig c = testing::SmallConfig("mlp");
+  testing::SmallRun c = testing::SmallConfig("mlp");
   const DataStage data = testing::OpenData(c);
   ModelStage saved = testing::BuildModel(c, data, 1);
   StepOnce(saved);
-  c.momentum = 0;
+  c.model.sgd.momentum = 0;
   ModelStage plain = testing::BuildModel(c, data, 2);
   ASSERT_TRUE(plain.Load(saved.model().state_dict(), saved.optimizer().MomentumBuffers()).ok());
   EXPECT_TRUE(plain.optimizer().MomentumBuffers().empty());
 }
 
 TEST(ModelStage, RefusesAMissingOrMisshapedEntry) {
-  const TrainerConfig c = testing::SmallConfig("mlp");
+  const testing::SmallRun c = testing::SmallConfig("mlp");
   const DataStage data = testing::OpenData(c);
   ModelStage m = testing::BuildModel(c, data, 1);
   auto state = m.model().state_dict();

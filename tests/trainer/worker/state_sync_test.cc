@@ -54,7 +54,7 @@ TEST(StateSync, EveryRankEndsWithTheStateOfTheLowestRankWithTheHighestStep) {
   }
   torch::set_num_threads(1);
   const int rank = testing::ChildRank();
-  const TrainerConfig c = testing::SmallConfig("cnn");
+  const testing::SmallRun c = testing::SmallConfig("cnn");
   const DataStage data = testing::OpenData(c);
   ModelStage mine = testing::BuildModel(c, data, 100 + rank);
   Held held = Hold(rank, mine);

@@ -16,7 +16,7 @@ namespace ddp {
 namespace {
 
 TEST(StepRunner, CommitsAStepOnlyOnceItsOptimizerRan) {
-  const TrainerConfig c = testing::SmallConfig("mlp", 64);
+  const testing::SmallRun c = testing::SmallConfig("mlp", 64);
   const DataStage data = testing::OpenData(c);
   ModelStage model = testing::BuildModel(c, data, 3);
   TrainingPosition at;
@@ -55,7 +55,7 @@ TEST(StepRunner, CommitsAStepOnlyOnceItsOptimizerRan) {
 // running statistics and the batch counter that the forward moved) as the last committed step
 // left them, and the random generators too.
 TEST(StepRunner, AFailedStepPutsBackTheBuffersAndGeneratorsItsForwardChanged) {
-  const TrainerConfig c = testing::SmallConfig("cnn", 64);
+  const testing::SmallRun c = testing::SmallConfig("cnn", 64);
   const DataStage data = testing::OpenData(c);
   ModelStage model = testing::BuildModel(c, data, 3);
   ASSERT_FALSE(model.tensors().buffers.empty()) << "the CNN has BatchNorm buffers";
@@ -89,7 +89,7 @@ TEST(StepRunner, AFailedStepPutsBackTheBuffersAndGeneratorsItsForwardChanged) {
 }
 
 TEST(StepRollback, RestoresBuffersAndGeneratorsAndNothingBeforeASave) {
-  const TrainerConfig c = testing::SmallConfig("cnn", 64);
+  const testing::SmallRun c = testing::SmallConfig("cnn", 64);
   const DataStage data = testing::OpenData(c);
   ModelStage model = testing::BuildModel(c, data, 3);
   StepRollback rollback(model);

@@ -15,7 +15,6 @@
 #include "common/sampler_plan.h"
 #include "gtest/gtest.h"
 #include "trainer/data/loader.h"
-#include "trainer/launcher/config.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/data_stage.h"
 #include "trainer/worker/model_stage.h"
@@ -24,21 +23,25 @@
 
 namespace ddp::testing {
 
-inline TrainerConfig SmallConfig(const std::string& arch = "mlp", int64_t samples = 192) {
-  TrainerConfig c;
-  c.data = "synthetic:" + std::to_string(samples) + "x1x8x8:10";
-  c.arch = arch;
-  c.batch_size = 8;
-  c.workers = 0;
-  c.lr = 0.05;
-  c.momentum = 0.9;
-  c.weight_decay = 1e-4;
-  c.seed = 5;
+// A small run: the stages' options, and the batch size and learning rate of its steps.
+struct SmallRun {
+  DataStage::Options data;
+  ModelStage::Options model;
+  int64_t batch_size = 8;
+  double lr = 0.05;
+};
+
+inline SmallRun SmallConfig(const std::string& arch = "mlp", int64_t samples = 192) {
+  SmallRun c;
+  c.data.data = "synthetic:" + std::to_string(samples) + "x1x8x8:10";
+  c.data.seed = 5;
+  c.model.arch = arch;
+  c.model.sgd = {/*momentum=*/0.9, /*weight_decay=*/1e-4, /*nesterov=*/false};
   return c;
 }
 
-inline DataStage OpenData(const TrainerConfig& c) {
-  auto data = DataStage::Open(c);
+inline DataStage OpenData(const SmallRun& c) {
+  auto data = DataStage::Open(c.data);
   if (!data.ok()) {
     ADD_FAILURE() << data.status();
     std::abort();
@@ -47,9 +50,9 @@ inline DataStage OpenData(const TrainerConfig& c) {
 }
 
 // A model stage built as a worker builds it: the config's seed, then the architecture.
-inline ModelStage BuildModel(const TrainerConfig& c, const DataStage& data, uint64_t seed) {
+inline ModelStage BuildModel(const SmallRun& c, const DataStage& data, uint64_t seed) {
   torch::manual_seed(seed);
-  auto model = ModelStage::Create(c, data.train(), at::kCPU);
+  auto model = ModelStage::Create(c.model, data.train(), at::kCPU);
   if (!model.ok()) {
     ADD_FAILURE() << model.status();
     std::abort();
@@ -69,12 +72,12 @@ inline CommunicationStage::Options GlooOptions() {
 }
 
 // This rank's loader for the rest of the position's epoch (the resume rule of sampler_plan.h).
-inline std::unique_ptr<data::Loader> LoaderAt(const TrainerConfig& c, const DataStage& data,
+inline std::unique_ptr<data::Loader> LoaderAt(const SmallRun& c, const DataStage& data,
                                               const TrainingPosition& p, int rank, int world) {
   ShardAssignment a;
   a.epoch = p.epoch;
   a.dataset_size = data.train().size();
-  a.seed = c.seed;
+  a.seed = c.data.seed;
   a.world_size = world;
   a.rank = rank;
   a.consumed = p.consumed;
@@ -92,7 +95,7 @@ inline std::unique_ptr<data::Loader> LoaderAt(const TrainerConfig& c, const Data
 }
 
 // `steps` steps from `loader`, advancing the position as the training loop does.
-inline void TrainSteps(const TrainerConfig& c, ModelStage& model, CommunicationStage& comm,
+inline void TrainSteps(const SmallRun& c, ModelStage& model, CommunicationStage& comm,
                        TrainingPosition& position, data::Loader& loader, int world, int steps) {
   StepRunner runner(model, comm, position, {});
   for (int s = 0; s < steps; ++s) {

@@ -1,0 +1,54 @@
+#include "trainer/app/stage_options.h"
+
+#include <chrono>
+#include <cstdint>
+
+#include "absl/time/time.h"
+
+namespace ddp {
+
+DataStage::Options DataOptions(const TrainerConfig& c) {
+  DataStage::Options o;
+  o.data = c.data;
+  o.seed = c.seed;
+  o.normalize = c.normalize;
+  return o;
+}
+
+ModelStage::Options ModelOptions(const TrainerConfig& c) {
+  ModelStage::Options o;
+  o.model_path = c.model_path;
+  o.arch = c.arch;
+  o.fused_bn_relu = c.fused_bn_relu;
+  o.channels_last = c.channels_last;
+  o.sgd = {c.momentum, c.weight_decay, c.nesterov};
+  return o;
+}
+
+// The coordinator is lost after --coordinator-grace without an answer; the stop that follows
+// ends within --stop-timeout.
+CoordinatorSession::Options SessionOptions(const TrainerConfig& c) {
+  CoordinatorSession::Options o;
+  o.registration_timeout = absl::Seconds(c.registration_timeout_s);
+  o.rpc_timeout = WorkerRpcTimeout(c);
+  o.coordinator_grace = absl::Seconds(c.coordinator_grace_s);
+  o.stop_timeout = absl::Seconds(c.stop_timeout_s);
+  return o;
+}
+
+CommunicationStage::Options CommunicationOptions(const TrainerConfig& c, const WorkerPlacement& p,
+                                                 at::Device device) {
+  CommunicationStage::Options o;
+  o.process_group.backend = *ParseBackendKind(c.backend);
+  o.process_group.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.pg_timeout_s * 1000));
+  o.process_group.cuda_device = device.is_cuda() ? device.index() : 0;
+  if (p.local_mode) o.process_group.gloo_hostname = "127.0.0.1";
+  o.ddp.reducer.bucket_bytes = c.bucket_mb << 20;
+  return o;
+}
+
+InJobRecovery::Options RecoveryOptions(const TrainerConfig& c, const TestHold* hold) {
+  return {absl::Seconds(c.registration_timeout_s + 30), c.max_restarts, hold};
+}
+
+}  // namespace ddp
