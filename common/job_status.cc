@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "common/exit_codes.h"
 
@@ -93,21 +94,11 @@ const char* StepPhaseName(StepPhase phase) {
 }
 
 const char* RankFlagName(RankFlag flag) {
-  switch (flag) {
-    case RankFlag::kNone:
-      return "none";
-    case RankFlag::kFailed:
-      return "failed";
-    case RankFlag::kLost:
-      return "lost";
-    case RankFlag::kStalled:
-      return "stalled";
-    case RankFlag::kSilent:
-      return "silent";
-    case RankFlag::kBehind:
-      return "behind";
-  }
-  return "unknown";
+  // In the order of the enum (kAllRankFlags).
+  static constexpr const char* kNames[] = {"none", "failed", "lost", "stalled", "silent", "behind"};
+  static_assert(std::size(kNames) == std::size(kAllRankFlags));
+  const auto i = static_cast<size_t>(flag);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 int64_t MedianStep(const JobStatus& s) {

@@ -276,6 +276,16 @@ TEST(JobStatusTest, JudgeRankSaturatesInsteadOfOverflowing) {
   EXPECT_EQ(JudgeRank(r, 20).behind_by, 10);
 }
 
+TEST(JobStatusTest, RankFlagNames) {
+  const std::vector<std::pair<RankFlag, std::string>> flags = {
+      {RankFlag::kNone, "none"},       {RankFlag::kFailed, "failed"}, {RankFlag::kLost, "lost"},
+      {RankFlag::kStalled, "stalled"}, {RankFlag::kSilent, "silent"}, {RankFlag::kBehind, "behind"},
+  };
+  ASSERT_EQ(flags.size(), std::size(kAllRankFlags));
+  for (const auto& [flag, name] : flags) EXPECT_EQ(RankFlagName(flag), name);
+  EXPECT_STREQ(RankFlagName(static_cast<RankFlag>(99)), "unknown");
+}
+
 // The screens' rules, decided once: every rank state with and without silence and a gap.
 TEST(JobStatusTest, JudgeRankFlagsEveryState) {
   struct Case {
