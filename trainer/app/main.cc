@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
     options.coordinator_resume_command.push_back("--resume-from-journal");
     options.coordinator_restarts = config->coordinator_restarts;
     options.report_lost = LostReporter(*plan);
-    options.max_respawns = config->max_restarts;
+    options.max_restarts = config->max_restarts;
     // A hung worker is fenced (killed, then replaced) only when it can be replaced.
     if (config->max_restarts > 0) options.fences = FenceReporter(*plan);
     // The relay outlives the launcher's run: it owns the sockets its workers inherit.

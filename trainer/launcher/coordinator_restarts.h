@@ -17,8 +17,8 @@ namespace ddp {
 
 class CoordinatorRestarts {
  public:
-  // `max_restarts`: --coordinator-restarts; 0 never restarts.
-  explicit CoordinatorRestarts(int max_restarts) : max_(max_restarts) {}
+  // `coordinator_restarts`: --coordinator-restarts; 0 never restarts.
+  explicit CoordinatorRestarts(int coordinator_restarts) : max_(coordinator_restarts) {}
 
   struct Decision {
     bool restart = false;

@@ -28,8 +28,8 @@ FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status, bo
     // In-job recovery: the coordinator decides (RESPAWN, STOP or WAIT).
     d.report_lost = true;
     d.ask = true;
-    if (respawns_left_ > 0 && respawnable) {
-      --respawns_left_;
+    if (restarts_left_ > 0 && respawnable) {
+      --restarts_left_;
       d.action = Action::kRespawn;
     } else {
       d.action = Action::kStopOthers;

@@ -33,10 +33,10 @@ class FailurePolicy {
     bool ask = false;
   };
 
-  // `max_respawns`: how many times this task may start a failed worker again (the in-job
+  // `max_restarts`: how many times this task may start a failed worker again (the in-job
   // recovery of a later wave); 0 fails fast, as every release so far has.
-  explicit FailurePolicy(int max_respawns = 0)
-      : recovery_(max_respawns > 0), respawns_left_(max_respawns) {}
+  explicit FailurePolicy(int max_restarts = 0)
+      : recovery_(max_restarts > 0), restarts_left_(max_restarts) {}
 
   // A signal (SIGTERM, SIGUSR1, SIGINT) was forwarded to the workers: deaths from now on were
   // asked for, and are neither respawned nor reported as lost.
@@ -60,7 +60,7 @@ class FailurePolicy {
   void RecordFailure(int code);
 
   const bool recovery_;
-  int respawns_left_;
+  int restarts_left_;
   bool forwarded_ = false;
   bool stopping_ = false;  // a failure is stopping the other workers
   int result_ = 0;

@@ -34,7 +34,7 @@ class LauncherRun {
                                    : absl::StrCat("node ", plan.base.node_rank,
                                                   plan.spare ? " task (spare)" : " task")),
         supervisor_({SIGTERM, SIGUSR1, SIGINT}),
-        policy_(options.report_lost ? options.max_respawns : 0),
+        policy_(options.report_lost ? options.max_restarts : 0),
         coordinator_restarts_(
             options.coordinator_resume_command.empty() ? 0 : options.coordinator_restarts) {}
 

@@ -7,7 +7,7 @@
 // Supervision rules (docs/operations.md, "Launcher supervision"):
 //   - SIGTERM, SIGUSR1 and SIGINT to the task are forwarded to its workers.
 //   - The first worker that fails (trainer/launcher/failure_policy.h) gets its peers stopped:
-//     SIGTERM, then SIGKILL after timeouts.worker_stop_grace. With max_respawns > 0 (the job's
+//     SIGTERM, then SIGKILL after timeouts.worker_stop_grace. With max_restarts > 0 (the job's
 //     --max-restarts) it is reported to the coordinator first, and started again on the same
 //     local rank (and so the same GPU) when the coordinator answers RESPAWN.
 //   - Once every worker has ended, the coordinator (task 0) may linger (--linger) after a
@@ -77,9 +77,9 @@ struct LauncherOptions {
   // Optional: this task relays its workers' heartbeats (--heartbeats node); each local rank gets
   // one socket, kept for its respawns. Without it every worker heartbeats by itself.
   HeartbeatSocket heartbeat_socket;
-  // Upper bound on this task's respawns (the job-wide --max-restarts; the coordinator decides
-  // each one). 0: fail fast.
-  int max_respawns = 0;
+  // --max-restarts, the job-wide bound on restarts: this task respawns at most this many
+  // workers (the coordinator decides each one). 0: fail fast.
+  int max_restarts = 0;
   // A spare node (plan.spare): how it asks, how often, and how long it goes on without an
   // answer before it leaves (exit 0: the job does without it).
   SpareStandBy stand_by;

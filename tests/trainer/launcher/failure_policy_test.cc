@@ -26,7 +26,7 @@ struct Step {
 
 struct Case {
   std::string name;
-  int max_respawns;
+  int max_restarts;
   bool forwarded;  // a signal was forwarded before the first end
   std::vector<Step> steps;
   int task_exit_code;
@@ -107,7 +107,7 @@ TEST(FailurePolicy, Sequences) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    FailurePolicy policy(c.max_respawns);
+    FailurePolicy policy(c.max_restarts);
     if (c.forwarded) policy.OnSignalForwarded();
     for (size_t i = 0; i < c.steps.size(); ++i) {
       SCOPED_TRACE(i);

@@ -98,7 +98,7 @@ TEST(Launcher, FailedWorkerStopsItsPeersEvenIfTheyIgnoreSigterm) {
 TEST(Launcher, RespawnsAKilledWorkerWhenTheCoordinatorSaysSo) {
   LauncherOptions o;
   o.timeouts = Fast();
-  o.max_respawns = 3;
+  o.max_restarts = 3;
   const std::string once = absl::StrCat(::testing::TempDir(), "/launcher_respawn_", getpid());
   unlink(once.c_str());
   o.worker_command = Worker(absl::StrCat("0) sleep 0.3 ;;", "1) if [ -e ", once,
@@ -121,7 +121,7 @@ TEST(Launcher, RespawnsAKilledWorkerWhenTheCoordinatorSaysSo) {
 TEST(Launcher, AFencedWorkerIsKilledReportedAndReplaced) {
   LauncherOptions o;
   o.timeouts = Fast();
-  o.max_respawns = 3;
+  o.max_restarts = 3;
   o.fence_period = absl::Milliseconds(100);
   const std::string once = absl::StrCat(::testing::TempDir(), "/launcher_fence_", getpid());
   unlink(once.c_str());
@@ -163,7 +163,7 @@ TEST(Launcher, AFencedWorkerIsKilledReportedAndReplaced) {
 TEST(Launcher, FailedFenceQueriesLeaveTheWorkersAlone) {
   LauncherOptions o;
   o.timeouts = Fast();
-  o.max_respawns = 3;
+  o.max_restarts = 3;
   o.fence_period = absl::Milliseconds(50);
   o.worker_command = Worker("0|1) sleep 0.5 ;;");
   int asked = 0;
@@ -244,7 +244,7 @@ TEST(Launcher, ASpareLeavesWhenTheJobEndsOnASignalOrWithoutAnswers) {
 TEST(Launcher, StopsThePeersWhenTheCoordinatorRefusesARespawn) {
   LauncherOptions o;
   o.timeouts = Fast();
-  o.max_respawns = 3;
+  o.max_restarts = 3;
   o.worker_command = Worker("0) trap '' TERM; exec sleep 60 ;; 1) kill -9 $$ ;;");
   int reports = 0;
   o.report_lost = [&reports](const LostWorker&) {
