@@ -1,8 +1,5 @@
 #include "trainer/app/training_loop.h"
 
-#include <ATen/ops/topk.h>
-#include <c10/core/GradMode.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +15,8 @@
 #include "common/job_status.h"
 #include "common/sampler_plan.h"
 #include "common/status_macros.h"
+#include "trainer/app/epoch_meters.h"
+#include "trainer/app/evaluation.h"
 #include "trainer/checkpoint/checkpoint_store.h"
 #include "trainer/data/batch_source.h"
 #include "trainer/ddp/dist_errors.h"
@@ -35,30 +34,10 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // Steps between the collectives that let every rank agree to stop at the same step.
 constexpr int64_t kStopCheckInterval = 10;
 
-// Running average of a host-side time, like the recipe's AverageMeter.
-struct Meter {
-  double last = 0, sum = 0;
-  int64_t count = 0;
-  void Add(double v) {
-    last = v;
-    sum += v;
-    ++count;
-  }
-  double avg() const { return count == 0 ? 0 : sum / static_cast<double>(count); }
-};
-
 // How often the loss sent to the coordinator is refreshed (one host sync each time): about once
 // per heartbeat.
 constexpr auto kLossRefresh =
     std::chrono::milliseconds(static_cast<int>(kHeartbeatPeriodSeconds * 1000));
-
-struct EpochMeters {
-  Meter batch_time, data_time;
-  StepMeters steps;          // loss and accuracy over every step, summed on the device
-  double reported_loss = 0;  // the mean loss over the steps before the last refresh
-  Clock::time_point tick = Clock::now();
-  std::optional<Clock::time_point> refreshed;  // unset: refresh at the first step
-};
 
 // Where an epoch's positions of the global sample order start and end for this world.
 struct EpochSpan {
@@ -67,16 +46,6 @@ struct EpochSpan {
   int64_t consumed_world = 0;  // the world whose order the positions refer to
   int64_t world = 0;
 };
-
-// Correct top-1 and top-5 predictions in a batch (evaluation).
-std::pair<int64_t, int64_t> TopkCorrect(const at::Tensor& logits, const at::Tensor& labels) {
-  const int64_t k = std::min<int64_t>(5, logits.size(1));
-  const at::Tensor pred = std::get<1>(at::topk(logits, k, 1));
-  const at::Tensor hit = pred.eq(labels.view({-1, 1}));
-  const int64_t top1 = hit.narrow(1, 0, 1).sum().item<int64_t>();
-  const int64_t topk = hit.sum().item<int64_t>();
-  return {top1, topk};
-}
 
 class Loop {
  public:
@@ -248,34 +217,18 @@ class Loop {
         m.refreshed = now;
       }
       if (print) {
-        const int width = static_cast<int>(std::to_string(batches).size());
-        Print(absl::StrFormat(
-            "Epoch: [%d][%*d/%d]\tTime %6.3f (%6.3f)\tData %6.3f (%6.3f)\tLoss %.4e (%.4e)\t"
-            "Acc@1 %6.2f (%6.2f)\tAcc@5 %6.2f (%6.2f)\tlr %.4g",
-            pos_.epoch, width, i, batches, m.batch_time.last, m.batch_time.avg(), m.data_time.last,
-            m.data_time.avg(), r.loss_last, r.loss_avg, r.top1_last, r.top1_avg, r.top5_last,
-            r.top5_avg, lr));
+        Print(ProgressLine(pos_.epoch, i, batches, m, r, lr));
       }
     }
     Report(m);
   }
 
   void Report(const EpochMeters& m) {
-    ProgressReport r;
-    r.phase = WorkerPhase::kTraining;
+    ProgressReport r = TrainingProgress(m, ctx_.comm.ddp().timings(), c_.batch_size);
     r.epoch = pos_.epoch;
     r.epochs = c_.epochs;
     r.step = pos_.step;
     r.steps_per_epoch = steps_per_epoch_;
-    r.loss = m.reported_loss;
-    r.samples_per_second = m.batch_time.last > 0 ? c_.batch_size / m.batch_time.last : 0;
-    r.data_wait_share = m.batch_time.avg() > 0 ? m.data_time.avg() / m.batch_time.avg() : 0;
-    const StepTimings t = ctx_.comm.ddp().timings();
-    r.forward_ms = t.forward_ms;
-    r.backward_ms = t.backward_ms;
-    r.comm_wait_ms = t.comm_wait_ms;
-    r.optimizer_ms = t.optimizer_ms;
-    r.overlap_share = t.overlap_share;
     ctx_.session.reporter().Update(r);
   }
 
@@ -417,42 +370,11 @@ class Loop {
     return absl::OkStatus();
   }
 
-  // Top-1/top-5 accuracy (percent) over the whole test split: rank r takes r, r+W, ...
+  // Top-1/top-5 accuracy (percent) over the whole test split (evaluation.h).
   absl::StatusOr<std::pair<double, double>> Evaluate() {
     MarkPhase(StepPhase::kEval);
-    const at::Device device = ctx_.model.device();
-    std::vector<int64_t> indices;
-    for (int64_t i = Rank(); i < ctx_.data.test().size(); i += World()) indices.push_back(i);
-    ASSIGN_OR_RETURN(auto loader, ctx_.data.OpenBatches(ctx_.data.test(), std::move(indices), 256,
-                                                        0, c_.workers, device));
-    models::Model& model = ctx_.model.model();
-    model.train(false);
-    int64_t c1 = 0, c5 = 0, count = 0;
-    {
-      c10::NoGradGuard no_grad;
-      for (;;) {
-        ASSIGN_OR_RETURN(std::optional<data::Batch> batch, loader->Next());
-        if (!batch) break;
-        const at::Tensor logits = model.forward(ModelInput(ctx_.model, batch->images));
-        auto [a, b] = TopkCorrect(logits.to(at::kFloat), batch->labels.to(device));
-        c1 += a;
-        c5 += b;
-        if (count == 0) Hold(TestHold::Point::kEval);
-        count += batch->labels.size(0);
-      }
-    }
-    model.train(true);
-    c10d::Backend& pg = ctx_.comm.process_group();
-    std::vector<at::Tensor> sums = {
-        at::tensor({static_cast<double>(c1), static_cast<double>(c5), static_cast<double>(count)},
-                   at::kDouble)
-            .to(device)};
-    const auto issued = Clock::now();
-    WaitForWork(*pg.allreduce(sums), pg, issued, "evaluation: summing accuracy");
-    const at::Tensor s = sums[0].cpu();
-    const double total = s[2].item<double>();
-    if (total <= 0) return std::make_pair(0.0, 0.0);
-    return std::make_pair(100.0 * s[0].item<double>() / total, 100.0 * s[1].item<double>() / total);
+    return EvaluateAccuracy(ctx_.data, ctx_.model, ctx_.comm.process_group(), c_.workers,
+                            [this] { Hold(TestHold::Point::kEval); });
   }
 
   const TrainingContext& ctx_;
