@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "common/exit_codes.h"
 #include "coordinator/job/failure_causes.h"
 
 namespace ddp {
@@ -93,16 +92,8 @@ bool Lifecycle::Reattribute(const FailureCause& root, absl::Time now) {
   return true;
 }
 
-int Lifecycle::ExitCode() const {
-  switch (state_) {
-    case JobState::kSucceeded:
-      return kExitOk;
-    case JobState::kStopped:
-      return kExitResumable;
-    default:
-      return kExitFailed;
-  }
-}
+// The rule is the status JSON's (common/job_status.h), decided once.
+int Lifecycle::ExitCode() const { return JobExitCode(state_); }
 
 bool Lifecycle::RankDone(int ranks) {
   if (++ranks_done_ < ranks) return false;
