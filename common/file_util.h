@@ -1,5 +1,5 @@
 // Small POSIX file helpers shared by both planes: the dist_file (common/dist_file.cc) and the
-// trainer's checkpoints (trainer/app/checkpoint_store.cc) are both published with
+// trainer's checkpoints (trainer/checkpoint/checkpoint_store.cc) are both published with
 // WriteFileAtomically, whose temp files carry the writer's host and pid so that a later start can
 // tell a dead writer's leftovers (RemoveStaleTempFiles). POSIX only: LibTorch's own
 // std::filesystem symbols clash with the toolchain's in torch-linked code.
