@@ -3,13 +3,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -31,9 +30,6 @@ void CloseFd(int* fd) {
 
 absl::StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start(const Options& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("no command");
-  std::vector<char*> argv;
-  for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
   const int log = open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log < 0) return Errno(absl::StrCat("open ", options.log_path));
   int in[2] = {-1, -1};
@@ -44,34 +40,27 @@ absl::StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start(const Options&
     close(log);
     return s;
   }
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    // Child: async-signal-safe calls only until exec.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the driver died before prctl
-    dup2(in[0], STDIN_FILENO);
-    dup2(options.stdout_to_log ? log : out[1], STDOUT_FILENO);
-    dup2(log, STDERR_FILENO);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  const int fork_errno = errno;
+  SpawnOptions spawn;
+  spawn.argv = options.argv;
+  spawn.stdin_fd = in[0];
+  spawn.stdout_fd = options.stdout_to_log ? log : out[1];
+  spawn.stderr_fd = log;
+  spawn.stop_grace = absl::ZeroDuration();  // the destructor kills at once
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Spawn(std::move(spawn));
   close(log);
   CloseFd(&in[0]);
   CloseFd(&out[1]);
-  if (pid < 0) {
+  if (!process.ok()) {
     CloseFd(&in[1]);
     CloseFd(&out[0]);
-    errno = fork_errno;
-    return Errno("fork");
+    return process.status();
   }
   std::unique_ptr<AgentProcess> child(new AgentProcess());
-  child->pid_ = pid;
+  child->process_ = *std::move(process);
   child->stdin_fd_ = in[1];
   child->stdout_fd_ = out[0];
   const std::string& exe = options.argv[0];
-  child->name_ = absl::StrCat(exe.substr(exe.rfind('/') + 1), "[", pid, "]");
+  child->name_ = absl::StrCat(exe.substr(exe.rfind('/') + 1), "[", child->pid(), "]");
   return child;
 }
 
@@ -141,22 +130,16 @@ absl::StatusOr<AgentReply> AgentProcess::Call(absl::string_view command, absl::T
 }
 
 std::string AgentProcess::State() {
-  if (!reaped_) {
-    const pid_t r = waitpid(pid_, &wait_status_, WNOHANG);
-    if (r == 0) return "running";
-    reaped_ = true;  // r == pid_, or an error: either way nothing is left to reap
-  }
-  if (WIFEXITED(wait_status_)) return absl::StrCat("exit ", WEXITSTATUS(wait_status_));
-  if (WIFSIGNALED(wait_status_)) return absl::StrCat("signal ", WTERMSIG(wait_status_));
-  return "ended";
+  if (!process_->Poll()) return "running";
+  const ExitStatus& st = *process_->exit_status();
+  if (st.signaled()) return absl::StrCat("signal ", st.signal());
+  return absl::StrCat("exit ", st.code());
 }
 
 void AgentProcess::Kill() {
-  if (pid_ <= 0 || reaped_) return;
-  kill(pid_, SIGKILL);
-  while (waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
-  }
-  reaped_ = true;
+  if (process_ == nullptr || !process_->running()) return;
+  process_->Signal(SIGKILL);
+  process_->WaitUntil(absl::Now() + ChildProcess::kKillWait);
 }
 
 }  // namespace ddp::bench

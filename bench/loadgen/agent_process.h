@@ -1,7 +1,8 @@
 // A process the scale driver starts and talks to: commands go to its stdin, one reply line per
 // command comes back on its stdout (bench/loadgen/agent_line.h); its stderr (and, if asked, its
 // stdout) is appended to a log file. The child gets SIGKILL if the driver dies
-// (PR_SET_PDEATHSIG); the destructor kills and reaps it, so no run leaves a process behind.
+// (PR_SET_PDEATHSIG); the destructor kills and reaps it, so no run leaves a process behind. The
+// fork, exec and reaping are the launcher's (trainer/launcher/child_process.h).
 // Thread-compatible: one thread drives a given AgentProcess.
 #ifndef SLURM_DDP_BENCH_LOADGEN_AGENT_PROCESS_H_
 #define SLURM_DDP_BENCH_LOADGEN_AGENT_PROCESS_H_
@@ -17,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "bench/loadgen/agent_line.h"
+#include "trainer/launcher/child_process.h"
 
 namespace ddp::bench {
 
@@ -28,13 +30,13 @@ class AgentProcess {
     bool stdout_to_log = false;     // true: stdout too (no reply lines); false: a pipe to us
   };
 
-  // Forks and execs. Call before this process starts threads that hold locks (gRPC).
+  // Forks and execs; FAILED_PRECONDITION naming the program when it cannot be executed.
   static absl::StatusOr<std::unique_ptr<AgentProcess>> Start(const Options& options);
   ~AgentProcess();
   AgentProcess(const AgentProcess&) = delete;
   AgentProcess& operator=(const AgentProcess&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
   const std::string& name() const { return name_; }
 
   absl::Status WriteLine(absl::string_view line);
@@ -54,9 +56,7 @@ class AgentProcess {
  private:
   AgentProcess() = default;
 
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int wait_status_ = 0;
+  std::unique_ptr<ChildProcess> process_;
   int stdin_fd_ = -1;
   int stdout_fd_ = -1;
   std::string name_;

@@ -165,6 +165,10 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(SpawnOptions o
     }
     ::sigprocmask(SIG_SETMASK, &mask, nullptr);
     for (int fd : options.inherit_fds) ::fcntl(fd, F_SETFD, 0);
+    // dup2 clears close-on-exec on the new descriptor.
+    if (options.stdin_fd >= 0) ::dup2(options.stdin_fd, STDIN_FILENO);
+    if (options.stdout_fd >= 0) ::dup2(options.stdout_fd, STDOUT_FILENO);
+    if (options.stderr_fd >= 0) ::dup2(options.stderr_fd, STDERR_FILENO);
     ::execve(argv[0], argv.data(), envp.data());
     const int exec_errno = errno;
     ssize_t ignored = ::write(report.write_fd(), &exec_errno, sizeof(exec_errno));

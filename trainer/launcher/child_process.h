@@ -53,6 +53,11 @@ struct SpawnOptions {
   // Close-on-exec descriptors this child keeps across exec (the same numbers); the caller owns
   // them. E.g. the worker's end of its heartbeat relay socket.
   std::vector<int> inherit_fds;
+  // Descriptors the child gets as its stdin, stdout and stderr (dup2 before exec); -1 keeps this
+  // process's. The caller owns them.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
   // How long the destructor waits after SIGTERM before it sends SIGKILL.
   absl::Duration stop_grace = absl::Seconds(5);
 };
