@@ -12,9 +12,9 @@
 namespace ddp {
 namespace {
 
-// AddressSanitizer replaces malloc with its own allocator, which ignores mallopt: the policy under
-// test cannot take effect there.
-using ::ddp::testing::kUnderAsan;
+// AddressSanitizer and ThreadSanitizer replace malloc with their own allocators, which ignore
+// mallopt: the policy under test cannot take effect there.
+using ::ddp::testing::kUnderSanitizer;
 
 long MinorFaults() {
   rusage u = {};
@@ -54,9 +54,9 @@ TEST(HostMemoryTest, LaterStepsReuseFreedMemoryWithoutPageFaults) {
       std::getenv("MALLOC_MMAP_THRESHOLD_")) {
     GTEST_SKIP() << "malloc tunables set in the environment of this test";
   }
-  if (kUnderAsan) {
-    GTEST_SKIP() << "AddressSanitizer's allocator ignores mallopt, so glibc's heap policy cannot "
-                    "be measured in an ASan build";
+  if (kUnderSanitizer) {
+    GTEST_SKIP() << "a sanitizer's allocator ignores mallopt, so glibc's heap policy cannot be "
+                    "measured in an ASan or TSan build";
   }
   EXPECT_NE(TuneHostAllocator().find("never trimmed"), std::string::npos);
   Step();
