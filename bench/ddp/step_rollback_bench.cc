@@ -93,9 +93,10 @@ int main(int argc, char** argv) {
     save_s.push_back(Since(t));
   }
   const double save_us = Median(save_s) * 1e6, step_ms = Median(step_s) * 1e3;
-  std::printf("arch=%s image=%d batch=%d buffers=%ld buffer_bytes=%ld save_us=%.1f step_ms=%.1f "
-              "share=%.5f%%\n",
-              arch.c_str(), image, batch, static_cast<long>(buffers), static_cast<long>(bytes),
-              save_us, step_ms, 100.0 * save_us / (step_ms * 1e3));
+  std::printf(
+      "arch=%s image=%d batch=%d buffers=%ld buffer_bytes=%ld save_us=%.1f step_ms=%.1f "
+      "share=%.5f%%\n",
+      arch.c_str(), image, batch, static_cast<long>(buffers), static_cast<long>(bytes), save_us,
+      step_ms, 100.0 * save_us / (step_ms * 1e3));
   return 0;
 }
