@@ -8,22 +8,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/coordinator/job/journal_fixture.h"
 
 namespace ddp {
 namespace {
 
-WorkerIdentity Who(int node, int local, int pid) {
-  WorkerIdentity w;
-  w.host = "h" + std::to_string(node);
-  w.node_rank = node;
-  w.local_rank = local;
-  w.local_world_size = 2;
-  w.pid = pid;
-  w.nonce = "nonce";
-  return w;
-}
+WorkerIdentity Who(int node, int local, int pid) { return testing::JournalWho(node, local, pid); }
 
-const JournalHeader kHeader{"job-7", 2, "nonce", "tw", "tv", "tc", 4};
+const JournalHeader kHeader = testing::JournalTestHeader();
 
 // A journal of every record type, framed.
 std::string EveryRecord() {

@@ -17,22 +17,14 @@
 #include "coordinator/clock.h"
 #include "coordinator/job/job.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/job/journal_fixture.h"
 
 namespace ddp {
 namespace {
 
-WorkerIdentity Who(int node, int local, int pid) {
-  WorkerIdentity w;
-  w.host = absl::StrCat("h", node);
-  w.node_rank = node;
-  w.local_rank = local;
-  w.local_world_size = 2;
-  w.pid = pid;
-  w.nonce = "nonce";
-  return w;
-}
+WorkerIdentity Who(int node, int local, int pid) { return testing::JournalWho(node, local, pid); }
 
-JournalHeader Header() { return {"job-7", 2, "nonce", "tw", "tv", "tc", 4}; }
+JournalHeader Header() { return testing::JournalTestHeader(); }
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
