@@ -35,6 +35,7 @@ DEB_PACKAGES=(
   slurm-wlm munge
   prometheus chromium
   procps psmisc curl
+  python3-grpcio
   clang libclang-rt-dev
 )
 
