@@ -103,6 +103,7 @@ bool Apply(absl::string_view payload, bool first, JournalState* state) {
       ok = r.String(&h.job_id) && r.I64(&h.generation) && r.String(&h.nonce) &&
            r.String(&h.token) && r.String(&h.view_token) && r.String(&h.control_token) &&
            r.Int(&h.world_size);
+      if (ok && !r.done()) ok = r.String(&h.tls_key) && r.String(&h.tls_cert);
       break;
     }
     case RecordType::kIncarnation:
@@ -170,6 +171,8 @@ std::string HeaderRecord(const JournalHeader& h) {
   PutString(&p, h.view_token);
   PutString(&p, h.control_token);
   PutI64(&p, h.world_size);
+  PutString(&p, h.tls_key);
+  PutString(&p, h.tls_cert);
   return p;
 }
 

@@ -33,6 +33,11 @@ struct JournalHeader {
   std::string view_token;
   std::string control_token;
   int world_size = 0;
+  // The coordinator's TLS identity (PEM), so that a restarted coordinator serves the certificate
+  // its clients pin. Appended last on the record; a header without them (an older journal) reads
+  // as empty. The braces keep shorter aggregate initializations free of warnings.
+  std::string tls_key{};
+  std::string tls_cert{};
 };
 
 // The state a journal restores.
