@@ -75,7 +75,9 @@ std::vector<int64_t> GlobalOrder(const ShardAssignment& a) {
   const int64_t n = a.dataset_size;
   std::vector<int64_t> perm;
   if (a.shuffle) {
-    perm = TorchRandperm(n, static_cast<uint64_t>(a.seed + a.epoch));
+    // In uint64: wraps like torch's seed (mod 2^64) for every int64 seed and epoch, where a
+    // signed sum could overflow. Equal to seed + epoch whenever that sum fits.
+    perm = TorchRandperm(n, static_cast<uint64_t>(a.seed) + static_cast<uint64_t>(a.epoch));
   } else {
     perm.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;

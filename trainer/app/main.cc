@@ -1,5 +1,6 @@
 // ddp-trainer: what `srun` runs. Parses flags, then either launches this task's workers (and, on
 // task 0, the job's coordinator) or, when re-executed by the launcher, is one worker.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -144,6 +145,8 @@ int main(int argc, char** argv) {
   const ddp::EnvMap env = ddp::ProcessEnvironment();
   try {
     if (config->internal_worker) {
+      // A reader of stdout that went away makes printing fail (EPIPE), never ends the worker.
+      ::signal(SIGPIPE, SIG_IGN);
       auto placement = ddp::PlacementFromEnv(env);
       if (!placement.ok()) {
         std::fprintf(stderr, "ddp-trainer: %s\n",

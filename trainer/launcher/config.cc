@@ -2,8 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,26 @@ namespace ddp {
 namespace {
 
 absl::Status Validate(const TrainerConfig& c) {
+  // CLI11's range checks let inf and nan through (nan compares false to every bound): every
+  // number must be finite.
+  const std::pair<const char*, double> numbers[] = {
+      {"--registration-timeout", c.registration_timeout_s},
+      {"--heartbeat-timeout", c.heartbeat_timeout_s},
+      {"--stall-timeout", c.stall_timeout_s},
+      {"--stop-timeout", c.stop_timeout_s},
+      {"--coordinator-grace", c.coordinator_grace_s},
+      {"--pg-timeout", c.pg_timeout_s},
+      {"--linger", c.linger_s},
+      {"--lr", c.lr},
+      {"--momentum", c.momentum},
+      {"--weight-decay", c.weight_decay},
+  };
+  for (const auto& [flag, value] : numbers) {
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, " ", value, ": expected a finite number"));
+    }
+  }
   if (c.backend != "auto" && c.backend != "nccl" && c.backend != "gloo") {
     return absl::InvalidArgumentError(
         absl::StrCat("--backend ", c.backend, ": expected auto, nccl or gloo"));

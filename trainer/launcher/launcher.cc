@@ -347,6 +347,10 @@ class LauncherRun {
 }  // namespace
 
 int RunLauncher(const LaunchPlan& plan, const LauncherOptions& options) {
+  // A reader of the output that goes away (`ddp-trainer ... | head -n 3`) must not end the job: a
+  // write to the closed pipe then fails with EPIPE (the line is dropped) instead of killing the
+  // launcher. The workers and the coordinator inherit the setting through exec, and set it too.
+  ::signal(SIGPIPE, SIG_IGN);
   return LauncherRun(plan, options).Run();
 }
 
