@@ -69,6 +69,20 @@ bool IsFinal(RankState state) {
          state == RankState::kLost;
 }
 
+const char* JournalConditionName(JournalCondition condition) {
+  switch (condition) {
+    case JournalCondition::kNone:
+      return "none";
+    case JournalCondition::kOk:
+      return "ok";
+    case JournalCondition::kStuck:
+      return "stuck";
+    case JournalCondition::kFailed:
+      return "failed";
+  }
+  return "none";
+}
+
 const char* StepPhaseName(StepPhase phase) {
   switch (phase) {
     case StepPhase::kNone:

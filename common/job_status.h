@@ -156,6 +156,29 @@ struct StallReport {
   bool present() const { return rank >= 0; }
 };
 
+// Whether the coordinator's journal (coordinator/job/journal.h) still records the job: what a
+// restarted coordinator would take over from. kNone: the coordinator keeps no journal.
+enum class JournalCondition {
+  kNone,
+  kOk,
+  kStuck,   // a write or fdatasync has not returned for a while; records wait in memory
+  kFailed,  // a write or fdatasync failed: records are dropped, the coordinator cannot restart
+};
+inline constexpr JournalCondition kAllJournalConditions[] = {
+    JournalCondition::kNone, JournalCondition::kOk, JournalCondition::kStuck,
+    JournalCondition::kFailed};
+// "none", "ok", "stuck", "failed".
+const char* JournalConditionName(JournalCondition condition);
+
+struct JournalHealth {
+  JournalCondition state = JournalCondition::kNone;
+  std::string error;           // why it failed (empty unless kFailed)
+  int64_t records = 0;         // appended since this coordinator started
+  int64_t pending = 0;         // appended, not yet written and synced
+  int64_t dropped = 0;         // appended after it failed: never written
+  double stuck_seconds = 0.0;  // age of the write or fdatasync in flight (kStuck)
+};
+
 struct JobStatus {
   std::string job_id;
   JobState state = JobState::kRegistering;
@@ -189,6 +212,9 @@ struct JobStatus {
   // The rank stalled longest (each stalled rank's state is kStalled); absent when none. Kept
   // once the job has ended because of it.
   StallReport stall;
+  // The coordinator's journal; JSON `journal`: null when there is none, else {state, error,
+  // records, pending, dropped, stuck_seconds}.
+  JournalHealth journal;
   // Decided, not observed: the process exit code the job ends with (JobExitCode) once it has
   // ended, -1 before (the JSON's null). DecideStatus (or FromJson) fills it.
   int exit_code = -1;

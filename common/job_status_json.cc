@@ -190,6 +190,17 @@ void ToJson(const JobStatus& s, absl::string_view ranks, std::string* out) {
   o["spare_nodes"] = s.spare_nodes;
   o["exit_code"] = IsTerminal(s.state) ? Json(JobExitCode(s.state)) : Json(nullptr);
   if (s.stall.present()) o["stall"] = StallObject(s.stall);
+  Json journal = nullptr;
+  if (s.journal.state != JournalCondition::kNone) {
+    journal = Json::object();
+    journal["state"] = JournalConditionName(s.journal.state);
+    journal["error"] = s.journal.error.empty() ? Json(nullptr) : Str(s.journal.error);
+    journal["records"] = s.journal.records;
+    journal["pending"] = s.journal.pending;
+    journal["dropped"] = s.journal.dropped;
+    journal["stuck_seconds"] = Num(s.journal.stuck_seconds);
+  }
+  o["journal"] = std::move(journal);
   out->reserve(ranks.size() + 4096 + 256 * s.events.size());  // one copy of the ranks
   SpliceAt(Dump(o), "ranks", ranks, out);
 }
@@ -383,6 +394,15 @@ absl::StatusOr<JobStatus> FromJson(absl::string_view text) {
       }
       if (count.is_number_integer()) c.ranks = count.get<int>();
     }
+  });
+  f.Object("journal", [&](Fields& jr) {
+    jr.Enum("state", kAllJournalConditions, &JournalConditionName, JournalCondition::kFailed,
+            &s.journal.state);
+    jr.Str("error", &s.journal.error);
+    jr.Int("records", &s.journal.records);
+    jr.Int("pending", &s.journal.pending);
+    jr.Int("dropped", &s.journal.dropped);
+    jr.Dbl("stuck_seconds", &s.journal.stuck_seconds, NAN);
   });
   if (!error.ok()) return error;
   return s;

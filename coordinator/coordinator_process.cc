@@ -166,6 +166,10 @@ absl::Status CoordinatorProcess::ResumeJournal(const JobIdentity& identity, Jour
   expected.job_id = published->job_id;
   expected.generation = published->generation;
   expected.nonce = published->nonce;
+  expected.token = published->token;
+  expected.view_token = published->view_token;
+  expected.control_token = published->control_token;
+  expected.world_size = options_.world_size;
   absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Resume(
       journal_path, expected, [this](const std::string& line) { Log(line); }, state);
   if (!journal.ok()) {
@@ -174,17 +178,6 @@ absl::Status CoordinatorProcess::ResumeJournal(const JobIdentity& identity, Jour
                                      "; refusing to take over the job"));
   }
   journal_ = std::move(*journal);
-  const JournalHeader& h = state->header;
-  if (h.token != published->token || h.view_token != published->view_token ||
-      h.control_token != published->control_token) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot resume: journal ", journal_path,
-                                                      " does not hold the dist_file's tokens"));
-  }
-  if (h.world_size != options_.world_size) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot resume: journal ", journal_path,
-                                                      " is of a job of ", h.world_size,
-                                                      " workers, not ", options_.world_size));
-  }
   contents_ = *published;
   contents_.incarnation = state->incarnation;
   return absl::OkStatus();

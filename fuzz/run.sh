@@ -13,7 +13,7 @@ runs="${FUZZ_RUNS:-1000000}"
 seconds="${FUZZ_SECONDS:-600}"
 harnesses=("$@")
 if ((${#harnesses[@]} == 0)); then
-  harnesses=(dist_file idx cifar jpeg status_text status_json job)
+  harnesses=(dist_file idx cifar jpeg status_text status_json job journal)
 fi
 command -v clang++ >/dev/null || { echo "make fuzz needs clang++ (scripts/setup-deps.sh)" >&2; exit 2; }
 if [[ ! -f "$build/CMakeCache.txt" ]]; then

@@ -231,6 +231,9 @@ absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
   const RankState final_state =
       outcome.ok() ? RankState::kDone : (stopped ? RankState::kStopped : RankState::kFailed);
   if (!liveness_.Finish(rank, final_state, /*reported=*/true, now)) return absl::OkStatus();
+  if (final_state != RankState::kFailed && config_.journal != nullptr) {
+    config_.journal->RankFinished(rank, pid, stopped);
+  }
   const std::string who = membership_.Describe(rank);
   if (final_state == RankState::kFailed) {
     // Revisable: a death reported soon after is likely what broke this rank's collective.
@@ -297,10 +300,34 @@ void Job::SuspendedLocked(absl::Duration gap, Completions* out) {
               out);
 }
 
+void Job::WatchJournalLocked(Completions* out) {
+  if (config_.journal == nullptr || journal_noted_ == JournalCondition::kFailed) return;
+  const JournalHealth h = config_.journal->Health();
+  if (h.state == journal_noted_ || h.state == JournalCondition::kNone) return;
+  journal_noted_ = h.state;
+  switch (h.state) {
+    case JournalCondition::kFailed:
+      EventLocked(absl::StrCat("journal failed: ", h.error,
+                               "; the coordinator can no longer be restarted from it"),
+                  out);
+      break;
+    case JournalCondition::kStuck:
+      EventLocked(absl::StrCat("journal stuck: a write or fdatasync has not returned for ",
+                               SecondsText(absl::Seconds(h.stuck_seconds)), " (", h.pending,
+                               " records waiting)"),
+                  out);
+      break;
+    default:
+      EventLocked("journal writes again", out);
+      break;
+  }
+}
+
 void Job::Tick() {
   Completions out;
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
+  WatchJournalLocked(&out);
   const std::optional<absl::Duration> gap = liveness_.ObserveTick(now);
   if (gap && !FinishedLocked()) SuspendedLocked(*gap, &out);
   const JobState state = lifecycle_.state();

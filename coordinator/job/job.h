@@ -165,8 +165,8 @@ class Job {
   absl::Status Stop(bool graceful, const std::string& reason);
 
   // Detects lost ranks, stalled ranks (at most every kStallCheckPeriod), the registration and
-  // recovery deadlines, a rejoin that waited in vain for a loss, and an overdue stop. Call
-  // periodically.
+  // recovery deadlines, a rejoin that waited in vain for a loss, an overdue stop, and a journal
+  // that failed or got stuck (an event; the status shows it in `journal`). Call periodically.
   void Tick();
   static constexpr absl::Duration kStallCheckPeriod = StallWatch::kCheckPeriod;
 
@@ -240,6 +240,8 @@ class Job {
   void EndStopLocked(const std::vector<Stall>& holdouts, const std::string& what, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool FinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Tick's part: a journal that failed or got stuck (or came unstuck) becomes an event.
+  void WatchJournalLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const JobConfig config_;
   const Clock* const clock_;
@@ -256,6 +258,8 @@ class Job {
   Recovery recovery_ ABSL_GUARDED_BY(mu_);
   Spares spares_ ABSL_GUARDED_BY(mu_);
   StallWatch stall_watch_ ABSL_GUARDED_BY(mu_);
+  // The journal's condition as last announced in an event.
+  JournalCondition journal_noted_ ABSL_GUARDED_BY(mu_) = JournalCondition::kOk;
   // Thread-safe on its own; written under mu_ (the command mirrors lifecycle_).
   Published published_;
 };

@@ -37,6 +37,23 @@ absl::Status Job::Restore(const JournalState& state) {
                                                      : std::string()),
                        &out);
     if (state.stop_reason) RequestGracefulStopLocked(*state.stop_reason, &out);
+    // Ranks that reported their end stay finished (each on the worker that reported it): the job
+    // ends when the others do, as it would have without the restart.
+    int finished = 0;
+    for (const auto& [rank, f] : state.finished) {
+      if (rank >= table.size() || table.ranks[rank].pid != f.pid) continue;
+      if (!liveness_.Finish(rank, f.stopped ? RankState::kStopped : RankState::kDone,
+                            /*reported=*/true, now)) {
+        continue;
+      }
+      ++finished;
+    }
+    if (finished > 0) {
+      EventLocked(absl::StrCat("restored from the journal: ", finished, " of ", table.size(),
+                               " ranks had already finished"),
+                  &out);
+    }
+    for (int i = 0; i < finished; ++i) RankFinishedLocked(&out);
     return absl::OkStatus();
   }
   // Still registering: the recorded registrations hold their slots; each worker's retried

@@ -40,6 +40,7 @@ JobStatus Job::Status() const {
   s.membership_generation = std::max<int64_t>(0, membership_.current());
   s.lost_ranks = recovery_.lost();
   s.spare_nodes = spares_.Standing(now);
+  if (config_.journal != nullptr) s.journal = config_.journal->Health();
   if (const std::shared_ptr<const RankTable> table = membership_.table()) {
     const int n = table->size();
     std::vector<ProgressReport> progress;

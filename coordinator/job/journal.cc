@@ -7,10 +7,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 
 namespace ddp {
@@ -75,31 +81,129 @@ absl::StatusOr<std::string> ReadAll(const std::string& path) {
 
 std::string JournalPath(const std::string& dist_file) { return dist_file + ".journal"; }
 
-Journal::Journal(std::string path, int fd, Log log)
-    : path_(std::move(path)), fd_(fd), log_(std::move(log)) {
-  // The syncer never takes a process signal (a thread inherits its creator's mask): the
+// What the writer and syncer threads share with the Journal object. Held by shared_ptr: a file
+// system stuck past kCloseTimeout at close keeps the threads (detached) and this alive, never a
+// destroyed Journal.
+struct Journal::Shared {
+  Shared(std::string path, int fd, Journal::Log log)
+      : path(std::move(path)), fd(fd), log(std::move(log)) {}
+  ~Shared() { ::close(fd); }
+
+  const std::string path;
+  const int fd;
+  const Journal::Log log;
+  absl::Mutex mu;
+  std::string queue ABSL_GUARDED_BY(mu);  // framed records not yet handed to the writer
+  int64_t appended ABSL_GUARDED_BY(mu) = 0;
+  int64_t queued ABSL_GUARDED_BY(mu) = 0;   // records in `queue`
+  int64_t written ABSL_GUARDED_BY(mu) = 0;  // records written to the file
+  int64_t synced ABSL_GUARDED_BY(mu) = 0;   // records fsynced
+  int64_t fsyncs ABSL_GUARDED_BY(mu) = 0;
+  int64_t dropped ABSL_GUARDED_BY(mu) = 0;
+  absl::Time write_since ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();  // a write in flight
+  absl::Time sync_since ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();   // an fdatasync in flight
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  int threads_running ABSL_GUARDED_BY(mu) = 2;
+  absl::Status failed ABSL_GUARDED_BY(mu);
+
+  // The first failure fails the journal for good: later records are dropped (a journal with a
+  // hole would restore a wrong state), and the file is removed so that a restart is refused.
+  void FailLocked(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!failed.ok()) return;
+    failed = absl::InternalError(what);
+    dropped += queued;
+    queued = 0;
+    queue.clear();
+    const bool removed = ::unlink(path.c_str()) == 0 || errno == ENOENT;
+    if (log) {
+      log(absl::StrCat("journal ", path, " failed (", what, "); ",
+                       removed ? "removed it" : "could not remove it either",
+                       ": records are no longer kept and this coordinator can no longer be "
+                       "restarted from its journal"));
+    }
+  }
+
+  void WriteLoop() {
+    absl::MutexLock lock(&mu);
+    while (true) {
+      mu.Await(absl::Condition(
+          +[](Shared* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->stopping || s->queued > 0; },
+          this));
+      if (queued == 0) break;  // stopping, and nothing left
+      std::string batch;
+      batch.swap(queue);
+      const int64_t n = queued;
+      queued = 0;
+      write_since = absl::Now();
+      mu.Unlock();
+      const absl::Status st = WriteAll(fd, batch);
+      mu.Lock();
+      write_since = absl::InfiniteFuture();
+      if (!st.ok()) {
+        dropped += n;
+        FailLocked(std::string(st.message()));
+      } else if (failed.ok()) {
+        written += n;
+      }
+    }
+    --threads_running;
+  }
+
+  void SyncLoop() {
+    absl::MutexLock lock(&mu);
+    while (true) {
+      mu.Await(absl::Condition(
+          +[](Shared* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return s->written > s->synced ||
+                   (s->stopping && s->queued == 0 && s->write_since == absl::InfiniteFuture());
+          },
+          this));
+      if (written == synced) break;  // stopping, and everything written is synced
+      const int64_t target = written;
+      sync_since = absl::Now();
+      mu.Unlock();
+      // Every record written while this runs waits for the next one: one fsync per batch.
+      const int rc = ::fdatasync(fd);
+      const int err = errno;
+      mu.Lock();
+      sync_since = absl::InfiniteFuture();
+      ++fsyncs;
+      if (rc != 0) FailLocked(absl::StrCat("fdatasync: ", std::strerror(err)));
+      synced = target;
+    }
+    --threads_running;
+  }
+};
+
+Journal::Journal(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+  // The threads never take a process signal (a thread inherits its creator's mask): the
   // coordinator handles them on its signal watcher's thread, which may start later.
   sigset_t all;
   sigset_t before;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &before);
-  syncer_ = std::thread([this] { SyncLoop(); });
+  std::thread([s = shared_] { s->WriteLoop(); }).detach();
+  std::thread([s = shared_] { s->SyncLoop(); }).detach();
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 Journal::~Journal() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-    work_.Signal();
+  Shared* s = shared_.get();
+  absl::MutexLock lock(&s->mu);
+  s->stopping = true;
+  const bool ended = s->mu.AwaitWithTimeout(
+      absl::Condition(
+          +[](Shared* x) ABSL_NO_THREAD_SAFETY_ANALYSIS { return x->threads_running == 0; }, s),
+      kCloseTimeout);
+  if (!ended && s->log) {
+    s->log(absl::StrCat("journal ", s->path, ": a write or fdatasync has not returned for ",
+                        absl::FormatDuration(kCloseTimeout), "; closing without it"));
   }
-  syncer_.join();
-  ::close(fd_);
 }
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Create(const std::string& path,
                                                          const JournalHeader& header, Log log) {
-  ::unlink(path.c_str());  // a leftover of an earlier job (never followed: O_EXCL below)
+  ::unlink(path.c_str());  // a dead job's leftover (never followed: O_EXCL below)
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
@@ -114,7 +218,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Create(const std::string& path
     ::close(fd);
     return absl::InternalError(absl::StrCat("cannot write journal ", path, ": ", st.message()));
   }
-  return std::unique_ptr<Journal>(new Journal(path, fd, std::move(log)));
+  return std::unique_ptr<Journal>(new Journal(std::make_shared<Shared>(path, fd, std::move(log))));
 }
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Resume(const std::string& path,
@@ -126,6 +230,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Resume(const std::string& path
     return absl::Status(read.status().code(),
                         absl::StrCat("journal ", path, ": ", read.status().message()));
   }
+  // Every check before anything is cut or appended: a refused journal stays as it was.
   const JournalHeader& h = read->header;
   if (h.job_id != expected.job_id || h.generation != expected.generation ||
       h.nonce != expected.nonce) {
@@ -133,6 +238,15 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Resume(const std::string& path
         absl::StrCat("journal ", path, " belongs to job ", h.job_id, " generation ", h.generation,
                      " nonce ", h.nonce, ", not to the dist_file's job ", expected.job_id,
                      " generation ", expected.generation, " nonce ", expected.nonce));
+  }
+  if (h.token != expected.token || h.view_token != expected.view_token ||
+      h.control_token != expected.control_token) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("journal ", path, " does not hold the dist_file's tokens"));
+  }
+  if (expected.world_size > 0 && h.world_size != expected.world_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "journal ", path, " is of a job of ", h.world_size, " workers, not ", expected.world_size));
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
@@ -152,65 +266,72 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Resume(const std::string& path
     return absl::InternalError(absl::StrCat("cannot append to journal ", path, ": ", st.message()));
   }
   *state = std::move(*read);
-  return std::unique_ptr<Journal>(new Journal(path, fd, std::move(log)));
+  return std::unique_ptr<Journal>(new Journal(std::make_shared<Shared>(path, fd, std::move(log))));
 }
 
 void Journal::Append(const std::string& payload) {
-  const std::string frame = FrameRecord(payload);
-  absl::MutexLock lock(&mu_);
-  if (!failed_.ok()) return;
-  absl::Status st = WriteAll(fd_, frame);
-  if (!st.ok()) {
-    // A journal with a hole would restore a wrong state: remove it, so that a restart is refused.
-    failed_ = st;
-    ::unlink(path_.c_str());
-    if (log_) {
-      log_(absl::StrCat("journal ", path_, " failed (", st.message(),
-                        "); removed it: this coordinator can no longer be restarted"));
-    }
+  std::string frame = FrameRecord(payload);
+  Shared* s = shared_.get();
+  absl::MutexLock lock(&s->mu);
+  ++s->appended;
+  if (!s->failed.ok()) {
+    ++s->dropped;
     return;
   }
-  ++appended_;
-  work_.Signal();
+  s->queue += frame;
+  ++s->queued;
 }
 
-void Journal::SyncLoop() {
-  absl::MutexLock lock(&mu_);
-  while (true) {
-    while (!stopping_ && appended_ == synced_) work_.Wait(&mu_);
-    if (appended_ == synced_) return;  // stopping, and everything is synced
-    const int64_t target = appended_;
-    mu_.Unlock();
-    // Every record appended while this runs waits for the next one: one fsync per batch.
-    const int rc = ::fdatasync(fd_);
-    const int err = errno;
-    mu_.Lock();
-    ++fsyncs_;
-    if (rc != 0 && failed_.ok()) {
-      failed_ = absl::InternalError(absl::StrCat("fdatasync: ", std::strerror(err)));
-      if (log_) log_(absl::StrCat("journal ", path_, ": ", failed_.message()));
+absl::Status Journal::Sync(absl::Duration timeout) {
+  Shared* s = shared_.get();
+  absl::MutexLock lock(&s->mu);
+  const int64_t target = s->appended - s->dropped;
+  struct Done {
+    Shared* s;
+    int64_t target;
+    bool operator()() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return s->synced >= target || !s->failed.ok();
     }
-    synced_ = target;
-    synced_cv_.SignalAll();
+  } done{s, target};
+  if (!s->mu.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("journal ", s->path, ": not synced within ", absl::FormatDuration(timeout)));
   }
+  return s->failed;
 }
 
-absl::Status Journal::Sync() {
-  absl::MutexLock lock(&mu_);
-  const int64_t target = appended_;
-  while (synced_ < target && failed_.ok()) synced_cv_.Wait(&mu_);
-  return failed_;
+JournalHealth Journal::Health() const {
+  Shared* s = shared_.get();
+  absl::MutexLock lock(&s->mu);
+  JournalHealth h;
+  h.records = s->appended;
+  h.dropped = s->dropped;
+  h.pending = s->appended - s->dropped - s->synced;
+  if (!s->failed.ok()) {
+    h.state = JournalCondition::kFailed;
+    h.error = std::string(s->failed.message());
+    h.pending = 0;
+    return h;
+  }
+  const absl::Time since = std::min(s->write_since, s->sync_since);
+  const absl::Duration age =
+      since == absl::InfiniteFuture() ? absl::ZeroDuration() : absl::Now() - since;
+  h.state = age >= kStuckAfter ? JournalCondition::kStuck : JournalCondition::kOk;
+  h.stuck_seconds = h.state == JournalCondition::kStuck ? absl::ToDoubleSeconds(age) : 0.0;
+  return h;
 }
 
 int64_t Journal::appended() const {
-  absl::MutexLock lock(&mu_);
-  return appended_;
+  absl::MutexLock lock(&shared_->mu);
+  return shared_->appended;
 }
 
 int64_t Journal::fsyncs() const {
-  absl::MutexLock lock(&mu_);
-  return fsyncs_;
+  absl::MutexLock lock(&shared_->mu);
+  return shared_->fsyncs;
 }
+
+const std::string& Journal::path() const { return shared_->path; }
 
 void Journal::Registered(const WorkerIdentity& who) { Append(RegisteredRecord(who)); }
 
@@ -227,5 +348,9 @@ void Journal::EpochAgreed(int64_t epoch, const ShardRequest& request) {
 }
 
 void Journal::StopRequested(const std::string& reason) { Append(StopRecord(reason)); }
+
+void Journal::RankFinished(int rank, int pid, bool stopped) {
+  Append(DoneRecord(rank, pid, stopped));
+}
 
 }  // namespace ddp

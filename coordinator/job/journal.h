@@ -8,20 +8,29 @@
 //   checkpoint   a committed checkpoint (the checkpoint ledger)
 //   epoch        the agreed parameters of an epoch (the shard ledger; reset by a new generation)
 //   stop         a graceful stop was asked for
+//   done         a rank reported its end (finished, or checkpointed and stopped)
 // What it does not hold starts empty after a restart: progress, phases and liveness (the next
 // heartbeats fill them), the event list, metrics history and the c10d key-value store (each
 // process group rendezvouses under its generation's prefix, and the next one starts afresh).
 //
 // The record format (framing, encoding, parsing) is journal_record.h.
 //
-// Durability: Append writes the record to the file at once (under the job's lock; a write to the
-// page cache, which survives the coordinator's own death, SIGKILL included) and the syncer thread
-// fdatasyncs in the background, batching every record appended while an fsync is in flight
-// (group commit): registering thousands of ranks costs a handful of fsyncs, and no reply waits
-// for one. A crash of the whole node may lose the last few milliseconds of records; the node's
+// Durability: the job calls the sink under its own lock, so appending never touches the file:
+// it queues the framed record and returns. A writer thread writes what is queued to the file at
+// once (one write per batch; the page cache survives the coordinator's own death, SIGKILL
+// included), and a syncer thread fdatasyncs in the background, batching every record written
+// while an fsync is in flight (group commit): registering thousands of ranks costs a handful of
+// fsyncs, no reply waits for one, and a stuck file system stops neither the job's ticks nor its
+// replies. A crash of the whole node may lose the last few milliseconds of records; the node's
 // task 0 (which restarts the coordinator) is gone with it then anyway.
 //
-// Thread safety: every method is thread-safe.
+// Failing loudly: a write or an fdatasync that fails fails the journal for good (records after
+// it are counted as dropped, never written after a hole), removes the file so that a restart is
+// refused rather than restoring an old state, logs a line and shows in Health() (the job turns
+// it into an event and the status's `journal` field). A write or fdatasync that has not returned
+// for kStuckAfter shows as stuck.
+//
+// Thread safety: every method is thread-safe. Appends and Health() never wait for I/O.
 #ifndef SLURM_DDP_COORDINATOR_JOB_JOURNAL_H_
 #define SLURM_DDP_COORDINATOR_JOB_JOURNAL_H_
 
@@ -29,13 +38,12 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/coordinator_api.h"
+#include "common/job_status.h"
 #include "coordinator/job/journal_record.h"
 #include "coordinator/job/journal_sink.h"
 #include "coordinator/job/membership.h"
@@ -48,15 +56,23 @@ std::string JournalPath(const std::string& dist_file);
 class Journal : public JournalSink {
  public:
   using Log = std::function<void(const std::string&)>;
+  // A write or fdatasync in flight this long shows as stuck (Health()).
+  static constexpr absl::Duration kStuckAfter = absl::Seconds(10);
+  // The destructor waits this long for queued records to be written and synced; a file system
+  // stuck longer is left to the threads, which end on their own if it ever answers.
+  static constexpr absl::Duration kCloseTimeout = absl::Seconds(5);
 
-  // A fresh journal at `path` (an old one there is replaced) starting with `header` and
-  // incarnation 0. `log` gets a line if the journal fails later (may be empty).
+  // A fresh journal at `path` starting with `header` and incarnation 0. A file already there is
+  // a dead job's leftover (the caller holds the dist_file's lock, common/dist_file_lock.h) and is
+  // replaced. `log` gets a line if the journal fails later (may be empty).
   static absl::StatusOr<std::unique_ptr<Journal>> Create(const std::string& path,
                                                          const JournalHeader& header, Log log);
   // Reads the journal at `path` for a restart: refuses (FAILED_PRECONDITION) one whose header
-  // is not `expected`'s job (job id, generation, nonce), DATA_LOSS for a corrupt one; cuts off a
-  // torn tail, appends the incarnation record `state->incarnation` + 1 and opens for appending.
-  // The state read comes back in `state` (its incarnation is the new one).
+  // is not `expected`'s job (job id, generation, nonce, the three tokens, and the world size
+  // when `expected.world_size` > 0), DATA_LOSS for a corrupt one (journal_record.h), and in both
+  // cases leaves the file untouched. Only then cuts off a torn tail, appends the incarnation
+  // record `state->incarnation` + 1 and opens for appending. The state read comes back in
+  // `state` (its incarnation is the new one).
   static absl::StatusOr<std::unique_ptr<Journal>> Resume(const std::string& path,
                                                          const JournalHeader& expected, Log log,
                                                          JournalState* state);
@@ -70,30 +86,22 @@ class Journal : public JournalSink {
   void CheckpointCommitted(const CommittedCheckpoint& checkpoint) override;
   void EpochAgreed(int64_t epoch, const ShardRequest& request) override;
   void StopRequested(const std::string& reason) override;
+  void RankFinished(int rank, int pid, bool stopped) override;
+  JournalHealth Health() const override;
 
-  // Blocks until everything appended so far is fsynced (or the journal failed).
-  absl::Status Sync();
+  // Blocks until everything appended so far is written and fsynced, the journal failed, or
+  // `timeout` passed (DEADLINE_EXCEEDED).
+  absl::Status Sync(absl::Duration timeout = absl::InfiniteDuration());
   int64_t appended() const;
   int64_t fsyncs() const;
-  const std::string& path() const { return path_; }
+  const std::string& path() const;
 
  private:
-  Journal(std::string path, int fd, Log log);
+  struct Shared;  // what the writer and syncer threads use; they may outlive this object
+  explicit Journal(std::shared_ptr<Shared> shared);
   void Append(const std::string& payload);
-  void SyncLoop();
 
-  const std::string path_;
-  const int fd_;
-  const Log log_;
-  mutable absl::Mutex mu_;
-  int64_t appended_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t synced_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status failed_ ABSL_GUARDED_BY(mu_);
-  absl::CondVar work_;       // something to sync, or stopping
-  absl::CondVar synced_cv_;  // synced_ moved
-  std::thread syncer_;
+  std::shared_ptr<Shared> shared_;
 };
 
 }  // namespace ddp

@@ -1,5 +1,7 @@
 #include "coordinator/job/journal_record.h"
 
+#include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +18,9 @@ enum class RecordType : uint8_t {
   kCheckpoint = 5,
   kEpoch = 6,
   kStop = 7,
+  kDone = 8,
 };
+constexpr RecordType kLastRecordType = RecordType::kDone;
 
 constexpr size_t kFrameBytes = 8;                       // length + CRC
 constexpr uint32_t kMaxRecordBytes = 64 * 1024 * 1024;  // a rank table of 65536 long host names
@@ -107,7 +111,8 @@ bool Apply(absl::string_view payload, bool first, JournalState* state) {
       break;
     }
     case RecordType::kIncarnation:
-      ok = r.I64(&state->incarnation);
+      ok = r.I64(&state->incarnation) && state->incarnation >= 0 &&
+           state->incarnation < INT64_MAX;  // Resume appends the next one
       break;
     case RecordType::kRegistered: {
       WorkerIdentity w;
@@ -156,8 +161,87 @@ bool Apply(absl::string_view payload, bool first, JournalState* state) {
       if (ok) state->stop_reason = std::move(reason);
       break;
     }
+    case RecordType::kDone: {
+      int rank = 0;
+      FinishedRank f;
+      int64_t stopped = 0;
+      ok = r.Int(&rank) && rank >= 0 && r.Int(&f.pid) && r.I64(&stopped) &&
+           (stopped == 0 || stopped == 1);
+      f.stopped = stopped != 0;
+      if (ok) state->finished[rank] = f;
+      break;
+    }
+    default:
+      return false;
   }
   return ok && r.done();
+}
+
+// The payload length of a frame that checks (whole, CRC matches) at `pos`; nullopt otherwise.
+std::optional<size_t> ValidFrameAt(absl::string_view bytes, size_t pos) {
+  if (pos > bytes.size() || bytes.size() - pos < kFrameBytes) return std::nullopt;
+  Reader frame(bytes.substr(pos, kFrameBytes));
+  uint32_t length = 0;
+  uint32_t crc = 0;
+  if (!frame.U32(&length) || !frame.U32(&crc) || length > kMaxRecordBytes ||
+      bytes.size() - pos - kFrameBytes < length) {
+    return std::nullopt;
+  }
+  if (MaskCrc(Crc32c(bytes.substr(pos + kFrameBytes, length))) != crc) return std::nullopt;
+  return length;
+}
+
+// The frame at `pos` does not check. A torn tail is what one interrupted append leaves: a prefix
+// of the last frame (a short header, or a length that runs past the end with nothing valid
+// after it), a last frame whose bytes never reached the disk (zeros, or a whole last frame whose
+// checksum fails). OK with a description for a torn tail; otherwise the damage, as the error.
+absl::StatusOr<std::string> JudgeBadFrame(absl::string_view bytes, size_t pos) {
+  const absl::string_view rest = bytes.substr(pos);
+  if (rest.find_first_not_of('\0') == absl::string_view::npos) return std::string("zeros");
+  if (rest.size() < kFrameBytes) return std::string("a short frame header");
+  Reader frame(rest);
+  uint32_t length = 0;
+  uint32_t crc = 0;
+  frame.U32(&length);
+  frame.U32(&crc);
+  if (length > kMaxRecordBytes) {
+    return absl::DataLossError(
+        absl::StrCat("its length field says ", length, " bytes, more than any record holds"));
+  }
+  if (rest.size() - kFrameBytes >= length) {  // the frame is whole: its checksum fails
+    if (rest.size() - kFrameBytes == length) return std::string("a last frame that never landed");
+    return absl::DataLossError(absl::StrCat(
+        "checksum mismatch, and ", rest.size() - kFrameBytes - length, " bytes follow it"));
+  }
+  // The length runs past the end of the file: torn only when nothing valid follows (an append
+  // cut short holds no whole frame after its own start). The search is bounded: a frame whose
+  // type byte is unknown is not checksummed, and the checksummed bytes have a budget.
+  size_t budget = 64 * rest.size() + (size_t{1} << 20);
+  for (size_t q = pos + 1; q + kFrameBytes < bytes.size(); ++q) {
+    Reader at(bytes.substr(q, kFrameBytes));
+    uint32_t n = 0;
+    at.U32(&n);
+    if (n == 0 || n > kMaxRecordBytes || bytes.size() - q - kFrameBytes < n) continue;
+    const uint8_t type = static_cast<uint8_t>(bytes[q + kFrameBytes]);
+    if (type < static_cast<uint8_t>(RecordType::kHeader) ||
+        type > static_cast<uint8_t>(kLastRecordType)) {
+      continue;
+    }
+    if (n > budget) {
+      return absl::DataLossError(absl::StrCat("its length field says ", length,
+                                              " bytes, past the "
+                                              "end of the file, and what follows is too large to "
+                                              "tell from a torn tail"));
+    }
+    budget -= n;
+    if (ValidFrameAt(bytes, q)) {
+      return absl::DataLossError(absl::StrCat("its length field says ", length,
+                                              " bytes, past the end of the file, but a valid "
+                                              "record follows at byte ",
+                                              q));
+    }
+  }
+  return std::string("a last frame cut short");
 }
 
 }  // namespace
@@ -230,6 +314,14 @@ std::string EpochRecord(int64_t epoch, const ShardRequest& q) {
   return p;
 }
 
+std::string DoneRecord(int rank, int pid, bool stopped) {
+  std::string p = Start(RecordType::kDone);
+  PutI64(&p, rank);
+  PutI64(&p, pid);
+  PutI64(&p, stopped ? 1 : 0);
+  return p;
+}
+
 std::string StopRecord(const std::string& reason) {
   std::string p = Start(RecordType::kStop);
   PutString(&p, reason);
@@ -238,32 +330,27 @@ std::string StopRecord(const std::string& reason) {
 
 absl::StatusOr<JournalState> ParseJournal(const std::string& bytes) {
   JournalState state;
+  const absl::string_view all(bytes);
   size_t pos = 0;
-  while (pos < bytes.size()) {
-    Reader frame(absl::string_view(bytes).substr(pos));
-    uint32_t length = 0;
-    uint32_t crc = 0;
-    const bool whole = frame.U32(&length) && frame.U32(&crc) && length <= kMaxRecordBytes &&
-                       bytes.size() - pos - kFrameBytes >= length;
-    const bool checks =
-        whole && MaskCrc(Crc32c(absl::string_view(bytes).substr(pos + kFrameBytes, length))) == crc;
-    const size_t end = whole ? pos + kFrameBytes + length : bytes.size();
-    if (!checks) {
-      if (end == bytes.size()) {  // the last frame: torn by a crash mid-append
-        state.torn_bytes = static_cast<int64_t>(bytes.size() - pos);
+  while (pos < all.size()) {
+    const std::optional<size_t> length = ValidFrameAt(all, pos);
+    if (!length) {
+      absl::StatusOr<std::string> damage = JudgeBadFrame(all, pos);
+      if (damage.ok()) {  // the last frame, torn by a crash mid-append
+        state.torn_bytes = static_cast<int64_t>(all.size() - pos);
         break;
       }
       return absl::DataLossError(absl::StrCat("journal record ", state.records + 1, " at byte ",
-                                              pos, " is corrupt (checksum mismatch)"));
+                                              pos, " is corrupt (", damage.status().message(),
+                                              "); not a torn tail, refusing the journal"));
     }
-    if (!Apply(absl::string_view(bytes).substr(pos + kFrameBytes, length), state.records == 0,
-               &state)) {
+    if (!Apply(all.substr(pos + kFrameBytes, *length), state.records == 0, &state)) {
       return absl::DataLossError(
           absl::StrCat("journal record ", state.records + 1, " at byte ", pos,
                        state.records == 0 ? " is not a journal header" : " does not parse"));
     }
     ++state.records;
-    pos = end;
+    pos += kFrameBytes + *length;
   }
   if (state.records == 0) return absl::DataLossError("journal has no header record");
   return state;

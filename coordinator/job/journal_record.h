@@ -3,10 +3,14 @@
 // bytes); ParseJournal applies the records in order to a JournalState.
 //
 // Framing: each record is [u32 length][u32 masked CRC-32C of the payload][payload], little
-// endian. Reading stops at the first frame that does not check: when it is the last bytes of
-// the file (a crash mid-append tore it) they are dropped and the file is cut back; anywhere
-// else the journal is corrupt and refused (DATA_LOSS), as is a journal of another job
-// (FAILED_PRECONDITION when its header does not match the dist_file).
+// endian. Reading stops at the first frame that does not check. It is a torn tail, dropped (and
+// the file cut back once the journal's job is confirmed), only when it is what one interrupted
+// append leaves: a short frame header, zeros to the end, a whole last frame whose checksum
+// fails, or a length that runs past the end of the file with no valid frame after its start.
+// Anything else (a length larger than any record, a bad frame followed by more bytes, a length
+// past the end while a valid frame follows) is corruption in the middle: refused (DATA_LOSS)
+// with the byte offset of the bad frame, and nothing is cut. A journal of another job is
+// refused too (FAILED_PRECONDITION when its header does not match the dist_file).
 //
 // Thread safety: pure functions.
 #ifndef SLURM_DDP_COORDINATOR_JOB_JOURNAL_RECORD_H_
@@ -40,6 +44,12 @@ struct JournalHeader {
   std::string tls_cert{};
 };
 
+// A rank that reported its end (ReportDone): finished (done) or checkpointed and stopped.
+struct FinishedRank {
+  int pid = 0;  // the worker that reported it: restored only onto the same worker's rank
+  bool stopped = false;
+};
+
 // The state a journal restores.
 struct JournalState {
   JournalHeader header;
@@ -50,6 +60,7 @@ struct JournalState {
   std::optional<CommittedCheckpoint> checkpoint;
   std::map<int64_t, ShardRequest> epochs;  // agreed in the last generation
   std::optional<std::string> stop_reason;  // a graceful stop was asked for
+  std::map<int, FinishedRank> finished;    // by rank: ranks that reported their end
   int64_t records = 0;
   int64_t torn_bytes = 0;  // dropped from the tail (a crash mid-append)
 };
@@ -62,6 +73,7 @@ std::string GenerationRecord(const RankTable& table, int restarts);
 std::string CheckpointRecord(const CommittedCheckpoint& checkpoint);
 std::string EpochRecord(int64_t epoch, const ShardRequest& request);
 std::string StopRecord(const std::string& reason);
+std::string DoneRecord(int rank, int pid, bool stopped);
 
 // The frame around a payload: [u32 length][u32 masked CRC-32C of the payload][payload].
 std::string FrameRecord(const std::string& payload);

@@ -3,7 +3,7 @@
 // that the job stays testable without files: tests pass a recorder, or nothing.
 //
 // Thread safety: the job calls every method under its own lock, so implementations must not
-// block (the journal appends to the page cache and fsyncs on its own thread) and must not call
+// block (the journal queues records for its own writer and syncer threads) and must not call
 // back into the job.
 #ifndef SLURM_DDP_COORDINATOR_JOB_JOURNAL_SINK_H_
 #define SLURM_DDP_COORDINATOR_JOB_JOURNAL_SINK_H_
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/coordinator_api.h"
+#include "common/job_status.h"
 #include "coordinator/job/membership.h"
 
 namespace ddp {
@@ -28,6 +29,10 @@ class JournalSink {
   virtual void EpochAgreed(int64_t epoch, const ShardRequest& request) = 0;
   // A graceful stop was asked for (operator, signal, a worker's stop signal or a stopped rank).
   virtual void StopRequested(const std::string& reason) = 0;
+  // `rank` (worker `pid`) reported its end: finished, or checkpointed and stopped.
+  virtual void RankFinished(int rank, int pid, bool stopped) = 0;
+  // Whether records still reach the disk (common/job_status.h); a recorder answers kNone.
+  virtual JournalHealth Health() const { return {}; }
 };
 
 }  // namespace ddp

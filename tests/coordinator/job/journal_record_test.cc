@@ -41,6 +41,7 @@ std::string EveryRecord() {
   for (const std::string& payload :
        {HeaderRecord(kHeader), IncarnationRecord(0), RegisteredRecord(Who(0, 0, 10)),
         GenerationRecord(table, 1), EpochRecord(3, q), CheckpointRecord(c), StopRecord("preempted"),
+        DoneRecord(2, 12, /*stopped=*/false), DoneRecord(3, 13, /*stopped=*/true),
         IncarnationRecord(1)}) {
     bytes += FrameRecord(payload);
   }
@@ -50,8 +51,12 @@ std::string EveryRecord() {
 TEST(JournalRecordTest, EveryRecordTypeRoundTrips) {
   absl::StatusOr<JournalState> s = ParseJournal(EveryRecord());
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->records, 8);
+  EXPECT_EQ(s->records, 10);
   EXPECT_EQ(s->torn_bytes, 0);
+  ASSERT_EQ(s->finished.size(), 2u);
+  EXPECT_EQ(s->finished.at(2).pid, 12);
+  EXPECT_FALSE(s->finished.at(2).stopped);
+  EXPECT_TRUE(s->finished.at(3).stopped);
   EXPECT_EQ(s->header.job_id, "job-7");
   EXPECT_EQ(s->header.generation, 2);
   EXPECT_EQ(s->header.control_token, "tc");
@@ -84,18 +89,18 @@ TEST(JournalRecordTest, DamagedBytes) {
     int64_t want_torn;
   };
   const std::vector<Case> cases = {
-      {"intact", [&] { return good; }, absl::StatusCode::kOk, 8, 0},
+      {"intact", [&] { return good; }, absl::StatusCode::kOk, 10, 0},
       {"the last record cut short", [&] { return good.substr(0, good.size() - 3); },
-       absl::StatusCode::kOk, 7, static_cast<int64_t>(last.size()) - 3},
+       absl::StatusCode::kOk, 9, static_cast<int64_t>(last.size()) - 3},
       {"only the last frame's length",
-       [&] { return good.substr(0, good.size() - last.size() + 2); }, absl::StatusCode::kOk, 7, 2},
+       [&] { return good.substr(0, good.size() - last.size() + 2); }, absl::StatusCode::kOk, 9, 2},
       {"the last record's payload flipped",
        [&] {
          std::string b = good;
          b.back() ^= 0x01;
          return b;
        },
-       absl::StatusCode::kOk, 7, static_cast<int64_t>(last.size())},
+       absl::StatusCode::kOk, 9, static_cast<int64_t>(last.size())},
       {"a record before the tail flipped",
        [&] {
          std::string b = good;
@@ -108,6 +113,35 @@ TEST(JournalRecordTest, DamagedBytes) {
        absl::StatusCode::kDataLoss, 0, 0},
       {"a second header", [&] { return good + FrameRecord(HeaderRecord(kHeader)); },
        absl::StatusCode::kDataLoss, 0, 0},
+      {"a length in the middle that runs past the end",
+       [&] {
+         std::string b = good;
+         const size_t at = FrameRecord(HeaderRecord(kHeader)).size();  // the incarnation record
+         const uint32_t past = static_cast<uint32_t>(good.size());     // < the largest record
+         for (int i = 0; i < 4; ++i) b[at + i] = static_cast<char>((past >> (8 * i)) & 0xff);
+         return b;
+       },
+       absl::StatusCode::kDataLoss, 0, 0},
+      {"a length in the middle larger than any record",
+       [&] {
+         std::string b = good;
+         const size_t at = FrameRecord(HeaderRecord(kHeader)).size();
+         b[at + 3] = static_cast<char>(0x7f);
+         return b;
+       },
+       absl::StatusCode::kDataLoss, 0, 0},
+      {"the last frame's length larger than any record",
+       [&] {
+         std::string b = good;
+         b[good.size() - last.size() + 3] = static_cast<char>(0x7f);
+         return b;
+       },
+       absl::StatusCode::kDataLoss, 0, 0},
+      {"zeros after the last record (the file grew, its data never landed)",
+       [&] { return good + std::string(300, '\0'); }, absl::StatusCode::kOk, 10, 300},
+      {"a zeroed last record", [&] { return good.substr(0, good.size() - last.size()) +
+                                            std::string(last.size(), '\0'); },
+       absl::StatusCode::kOk, 9, static_cast<int64_t>(last.size())},
       {"a payload with trailing bytes",
        [&] { return good + FrameRecord(StopRecord("x") + "junk") + last; },
        absl::StatusCode::kDataLoss, 0, 0},
@@ -115,6 +149,9 @@ TEST(JournalRecordTest, DamagedBytes) {
   for (const Case& c : cases) {
     absl::StatusOr<JournalState> s = ParseJournal(c.bytes());
     EXPECT_EQ(s.status().code(), c.want_code) << c.name << ": " << s.status();
+    if (s.status().code() == absl::StatusCode::kDataLoss && s.status().message() != "journal has no header record") {
+      EXPECT_NE(s.status().message().find(" at byte "), std::string::npos) << c.name << ": " << s.status();
+    }
     if (!s.ok()) continue;
     EXPECT_EQ(s->records, c.want_records) << c.name;
     EXPECT_EQ(s->torn_bytes, c.want_torn) << c.name;

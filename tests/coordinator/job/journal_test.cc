@@ -234,6 +234,96 @@ TEST_F(JournalTest, AnotherJobsJournalIsRefused) {
   EXPECT_FALSE(Journal::Resume(path_, Header(), nullptr, &state).ok());
 }
 
+// Whose journal it is (tokens, world size) is checked before anything is cut off: a journal
+// with a torn tail that is refused stays byte for byte as it was.
+TEST_F(JournalTest, TokensAndWorldAreCheckedBeforeATornTailIsCut) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    DriveJob(journal->get());
+  }
+  const std::string torn = ReadBytes(path_).substr(0, ReadBytes(path_).size() - 5);
+  WriteBytes(path_, torn);
+  ::chmod(path_.c_str(), 0600);
+  auto with = [](auto change) {
+    JournalHeader h = Header();
+    change(&h);
+    return h;
+  };
+  for (const JournalHeader& other :
+       {with([](JournalHeader* h) { h->token = "other"; }),
+        with([](JournalHeader* h) { h->view_token = "other"; }),
+        with([](JournalHeader* h) { h->control_token = "other"; }),
+        with([](JournalHeader* h) { h->world_size = 8; })}) {
+    JournalState state;
+    auto resumed = Journal::Resume(path_, other, nullptr, &state);
+    ASSERT_FALSE(resumed.ok());
+    EXPECT_EQ(resumed.status().code(), absl::StatusCode::kFailedPrecondition) << resumed.status();
+    EXPECT_EQ(ReadBytes(path_), torn) << "a refused journal must not be cut: "
+                                      << resumed.status();
+  }
+}
+
+// A length field in the middle that runs past the end of the file is corruption, not a torn
+// tail: refused with its offset, and nothing is cut.
+TEST_F(JournalTest, ALengthInTheMiddleRunningPastTheEndIsRefusedWithItsOffset) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    DriveJob(journal->get());
+  }
+  std::string bytes = ReadBytes(path_);
+  const size_t at = FrameRecord(HeaderRecord(Header())).size() +
+                    FrameRecord(IncarnationRecord(0)).size();  // the first registration
+  const uint32_t past = static_cast<uint32_t>(bytes.size());
+  for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<char>((past >> (8 * i)) & 0xff);
+  WriteBytes(path_, bytes);
+  JournalState state;
+  auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
+  ASSERT_FALSE(resumed.ok());
+  EXPECT_EQ(resumed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(resumed.status().message().find(absl::StrCat("at byte ", at)), std::string::npos)
+      << resumed.status().message();
+  EXPECT_EQ(ReadBytes(path_), bytes);
+}
+
+// Ranks that reported their end are journaled: a coordinator restarted after ranks 1-3 finished
+// shows them done, and the job SUCCEEDS once rank 0 finishes too.
+TEST_F(JournalTest, FinishedRanksStayFinishedAfterARestart) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    Job job(Config(journal->get()), &clock_);
+    for (int i = 0; i < 4; ++i) {
+      job.Register(Who(i / 2, i % 2, 100 + i), [](absl::StatusOr<RankAssignment>) {});
+    }
+    for (int r = 1; r < 4; ++r) ASSERT_TRUE(job.ReportDone(r, 100 + r, absl::OkStatus()).ok());
+    ASSERT_EQ(job.Status().state, JobState::kRunning);
+  }
+  JournalState state;
+  auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(state.finished.size(), 3u);
+  Job job(Config(resumed->get()), &clock_);
+  ASSERT_TRUE(job.Restore(state).ok());
+  JobStatus s = job.Status();
+  ASSERT_EQ(s.ranks.size(), 4u);
+  EXPECT_EQ(s.ranks[0].state, RankState::kStarting);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(s.ranks[r].state, RankState::kDone) << "rank " << r;
+  // The finished ranks never heartbeat again: that is no silence.
+  ProgressReport p;
+  for (int i = 0; i < 30; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    ASSERT_TRUE(job.Heartbeat(0, 100, p).ok());
+    job.Tick();
+  }
+  EXPECT_EQ(job.Status().state, JobState::kRunning);
+  ASSERT_TRUE(job.ReportDone(0, 100, absl::OkStatus()).ok());
+  s = job.Status();
+  EXPECT_EQ(s.state, JobState::kSucceeded);
+  for (const RankStatus& r : s.ranks) EXPECT_EQ(r.state, RankState::kDone) << "rank " << r.rank;
+}
+
 TEST_F(JournalTest, AppendsWhileAnFsyncRunsShareTheNextOne) {
   auto journal = Journal::Create(path_, Header(), nullptr);
   ASSERT_TRUE(journal.ok());
