@@ -141,6 +141,11 @@ absl::StatusOr<std::vector<at::Tensor>> GpuJpegDecoder::DecodeBatch(
     std::vector<size_t> on_gpu;
     std::vector<size_t> on_cpu;
     for (size_t i = 0; i < images.size(); ++i) {
+      // The size is the header's claim: checked before anything is allocated for it.
+      if (absl::Status st = CheckJpegPixels(images[i].width, images[i].height, images[i].name);
+          !st.ok()) {
+        return st;
+      }
       bool supported = true;
       if (impl_->hardware) {
         int verdict = 1;

@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "trainer/data/crop_resize.h"
 #include "trainer/data/image_files.h"
+#include "trainer/data/image_folder_dataset.h"
 #include "trainer/data/jpeg_codec.h"
 #include "trainer/data/tensor_transforms.h"
 
@@ -128,7 +129,8 @@ absl::StatusOr<ReadBatch> GpuJpegLoader::Impl::Read(int64_t batch) const {
       return absl::OutOfRangeError(
           absl::StrCat("index ", index, " out of range [0, ", dataset.size(), ")"));
     }
-    ASSIGN_OR_RETURN(std::string bytes, ReadFile(samples[static_cast<size_t>(index)].path));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     ReadFile(samples[static_cast<size_t>(index)].path, kMaxImageFileBytes));
     total += bytes.size();
     files.push_back(std::move(bytes));
   }

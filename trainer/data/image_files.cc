@@ -36,8 +36,8 @@ bool IsDirectory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-absl::Status ListDirectory(const std::string& dir, std::vector<std::string>* folders,
-                           std::vector<std::string>* files) {
+absl::Status ListDirectoryEntries(const std::string& dir, std::vector<DirEntry>* folders,
+                                  std::vector<DirEntry>* files) {
   std::unique_ptr<DIR, int (*)(DIR*)> handle(::opendir(dir.c_str()), &::closedir);
   if (handle == nullptr) {
     const int err = errno;
@@ -46,36 +46,105 @@ absl::Status ListDirectory(const std::string& dir, std::vector<std::string>* fol
   folders->clear();
   files->clear();
   while (const dirent* entry = ::readdir(handle.get())) {
-    const std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    (IsDirectory(dir + "/" + name) ? folders : files)->push_back(name);
+    DirEntry e;
+    e.name = entry->d_name;
+    if (e.name == "." || e.name == "..") continue;
+    struct stat st;
+    if (::stat((dir + "/" + e.name).c_str(), &st) == 0) {
+      e.valid = true;
+      e.dev = st.st_dev;
+      e.ino = st.st_ino;
+      e.mode = st.st_mode;
+      e.size = static_cast<int64_t>(st.st_size);
+    }
+    (e.valid && S_ISDIR(e.mode) ? folders : files)->push_back(std::move(e));
   }
-  std::sort(folders->begin(), folders->end());
-  std::sort(files->begin(), files->end());
+  const auto by_name = [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; };
+  std::sort(folders->begin(), folders->end(), by_name);
+  std::sort(files->begin(), files->end(), by_name);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  if (IsDirectory(path)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, expected a file"));
+absl::Status ListDirectory(const std::string& dir, std::vector<std::string>* folders,
+                           std::vector<std::string>* files) {
+  std::vector<DirEntry> sub_entries;
+  std::vector<DirEntry> file_entries;
+  RETURN_IF_ERROR(ListDirectoryEntries(dir, &sub_entries, &file_entries));
+  folders->clear();
+  files->clear();
+  for (DirEntry& e : sub_entries) folders->push_back(std::move(e.name));
+  for (DirEntry& e : file_entries) files->push_back(std::move(e.name));
+  return absl::OkStatus();
+}
+
+namespace {
+
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+absl::Status TooLarge(const std::string& path, size_t max_bytes) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": larger than the limit of ", max_bytes, " bytes for one file"));
+}
+
+}  // namespace
+
+absl::Status CheckReadableFile(const std::string& path, const DirEntry& entry, size_t max_bytes) {
+  if (!entry.valid) return absl::OkStatus();  // reading it names the problem (ENOENT, ELOOP)
+  if (!S_ISREG(entry.mode) && !S_ISFIFO(entry.mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is ", KindOf(entry.mode), ", expected a regular file"));
   }
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (S_ISREG(entry.mode) && static_cast<uint64_t>(entry.size) > max_bytes) {
+    return TooLarge(path, max_bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes) {
+  // The type first (stat does not open): opening a device can have effects of its own.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, expected a file"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is ", KindOf(st.st_mode), ", expected a regular file"));
+  }
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rbe"), &std::fclose);
   if (file == nullptr) {
     const int err = errno;
     if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open: ", std::strerror(err)));
   }
+  // Again on what was opened: the path may have been replaced in between.
+  if (::fstat(::fileno(file.get()), &st) != 0 || (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return TooLarge(path, max_bytes);
+  }
   std::string data;
+  if (S_ISREG(st.st_mode)) data.reserve(static_cast<size_t>(st.st_size));
   char chunk[1 << 16];
   size_t n = 0;
-  while ((n = std::fread(chunk, 1, sizeof(chunk), file.get())) > 0) data.append(chunk, n);
+  while ((n = std::fread(chunk, 1, sizeof(chunk), file.get())) > 0) {
+    if (n > max_bytes - std::min(max_bytes, data.size())) return TooLarge(path, max_bytes);
+    data.append(chunk, n);
+  }
   if (std::ferror(file.get())) return absl::DataLossError(absl::StrCat(path, ": read error"));
   return data;
 }
 
 namespace {
 
-absl::StatusOr<std::string> Gunzip(const std::string& path, const std::string& compressed) {
+absl::StatusOr<std::string> Gunzip(const std::string& path, const std::string& compressed,
+                                   size_t max_output) {
   std::string out;
   z_stream zs;
   std::memset(&zs, 0, sizeof(zs));
@@ -91,7 +160,13 @@ absl::StatusOr<std::string> Gunzip(const std::string& path, const std::string& c
     zs.next_out = reinterpret_cast<Bytef*>(chunk);
     zs.avail_out = sizeof(chunk);
     rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(chunk, sizeof(chunk) - zs.avail_out);
+    const size_t produced = sizeof(chunk) - zs.avail_out;
+    if (produced > max_output - out.size()) {
+      inflateEnd(&zs);
+      return absl::DataLossError(absl::StrCat(
+          path, ": gzip stream inflates to more than the limit of ", max_output, " bytes"));
+    }
+    out.append(chunk, produced);
     if (rc == Z_STREAM_END) {
       // Concatenated gzip members are legal: continue with the next one, if any.
       if (zs.avail_in == 0) break;
@@ -167,12 +242,12 @@ absl::StatusOr<std::vector<int64_t>> ParseIdxHeader(const std::string& path,
 
 }  // namespace
 
-absl::Status MaybeGunzip(const std::string& name, std::string* bytes) {
+absl::Status MaybeGunzip(const std::string& name, std::string* bytes, size_t max_output) {
   if (bytes->size() < 2 || static_cast<unsigned char>((*bytes)[0]) != 0x1f ||
       static_cast<unsigned char>((*bytes)[1]) != 0x8b) {
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(*bytes, Gunzip(name, *bytes));
+  ASSIGN_OR_RETURN(*bytes, Gunzip(name, *bytes, max_output));
   return absl::OkStatus();
 }
 

@@ -4,12 +4,18 @@
 //
 // Every error is a one-line absl::Status naming the file: NotFound for a missing file, DataLoss
 // for a corrupt one (bad magic, bad gzip stream, truncated data, trailing bytes, mismatched
-// counts).
+// counts), InvalidArgument for one that is not a regular file or is larger than the reader's
+// bound. Every read is bounded: a file by kMaxDataFileBytes (or the caller's limit), a gzip
+// stream's output by kMaxGunzipBytes, so a link to /dev/zero or a decompression bomb costs a
+// bounded amount of memory and time.
 //
 // Thread safety: free functions without shared state.
 #ifndef SLURM_DDP_TRAINER_DATA_IMAGE_FILES_H_
 #define SLURM_DDP_TRAINER_DATA_IMAGE_FILES_H_
 
+#include <sys/types.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +34,11 @@ struct RawImageSet {
   std::vector<int64_t> labels;  // count entries
 };
 
+// The most bytes read from one data file (an IDX or CIFAR-10 file; the largest public ones are
+// well below 1 GiB), and the most a gzip stream may inflate to.
+inline constexpr size_t kMaxDataFileBytes = size_t{1} << 30;
+inline constexpr size_t kMaxGunzipBytes = size_t{1} << 30;
+
 // File-system helpers (POSIX, following symlinks). We avoid std::filesystem in binaries that link
 // LibTorch: the 2.11 wheel's libtorch.so exports its own, partly broken, std::filesystem symbols
 // (remove_all crashes through a null pointer), which interpose on libstdc++'s.
@@ -37,8 +48,28 @@ bool IsDirectory(const std::string& path);
 absl::Status ListDirectory(const std::string& dir, std::vector<std::string>* folders,
                            std::vector<std::string>* files);
 
-// The whole file as bytes.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// A directory entry as stat(2) sees it through any symlink. `valid` is false when the entry
+// cannot be followed (a dangling link, a link loop): it is then listed as a file.
+struct DirEntry {
+  std::string name;
+  bool valid = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  mode_t mode = 0;
+  int64_t size = 0;
+};
+// As ListDirectory, with what stat says of each entry (sorted by name).
+absl::Status ListDirectoryEntries(const std::string& dir, std::vector<DirEntry>* folders,
+                                  std::vector<DirEntry>* files);
+
+// OK when `entry` may be read as a data file: a regular file of at most `max_bytes`, or a FIFO
+// (read like a slow file, still bounded). InvalidArgument naming `path` otherwise (a device such
+// as /dev/zero, a socket, a file too large).
+absl::Status CheckReadableFile(const std::string& path, const DirEntry& entry, size_t max_bytes);
+
+// The whole file as bytes. Refused (InvalidArgument naming the file) when it is not a regular
+// file or a FIFO, or holds more than `max_bytes`: reading stops at the bound.
+absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes = kMaxDataFileBytes);
 
 // The whole file; gunzipped when it starts with the gzip magic (whatever its name).
 absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path);
@@ -54,8 +85,10 @@ absl::StatusOr<RawImageSet> ReadCifar10Batches(const std::vector<std::string>& p
 
 // The parsers behind the readers, on bytes already in memory (`name` names them in errors):
 // what the fuzz harnesses (fuzz/) drive.
-// Gunzips `*bytes` in place when they start with the gzip magic.
-absl::Status MaybeGunzip(const std::string& name, std::string* bytes);
+// Gunzips `*bytes` in place when they start with the gzip magic. DataLoss naming `name` when the
+// output would exceed `max_output` bytes (a decompression bomb).
+absl::Status MaybeGunzip(const std::string& name, std::string* bytes,
+                         size_t max_output = kMaxGunzipBytes);
 absl::StatusOr<RawImageSet> ParseIdxPair(const std::string& images_name, const std::string& images,
                                          const std::string& labels_name, const std::string& labels,
                                          int num_classes);

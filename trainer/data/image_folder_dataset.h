@@ -5,6 +5,9 @@
 //
 // Files with torchvision's image extensions other than .jpg/.jpeg (png, bmp, ...) are refused at
 // Open (only JPEG is decoded), rather than silently skipped, which would shift every index.
+// The walk refuses a folder it reaches twice (a symlink loop: compared by device and inode) and an
+// image that is not a regular file (a link to /dev/zero) or is larger than kMaxImageFileBytes,
+// each naming the path; Get reads at most that many bytes of a file.
 // Images are decoded on every Get (nothing is cached) and transformed with the ImageNet recipe
 // (image_transforms.h): the train transform draws its crop and flip from (seed, epoch, index).
 //
@@ -12,6 +15,7 @@
 #ifndef SLURM_DDP_TRAINER_DATA_IMAGE_FOLDER_DATASET_H_
 #define SLURM_DDP_TRAINER_DATA_IMAGE_FOLDER_DATASET_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +24,10 @@
 #include "trainer/data/dataset.h"
 
 namespace ddp::data {
+
+// The most bytes read from one image file: far above any photograph (an ImageNet JPEG is a few
+// hundred KB; one at the decoder's pixel limit, kMaxJpegPixels, rarely reaches 100 MB).
+inline constexpr size_t kMaxImageFileBytes = size_t{256} << 20;
 
 class ImageFolderDataset : public Dataset {
  public:
@@ -40,7 +48,8 @@ class ImageFolderDataset : public Dataset {
   };
 
   // Scans ROOT. Errors: ROOT missing or not a folder, no class folders, a class folder without
-  // JPEG files, a non-JPEG image file, a subfolder not in Options::classes.
+  // JPEG files, a non-JPEG image file, a subfolder not in Options::classes, a folder reached
+  // twice (a symlink loop), an image that is not a regular file or is too large.
   static absl::StatusOr<std::unique_ptr<ImageFolderDataset>> Open(const std::string& root,
                                                                   Options options);
 

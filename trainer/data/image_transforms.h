@@ -47,7 +47,15 @@ void ShorterSideResize(int height, int width, int size, int* out_height, int* ou
 at::Tensor TrainTransform(const RgbImage& image, int size, SampleRng& rng,
                           const Normalization& normalization);
 
+// The `window` (inside [0, out_h) x [0, out_w)) of the antialiased bilinear resize of `image` to
+// out_h x out_w, bit for bit what torch's _upsample_bilinear2d_aa gives on uint8 (its integer
+// weights and separable passes, horizontal first), computing only the input rows and columns the
+// window needs: its cost is the window's, not the whole resized image's. [1,3,h,w] uint8.
+at::Tensor ResizeWindow(const RgbImage& image, int out_h, int out_w, const CropBox& window);
+
 // Resize(resize) + CenterCrop(size) + ToTensor + Normalize. [3,size,size] float. size <= resize.
+// Only the center crop is resized (ResizeWindow): a 1x65500 image costs a 224x224 crop's work,
+// not the 256x16768000 image it resizes to.
 at::Tensor EvalTransform(const RgbImage& image, int resize, int size,
                          const Normalization& normalization);
 

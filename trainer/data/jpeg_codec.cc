@@ -53,6 +53,15 @@ struct DestinationBuffer {
 
 }  // namespace
 
+absl::Status CheckJpegPixels(int64_t width, int64_t height, const std::string& name,
+                             int64_t max_pixels) {
+  if (width <= max_pixels && height <= max_pixels && width * height <= max_pixels) {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(absl::StrCat(name, ": cannot decode JPEG: it claims ", width, "x",
+                                          height, " pixels, more than the limit of ", max_pixels));
+}
+
 absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name,
                                     int64_t max_pixels) {
   RgbImage image;
@@ -71,12 +80,10 @@ absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& n
   jpeg_read_header(&cinfo, TRUE);
   // The header's size is only a claim: check it before libjpeg or we allocate for it.
   const int64_t pixels = int64_t{cinfo.image_width} * int64_t{cinfo.image_height};
-  if (pixels > max_pixels) {
-    const JDIMENSION width = cinfo.image_width, height = cinfo.image_height;
+  if (absl::Status st = CheckJpegPixels(cinfo.image_width, cinfo.image_height, name, max_pixels);
+      !st.ok()) {
     jpeg_destroy_decompress(&cinfo);
-    return absl::DataLossError(absl::StrCat(name, ": cannot decode JPEG: it claims ", width, "x",
-                                            height, " pixels, more than the limit of ",
-                                            max_pixels));
+    return st;
   }
   // At most 4 components of 2-byte coefficients per pixel (a progressive image keeps them all),
   // plus working buffers; past that libjpeg fails cleanly instead of allocating.
@@ -103,7 +110,8 @@ absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& n
   return image;
 }
 
-absl::StatusOr<JpegInfo> ReadJpegInfo(std::string_view bytes, const std::string& name) {
+absl::StatusOr<JpegInfo> ReadJpegInfo(std::string_view bytes, const std::string& name,
+                                      int64_t max_pixels) {
   auto bad = [&name](const std::string& why) {
     return absl::DataLossError(absl::StrCat(name, ": not a readable JPEG (", why, ")"));
   };
@@ -136,6 +144,9 @@ absl::StatusOr<JpegInfo> ReadJpegInfo(std::string_view bytes, const std::string&
       if (info.width == 0 || info.height == 0) return bad("zero width or height");
       if (info.components == 0 || length < 8 + 3 * static_cast<size_t>(info.components)) {
         return bad("malformed frame header");
+      }
+      if (absl::Status st = CheckJpegPixels(info.width, info.height, name, max_pixels); !st.ok()) {
+        return st;
       }
       return info;
     }

@@ -30,6 +30,13 @@ struct RgbImage {
 // what an image of that size needs.
 inline constexpr int64_t kMaxJpegPixels = 178956970;
 
+// OK when a width x height image is within `max_pixels`; otherwise DataLoss naming `name`. Every
+// decode path checks the header's claim with it before allocating anything for the image: the
+// CPU decoder (DecodeJpeg) and the GPU decoder (through ReadJpegInfo, which the GPU loader reads
+// each file's size with).
+absl::Status CheckJpegPixels(int64_t width, int64_t height, const std::string& name,
+                             int64_t max_pixels = kMaxJpegPixels);
+
 // Decodes `bytes`; `name` (usually the path) appears in error messages. A file that claims more
 // than `max_pixels` pixels is a DataLoss error.
 absl::StatusOr<RgbImage> DecodeJpeg(std::string_view bytes, const std::string& name,
@@ -45,8 +52,10 @@ struct JpegInfo {
 };
 
 // Walks the markers up to the first frame header. DataLoss naming `name` if `bytes` is not a
-// JPEG, is truncated before the frame header, or has a zero-sized or malformed frame.
-absl::StatusOr<JpegInfo> ReadJpegInfo(std::string_view bytes, const std::string& name);
+// JPEG, is truncated before the frame header, has a zero-sized or malformed frame, or claims more
+// than `max_pixels` pixels (CheckJpegPixels).
+absl::StatusOr<JpegInfo> ReadJpegInfo(std::string_view bytes, const std::string& name,
+                                      int64_t max_pixels = kMaxJpegPixels);
 
 // Encodes an RGB image (quality 1..100).
 absl::StatusOr<std::string> EncodeJpeg(const RgbImage& image, int quality);

@@ -1,5 +1,10 @@
 // The datasets, transforms and --data/--normalize parsing.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <future>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -345,6 +350,146 @@ TEST(ImageFolderDatasetTest, ReportsBadFoldersAndFiles) {
   options.classes = {"cat"};
   absl::Status extra = ImageFolderDataset::Open(dir / "val", options).status();
   EXPECT_NE(extra.message().find("not present in the training set"), std::string::npos) << extra;
+}
+
+// A directory walk that follows symlinks must end: two loop links (each leading back to the
+// root) hung a job for more than 90 s. A folder reached a second time is refused, naming it.
+TEST(ImageFolderDatasetTest, RefusesSymlinkLoopsPromptly) {
+  TempDir dir;
+  MakeImageFolder(dir);
+  ASSERT_EQ(::symlink("..", (dir / "train/dog/sub/up").c_str()), 0);
+  ASSERT_EQ(::symlink("..", (dir / "train/cat/back").c_str()), 0);
+  auto open = std::async(std::launch::async, [&] {
+    return ImageFolderDataset::Open(dir / "train", ImageFolderDataset::Options()).status();
+  });
+  if (open.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "the walk did not end within 20 s";
+    std::_Exit(1);  // the walk cannot be cancelled
+  }
+  const absl::Status st = open.get();
+  ASSERT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_EQ(st.message(), dir / "train/cat/back: leads back to " + dir / "train" +
+                              " (a symlink loop, or a second link to the same folder); refusing "
+                              "to walk it again");
+  ::unlink((dir / "train/cat/back").c_str());
+  const absl::Status one = ImageFolderDataset::Open(dir / "train", {}).status();
+  EXPECT_EQ(one.message(), dir / "train/dog/sub/up: leads back to " + dir / "train/dog" +
+                               " (a symlink loop, or a second link to the same folder); refusing "
+                               "to walk it again");
+}
+
+// A link to /dev/zero named zero.jpg was read for 66 s until std::bad_alloc: it is refused when
+// the folder is opened, naming it; an image over the size bound too.
+TEST(ImageFolderDatasetTest, RefusesDevicesAndHugeFilesAtOpen) {
+  TempDir dir;
+  MakeImageFolder(dir);
+  ASSERT_EQ(::symlink("/dev/zero", (dir / "train/cat/zero.jpg").c_str()), 0);
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status st = ImageFolderDataset::Open(dir / "train", {}).status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  ASSERT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_EQ(st.message(),
+            dir / "train/cat/zero.jpg: is a character device, expected a regular file");
+  ::unlink((dir / "train/cat/zero.jpg").c_str());
+  // A sparse file: its size costs nothing on disk.
+  {
+    WriteFile(dir / "train/cat/huge.jpg", "");
+    ASSERT_EQ(::truncate((dir / "train/cat/huge.jpg").c_str(),
+                         static_cast<off_t>(kMaxImageFileBytes) + 1),
+              0);
+  }
+  st = ImageFolderDataset::Open(dir / "train", {}).status();
+  EXPECT_EQ(st.message(), dir /
+                              "train/cat/huge.jpg: larger than the limit of 268435456 bytes "
+                              "for one file");
+}
+
+// torch's resize of the whole image followed by the center crop: what EvalTransform computed.
+at::Tensor ResizeThenCrop(const RgbImage& image, int h, int w, const CropBox& box) {
+  at::Tensor hwc = at::from_blob(const_cast<uint8_t*>(image.pixels.data()),
+                                 {1, image.height, image.width, 3}, at::TensorOptions(at::kByte))
+                       .permute({0, 3, 1, 2});
+  at::Tensor resized = hwc;
+  if (h != image.height || w != image.width) {
+    const std::vector<int64_t> size = {h, w};
+    resized = at::_upsample_bilinear2d_aa(hwc.contiguous(at::MemoryFormat::ChannelsLast),
+                                          at::OptionalIntArrayRef(size), false,
+                                          std::optional<at::ArrayRef<double>>());
+  }
+  return resized.slice(2, box.top, box.top + box.height)
+      .slice(3, box.left, box.left + box.width)
+      .contiguous();
+}
+
+RgbImage NoiseImage(int width, int height, uint32_t seed) {
+  RgbImage image;
+  image.width = width;
+  image.height = height;
+  image.pixels.resize(static_cast<size_t>(width) * height * 3);
+  uint32_t x = seed * 2654435761u + 1;
+  for (uint8_t& p : image.pixels) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    p = static_cast<uint8_t>(x >> 24);
+  }
+  return image;
+}
+
+// Crop before resize: only the window is computed, bit for bit what torch's resize of the whole
+// image gives there (upscaling, downscaling, one side kept, windows at the edges).
+TEST(ImageTransformsTest, ResizeWindowEqualsTorchsWholeResizeBitForBit) {
+  struct Case {
+    int w, h, out_w, out_h;
+    CropBox box;
+  };
+  const std::vector<Case> cases = {
+      {300, 260, 295, 256, {16, 36, 224, 224}},
+      {500, 375, 341, 256, {16, 58, 224, 224}},
+      {64, 48, 341, 256, {16, 58, 224, 224}},
+      {40, 40, 256, 256, {0, 0, 256, 256}},
+      {1, 300, 256, 76800, {38288, 16, 224, 224}},
+      {257, 256, 257, 223, {0, 0, 223, 257}},
+      {900, 31, 7432, 256, {0, 7200, 256, 232}},
+      {33, 1000, 64, 1939, {1900, 0, 39, 64}},
+      {1000, 1000, 3, 5, {1, 1, 4, 2}},
+      {7, 9, 7, 1200, {500, 0, 700, 7}},
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    const RgbImage image = NoiseImage(c.w, c.h, seed++);
+    const at::Tensor want = ResizeThenCrop(image, c.out_h, c.out_w, c.box);
+    const at::Tensor got = ResizeWindow(image, c.out_h, c.out_w, c.box);
+    ASSERT_EQ(got.sizes(), want.sizes()) << c.w << "x" << c.h;
+    EXPECT_TRUE(at::equal(got, want))
+        << c.w << "x" << c.h << " -> " << c.out_w << "x" << c.out_h << ": "
+        << (got.to(at::kInt) - want.to(at::kInt)).abs().max().item<int>() << " levels apart";
+  }
+  // EvalTransform is the window of the resize, normalized.
+  const RgbImage photo = NoiseImage(500, 375, 99);
+  const Normalization imagenet = DefaultNormalization(DataSpec::Kind::kImageFolder);
+  at::Tensor expected =
+      ResizeThenCrop(photo, 256, 341, CropBox{16, 58, 224, 224})[0].to(at::kFloat);
+  const float mean[3] = {0.485f, 0.456f, 0.406f};
+  const float stddev[3] = {0.229f, 0.224f, 0.225f};
+  for (int ch = 0; ch < 3; ++ch) {
+    expected[ch].mul_(1.0f / (255.0f * stddev[ch])).add_(-mean[ch] / stddev[ch]);
+  }
+  EXPECT_TRUE(at::equal(EvalTransform(photo, 256, 224, imagenet), expected));
+}
+
+// A 1 x 8000 image resized to a shorter side of 256 is 256 x 2,048,000 pixels (1.5 GB; a 1 x 65500
+// JPEG asked for 13 GB): the center crop is computed without it.
+TEST(ImageTransformsTest, EvalTransformOfAThinImageCostsTheCropOnly) {
+  const RgbImage thin = NoiseImage(8000, 1, 5);
+  struct rusage before;
+  ::getrusage(RUSAGE_SELF, &before);
+  const at::Tensor eval =
+      EvalTransform(thin, 256, 224, DefaultNormalization(DataSpec::Kind::kImageFolder));
+  struct rusage after;
+  ::getrusage(RUSAGE_SELF, &after);
+  ASSERT_EQ(eval.sizes(), (std::vector<int64_t>{3, 224, 224}));
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 200 << 10) << "KiB of peak memory";
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "trainer/data/image_files.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -223,6 +226,65 @@ TEST(JpegCodecTest, AHugeClaimedSizeIsRefusedBeforeAllocating) {
   image = DecodeJpeg(small, "small.jpg", 255);
   EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss) << image.status();
   EXPECT_TRUE(DecodeJpeg(small, "small.jpg", 256).ok());
+}
+
+// Every decode path checks the header's claim: the GPU decoder's images are sized by
+// ReadJpegInfo, so it refuses a claim over the limit as DecodeJpeg does, naming the file.
+TEST(JpegCodecTest, ReadJpegInfoRefusesAClaimOverThePixelLimit) {
+  const std::string small = TestJpeg(16, 16, 100);
+  absl::StatusOr<JpegInfo> info = ReadJpegInfo(WithClaimedSize(small, 65496, 65496), "big.jpg");
+  ASSERT_EQ(info.status().code(), absl::StatusCode::kDataLoss) << info.status();
+  EXPECT_EQ(info.status().message(),
+            "big.jpg: cannot decode JPEG: it claims 65496x65496 pixels, more than the limit of "
+            "178956970");
+  info = ReadJpegInfo(WithClaimedSize(small, 65500, 1), "wide.jpg");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->width, 65500);
+  EXPECT_EQ(ReadJpegInfo(small, "small.jpg", 255).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(CheckJpegPixels(16, 16, "small.jpg", 256).ok());
+}
+
+// A link to /dev/zero named like a data file was read until std::bad_alloc (66 s), and the error
+// did not name the file: a device is refused at once, and every read is bounded.
+TEST(ReadFileTest, RefusesDevicesAndBoundsTheSize) {
+  TempDir dir;
+  ASSERT_EQ(::symlink("/dev/zero", (dir / "zero.jpg").c_str()), 0);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::string> zero = ReadFile(dir / "zero.jpg");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  ASSERT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument) << zero.status();
+  EXPECT_EQ(zero.status().message(),
+            dir / "zero.jpg: is a character device, expected a regular file");
+  EXPECT_EQ(ReadFile(dir.path()).status().code(), absl::StatusCode::kInvalidArgument);
+
+  WriteFile(dir / "big.bin", std::string(3 << 20, 'x'));
+  absl::StatusOr<std::string> big = ReadFile(dir / "big.bin", 1 << 20);
+  ASSERT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument) << big.status();
+  EXPECT_EQ(big.status().message(),
+            dir / "big.bin: larger than the limit of 1048576 bytes for one file");
+  EXPECT_EQ(ReadFile(dir / "big.bin", 3 << 20).value_or("").size(), size_t{3} << 20);
+  // The readers of the data sets use the same bound.
+  absl::Status idx = ReadIdxPair(dir / "zero.jpg", dir / "big.bin", 10).status();
+  EXPECT_EQ(idx.message(), dir / "zero.jpg: is a character device, expected a regular file");
+}
+
+// gunzip had no output bound: a small file of concatenated gzip members inflates past
+// kMaxGunzipBytes and is refused, naming the file, instead of filling memory.
+TEST(ReadIdxPairTest, AGzipBombIsRefusedAtTheOutputBound) {
+  const std::string member = Gzip(std::string(64 << 20, '\0'));
+  std::string bomb;
+  for (size_t i = 0; i <= kMaxGunzipBytes / (64 << 20); ++i) bomb += member;
+  ASSERT_LT(bomb.size(), size_t{4} << 20);
+  absl::Status st = MaybeGunzip("bomb.gz", &bomb);
+  ASSERT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_EQ(st.message(),
+            "bomb.gz: gzip stream inflates to more than the limit of 1073741824 "
+            "bytes");
+  std::string small = Gzip(std::string(4096, 'a'));
+  EXPECT_EQ(MaybeGunzip("small.gz", &small, 4095).code(), absl::StatusCode::kDataLoss);
+  small = Gzip(std::string(4096, 'a'));
+  ASSERT_TRUE(MaybeGunzip("small.gz", &small, 4096).ok());
+  EXPECT_EQ(small, std::string(4096, 'a'));
 }
 
 }  // namespace
