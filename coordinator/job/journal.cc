@@ -105,6 +105,7 @@ struct Journal::Shared {
   bool stopping ABSL_GUARDED_BY(mu) = false;
   int threads_running ABSL_GUARDED_BY(mu) = 2;
   absl::Status failed ABSL_GUARDED_BY(mu);
+  absl::Duration stuck_after ABSL_GUARDED_BY(mu) = Journal::kStuckAfter;
 
   // The first failure fails the journal for good: later records are dropped (a journal with a
   // hole would restore a wrong state), and the file is removed so that a restart is refused.
@@ -316,7 +317,7 @@ JournalHealth Journal::Health() const {
   const absl::Time since = std::min(s->write_since, s->sync_since);
   const absl::Duration age =
       since == absl::InfiniteFuture() ? absl::ZeroDuration() : absl::Now() - since;
-  h.state = age >= kStuckAfter ? JournalCondition::kStuck : JournalCondition::kOk;
+  h.state = age >= s->stuck_after ? JournalCondition::kStuck : JournalCondition::kOk;
   h.stuck_seconds = h.state == JournalCondition::kStuck ? absl::ToDoubleSeconds(age) : 0.0;
   return h;
 }
@@ -332,6 +333,11 @@ int64_t Journal::fsyncs() const {
 }
 
 const std::string& Journal::path() const { return shared_->path; }
+
+void Journal::set_stuck_after(absl::Duration d) {
+  absl::MutexLock lock(&shared_->mu);
+  shared_->stuck_after = d;
+}
 
 void Journal::Registered(const WorkerIdentity& who) { Append(RegisteredRecord(who)); }
 

@@ -95,6 +95,8 @@ class Journal : public JournalSink {
   int64_t appended() const;
   int64_t fsyncs() const;
   const std::string& path() const;
+  // kStuckAfter unless set (tests).
+  void set_stuck_after(absl::Duration d);
 
  private:
   struct Shared;  // what the writer and syncer threads use; they may outlive this object

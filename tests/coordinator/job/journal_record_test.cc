@@ -139,8 +139,8 @@ TEST(JournalRecordTest, DamagedBytes) {
        absl::StatusCode::kDataLoss, 0, 0},
       {"zeros after the last record (the file grew, its data never landed)",
        [&] { return good + std::string(300, '\0'); }, absl::StatusCode::kOk, 10, 300},
-      {"a zeroed last record", [&] { return good.substr(0, good.size() - last.size()) +
-                                            std::string(last.size(), '\0'); },
+      {"a zeroed last record",
+       [&] { return good.substr(0, good.size() - last.size()) + std::string(last.size(), '\0'); },
        absl::StatusCode::kOk, 9, static_cast<int64_t>(last.size())},
       {"a payload with trailing bytes",
        [&] { return good + FrameRecord(StopRecord("x") + "junk") + last; },
@@ -149,8 +149,10 @@ TEST(JournalRecordTest, DamagedBytes) {
   for (const Case& c : cases) {
     absl::StatusOr<JournalState> s = ParseJournal(c.bytes());
     EXPECT_EQ(s.status().code(), c.want_code) << c.name << ": " << s.status();
-    if (s.status().code() == absl::StatusCode::kDataLoss && s.status().message() != "journal has no header record") {
-      EXPECT_NE(s.status().message().find(" at byte "), std::string::npos) << c.name << ": " << s.status();
+    if (s.status().code() == absl::StatusCode::kDataLoss &&
+        s.status().message() != "journal has no header record") {
+      EXPECT_NE(s.status().message().find(" at byte "), std::string::npos)
+          << c.name << ": " << s.status();
     }
     if (!s.ok()) continue;
     EXPECT_EQ(s->records, c.want_records) << c.name;

@@ -250,17 +250,15 @@ TEST_F(JournalTest, TokensAndWorldAreCheckedBeforeATornTailIsCut) {
     change(&h);
     return h;
   };
-  for (const JournalHeader& other :
-       {with([](JournalHeader* h) { h->token = "other"; }),
-        with([](JournalHeader* h) { h->view_token = "other"; }),
-        with([](JournalHeader* h) { h->control_token = "other"; }),
-        with([](JournalHeader* h) { h->world_size = 8; })}) {
+  for (const JournalHeader& other : {with([](JournalHeader* h) { h->token = "other"; }),
+                                     with([](JournalHeader* h) { h->view_token = "other"; }),
+                                     with([](JournalHeader* h) { h->control_token = "other"; }),
+                                     with([](JournalHeader* h) { h->world_size = 8; })}) {
     JournalState state;
     auto resumed = Journal::Resume(path_, other, nullptr, &state);
     ASSERT_FALSE(resumed.ok());
     EXPECT_EQ(resumed.status().code(), absl::StatusCode::kFailedPrecondition) << resumed.status();
-    EXPECT_EQ(ReadBytes(path_), torn) << "a refused journal must not be cut: "
-                                      << resumed.status();
+    EXPECT_EQ(ReadBytes(path_), torn) << "a refused journal must not be cut: " << resumed.status();
   }
 }
 
