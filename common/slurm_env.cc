@@ -60,6 +60,10 @@ absl::Status ReadInt(const EnvMap& env, std::initializer_list<const char*> names
 
 }  // namespace
 
+std::string SlurmJobIdentity(const SlurmEnv& slurm) {
+  return slurm.step_id > 0 ? absl::StrCat(slurm.job_id, ".", slurm.step_id) : slurm.job_id;
+}
+
 EnvMap ProcessEnvironment() {
   EnvMap env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -132,6 +136,18 @@ absl::StatusOr<SlurmEnv> ParseSlurmEnv(const EnvMap& env) {
   int restarts = 0;
   RETURN_IF_ERROR(ReadInt(env, {"SLURM_RESTART_COUNT"}, 0, /*required=*/false, &restarts));
   s.restart_count = restarts;
+  const char* step_name = nullptr;
+  if (const std::string* v = FindFirst(env, {"SLURM_STEP_ID", "SLURM_STEPID"}, &step_name)) {
+    int64_t step = 0;
+    if (v->empty() || v->size() > 10 || v->find_first_not_of("0123456789") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(step_name, "=", *v, " is not a step number"));
+    }
+    for (char c : *v) step = step * 10 + (c - '0');
+    if (step > 0xFFFFFFFFLL) {
+      return absl::InvalidArgumentError(absl::StrCat(step_name, "=", *v, " is out of range"));
+    }
+    s.step_id = step >= 0xFFFFFFF0LL ? -1 : step;
+  }
   if (const std::string* v = Find(env, "SLURMD_NODENAME")) s.node_name = *v;
   if (const std::string* v = Find(env, "CUDA_VISIBLE_DEVICES")) {
     s.step_gpus = CountVisibleDevices(*v);

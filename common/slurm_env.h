@@ -32,7 +32,15 @@ struct SlurmEnv {
   int64_t restart_count = 0;        // SLURM_RESTART_COUNT (0 when absent)
   int step_gpus = 0;                // devices listed in CUDA_VISIBLE_DEVICES (0 when absent/empty)
   std::string node_name;            // SLURMD_NODENAME (may be empty)
+  // SLURM_STEP_ID (or SLURM_STEPID): the job step; -1 when absent or one of Slurm's special
+  // steps (batch, extern, interactive: 0xFFFFFFF0 and above), which are the job's own.
+  int64_t step_id = -1;
 };
+
+// The identity of the job a step trains (its dist_file's job id and default path): the Slurm job
+// id for the step that runs first (step 0, or no step), "<job id>.<step id>" for the others, so
+// that two steps of one allocation never share a dist_file or a coordinator.
+std::string SlurmJobIdentity(const SlurmEnv& slurm);
 
 // True when the environment belongs to a Slurm job (SLURM_JOB_ID or SLURM_JOBID is set).
 bool IsSlurm(const EnvMap& env);

@@ -36,7 +36,7 @@ absl::StatusOr<JobIdentity> ResolveJobIdentity(const std::string& job_id, int64_
                                                      slurm.status().message(),
                                                      "); pass --job-id and --generation"));
     }
-    if (id.job_id.empty()) id.job_id = slurm->job_id;
+    if (id.job_id.empty()) id.job_id = SlurmJobIdentity(*slurm);
     if (id.generation < 0) id.generation = slurm->restart_count;
   }
   if (id.job_id.empty()) id.job_id = LocalJobId();
@@ -63,6 +63,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
 absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   dist_file_ =
       options_.dist_file.empty() ? DefaultDistFilePath(identity.job_id) : options_.dist_file;
+  if (options_.dist_file_lock_fd >= 0) {
+    ASSIGN_OR_RETURN(lock_, DistFileLock::Adopt(dist_file_, options_.dist_file_lock_fd));
+  } else {
+    ASSIGN_OR_RETURN(lock_, DistFileLock::Acquire(
+                                dist_file_, absl::StrCat("job ", identity.job_id, " generation ",
+                                                         identity.generation, ", ddp-coordinator pid ",
+                                                         ::getpid())));
+  }
   JournalState restored;
   if (options_.resume_from_journal) {
     RETURN_IF_ERROR(ResumeJournal(identity, &restored));
@@ -221,7 +229,13 @@ int CoordinatorProcess::RunUntilDone() {
   if (http_) http_->Stop();
   server_->Shutdown(absl::Seconds(2));
   auto still_ours = ReadDistFile(dist_file_, {job_->config().job_id, job_->config().generation});
-  if (still_ours.ok() && still_ours->nonce == contents_.nonce) ::unlink(dist_file_.c_str());
+  // Every incarnation shares the nonce: the file is removed only while it is this one's.
+  if (still_ours.ok() && still_ours->nonce == contents_.nonce &&
+      still_ours->incarnation == contents_.incarnation &&
+      still_ours->grpc_address == contents_.grpc_address) {
+    ::unlink(dist_file_.c_str());
+  }
+  if (!lock_->adopted()) lock_->Release();  // an adopted lock is task 0's to release
   const int code = job_->ExitCode();
   if (code != 0) {
     std::cerr << "ddp-coordinator: job " << OutcomeName(final_status.state) << ": "

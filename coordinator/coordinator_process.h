@@ -5,6 +5,11 @@
 // readable (a signal ends the linger at once), shuts the servers down, removes the dist_file if
 // it is still ours and returns the exit code (common/exit_codes.h).
 //
+// One job per dist_file: before the journal or the dist_file is touched, Start() takes the
+// dist_file's lock (common/dist_file_lock.h), or adopts the one its task 0 holds; a live job's
+// lock refuses the start (ALREADY_EXISTS, naming that job: exit 2) and nothing of that job's is
+// touched. At the end the dist_file is removed only while it is still this incarnation's.
+//
 // The journal (coordinator/job/journal.h): a fresh coordinator creates `<dist_file>.journal`
 // beside the dist_file and records every state change a successor needs. With
 // resume_from_journal, Start() instead reads the dist_file and the journal (refusing a corrupt
@@ -30,6 +35,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/dist_file.h"
+#include "common/dist_file_lock.h"
 #include "common/slurm_env.h"
 #include "coordinator/job/job.h"
 #include "coordinator/kv_store.h"
@@ -60,6 +66,9 @@ struct CoordinatorOptions {
   std::string log_file;  // also append log lines here
   // Take over the job of the dist_file from its journal (a restarted coordinator).
   bool resume_from_journal = false;
+  // An inherited descriptor that holds the dist_file's lock (common/dist_file_lock.h; task 0 of
+  // ddp-trainer holds it for the job); -1: take the lock here.
+  int dist_file_lock_fd = -1;
   // What main() made resident with ReserveHeap before anything started (logged at start).
   size_t heap_reserved_bytes = 0;
   double heap_reserve_seconds = 0;
@@ -76,7 +85,8 @@ absl::StatusOr<JobIdentity> ResolveJobIdentity(const std::string& job_id, int64_
 
 class CoordinatorProcess {
  public:
-  // INVALID_ARGUMENT: bad options or environment (usage); other errors: could not start.
+  // INVALID_ARGUMENT: bad options or environment (usage); ALREADY_EXISTS: the dist_file belongs to
+  // a live job; other errors: could not start.
   static absl::StatusOr<std::unique_ptr<CoordinatorProcess>> Start(
       const CoordinatorOptions& options, const EnvMap& env);
   ~CoordinatorProcess();
@@ -103,6 +113,7 @@ class CoordinatorProcess {
   std::string dist_file_;
   DistFileContents contents_;
   std::unique_ptr<LineLogger> logger_;
+  std::unique_ptr<DistFileLock> lock_;  // held from before the journal is touched to the end
   std::unique_ptr<Journal> journal_;  // before job_: the job reports to it
   std::unique_ptr<Job> job_;
   KvStore store_;

@@ -88,6 +88,11 @@ int main(int argc, char** argv) {
                "agreement and stop request, listen on a new port and republish the dist_file "
                "with the same job, tokens, generation and nonce and the next incarnation. A "
                "corrupt journal, or one of another job, is refused (exit 1)");
+  app.add_option("--dist-file-lock-fd", options.dist_file_lock_fd,
+                 "An inherited descriptor holding <dist_file>.lock (ddp-trainer's task 0 passes "
+                 "it); without it the coordinator takes the lock itself. Either way a dist_file "
+                 "held by another live job is refused (exit 2)")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--heap-reserve-mb", heap_reserve_mb,
                  absl::StrCat("MiB of heap to make resident at start, so that the rendezvous "
                               "(every worker's Register call held at once) reuses pages instead "
@@ -118,7 +123,9 @@ int main(int argc, char** argv) {
   auto process = ddp::CoordinatorProcess::Start(options, ddp::ProcessEnvironment());
   if (!process.ok()) {
     std::cerr << "ddp-coordinator: " << process.status().message() << "\n";
-    return absl::IsInvalidArgument(process.status()) ? ddp::kExitUsage : ddp::kExitFailed;
+    return absl::IsInvalidArgument(process.status()) || absl::IsAlreadyExists(process.status())
+               ? ddp::kExitUsage
+               : ddp::kExitFailed;
   }
   return (*process)->RunUntilDone();
 }

@@ -12,6 +12,9 @@
 #                             http_port, token) through `ddpctl dist-file`; no script parses it
 #   ddp_torch_python          the Python whose torch LibTorch came from: $DDP_TORCH_PYTHON, else
 #                             the project venv (scripts/setup-deps.sh --print-venv)
+#   ddp_job_outcome DIST_FILE how the job of DIST_FILE ended (SUCCEEDED, STOPPED, FAILED or
+#                             UNKNOWN), from the result file its coordinator writes at the end;
+#                             never from a log line
 #   ddp_log MESSAGE...        a stamped line on stderr
 #
 # Sourcing it twice is harmless. It sets no shell options of its own.
@@ -55,4 +58,25 @@ ddp_torch_python() {
   local venv
   venv=$("$DDP_REPO_DIR/scripts/setup-deps.sh" --print-venv) || return 1
   echo "$venv/bin/python"
+}
+
+# ddp_job_outcome DIST_FILE: prints how the job of DIST_FILE ended, from <DIST_FILE>.result, which
+# its coordinator writes (atomically, mode 0600) after the job has ended: SUCCEEDED, STOPPED or
+# FAILED; UNKNOWN (and returns 1) when there is no such file (the coordinator did not finish), or
+# it is not a regular file of this user, or others may write it. Returns 0 for SUCCEEDED only.
+# The coordinator's log is never read for this: strings from its clients reach the log.
+ddp_job_outcome() {
+  local f="$1.result" line state="" mode
+  if [[ ! -f $f || -L $f || ! -O $f ]]; then echo UNKNOWN; return 1; fi
+  mode=$(stat -c %a -- "$f" 2>/dev/null) || { echo UNKNOWN; return 1; }
+  if (((8#$mode & 8#022) != 0)); then echo UNKNOWN; return 1; fi
+  while IFS= read -r line; do
+    case $line in
+      state=SUCCEEDED | state=STOPPED | state=FAILED)
+        [[ -z $state ]] || { echo UNKNOWN; return 1; }
+        state=${line#state=} ;;
+    esac
+  done <"$f"
+  echo "${state:-UNKNOWN}"
+  [[ $state == SUCCEEDED ]]
 }

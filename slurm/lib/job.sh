@@ -68,6 +68,9 @@ ddp_job() {
   esac
   read -r -a extra <<<"$EXTRA_ARGS"
   mkdir -p "$CHECKPOINT_DIR"
+  # The coordinator publishes the job's outcome beside the dist_file when the job ends; one left
+  # by an earlier step at this path must not speak for this one.
+  rm -f -- "$DIST_FILE.result"
   # --kill-on-bad-exit=0: the coordinator, not Slurm, decides when a failed rank ends the job
   # (and a task that exits resumable must not kill others still checkpointing).
   ddp_run_step srun "${srun_args[@]}" --kill-on-bad-exit=0 \
@@ -77,9 +80,10 @@ ddp_job() {
     "${extra_spares[@]}" "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
   local rc=$?
   # With spares or shrinking, a lost node's task ends badly (killed, or its node failed) while
-  # the others finish the job: the coordinator's log says how the job ended.
+  # the others finish the job: the coordinator's result file (never its log, which carries
+  # strings from clients) says how the job ended.
   if ((rc != DDP_EXIT_OK)) && [[ $SPARE_NODES != 0 || $MIN_NODES != 0 ]] &&
-     grep -q 'job SUCCEEDED: every rank finished' "$DIST_FILE.coordinator.log" 2>/dev/null; then
+     ddp_job_outcome "$DIST_FILE" >/dev/null; then
     ddp_log "a task of the step exited $rc (a lost node), but the job SUCCEEDED on the others"
     rc=$DDP_EXIT_OK
   fi

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dist_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -66,6 +67,27 @@ TEST(SlurmEnvTest, StepVariablesWinOverJobVariables) {
   auto s = ParseSlurmEnv(env);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->num_tasks, 4);
+}
+
+// Two steps of one allocation are two jobs: their identities (dist_file job id and default path)
+// differ. The first step (or none, or one of Slurm's special steps) keeps the plain job id.
+TEST(SlurmEnvTest, TheStepIsPartOfTheJobIdentity) {
+  auto identity = [](const char* name, const char* step) {
+    EnvMap env = Base();
+    if (name != nullptr) env[name] = step;
+    absl::StatusOr<SlurmEnv> s = ParseSlurmEnv(env);
+    return s.ok() ? SlurmJobIdentity(*s) : std::string(s.status().message());
+  };
+  EXPECT_EQ(identity(nullptr, ""), "42");
+  EXPECT_EQ(identity("SLURM_STEP_ID", "0"), "42");
+  EXPECT_EQ(identity("SLURM_STEP_ID", "1"), "42.1");
+  EXPECT_EQ(identity("SLURM_STEPID", "7"), "42.7");
+  EXPECT_EQ(identity("SLURM_STEP_ID", "4294967294"), "42");  // the batch step
+  EXPECT_EQ(identity("SLURM_STEP_ID", "x1"), "SLURM_STEP_ID=x1 is not a step number");
+  EXPECT_EQ(identity("SLURM_STEP_ID", "99999999999"),
+            "SLURM_STEP_ID=99999999999 is not a step number");
+  EXPECT_NE(DefaultDistFilePath(identity("SLURM_STEP_ID", "0")),
+            DefaultDistFilePath(identity("SLURM_STEP_ID", "1")));
 }
 
 TEST(SlurmEnvTest, TasksPerNodeSyntax) {

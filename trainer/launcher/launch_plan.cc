@@ -85,7 +85,7 @@ absl::StatusOr<LaunchPlan> PlanLaunch(const TrainerConfig& config, const EnvMap&
   } else {
     ASSIGN_OR_RETURN(const SlurmEnv slurm, ParseSlurmEnv(env));
     p.local_mode = false;
-    p.job_id = slurm.job_id;
+    p.job_id = SlurmJobIdentity(slurm);  // the step's: steps never share a job
     p.generation = slurm.restart_count;
     p.num_nodes = slurm.num_nodes;
     p.node_rank = slurm.node_id;

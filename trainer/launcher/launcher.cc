@@ -1,10 +1,12 @@
 #include "trainer/launcher/launcher.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/dist_file_lock.h"
+#include "common/exit_codes.h"
 #include "trainer/launcher/coordinator_restarts.h"
 #include "trainer/launcher/failure_policy.h"
 #include "trainer/launcher/supervisor.h"
@@ -39,7 +43,9 @@ class LauncherRun {
             options.coordinator_resume_command.empty() ? 0 : options.coordinator_restarts) {}
 
   int Run() {
-    if (plan_.start_coordinator && !StartCoordinator()) return kExitFailed;
+    if (plan_.start_coordinator) {
+      if (const int code = StartCoordinator(); code != kExitOk) return code;
+    }
     if (plan_.spare) {
       const std::optional<int> left = StandBy();
       if (left) return *left;
@@ -55,6 +61,7 @@ class LauncherRun {
       if (absl::Now() >= next_fence_poll_) PollFences();
     }
     if (coordinator_ >= 0) OutlastCoordinator();
+    if (lock_ != nullptr) lock_->Release();  // the job is over: its dist_file path is free
     const int result = policy_.task_exit_code();
     if (result == kExitFailed && plan_.start_coordinator) {
       Log(task_, absl::StrCat("job failed; coordinator log: ", plan_.base.coordinator_log));
@@ -63,24 +70,40 @@ class LauncherRun {
   }
 
  private:
-  bool StartCoordinator() {
+  // The job's dist_file lock first (common/dist_file_lock.h): a path held by a live job is
+  // refused (exit 2) before anything of that job's, its coordinator log included, is touched.
+  // The coordinator inherits the lock, through every restart.
+  int StartCoordinator() {
     const WorkerPlacement& base = plan_.base;
+    absl::StatusOr<std::unique_ptr<DistFileLock>> lock = DistFileLock::Acquire(
+        base.dist_file, absl::StrCat("job ", base.job_id, " generation ", base.generation,
+                                     ", ddp-trainer task 0 pid ", ::getpid()));
+    if (!lock.ok()) {
+      Log(task_, std::string(lock.status().message()));
+      return absl::IsAlreadyExists(lock.status()) ? kExitUsage : kExitFailed;
+    }
+    lock_ = std::move(*lock);
+    const std::vector<std::string> lock_flag = {"--dist-file-lock-fd", absl::StrCat(lock_->fd())};
+    resume_command_ = options_.coordinator_resume_command;
+    resume_command_.insert(resume_command_.end(), lock_flag.begin(), lock_flag.end());
     std::remove(base.coordinator_log.c_str());
     ChildSpec spec;
     spec.name = "coordinator";
     spec.spawn.argv = options_.coordinator_command;
+    spec.spawn.argv.insert(spec.spawn.argv.end(), lock_flag.begin(), lock_flag.end());
+    spec.spawn.inherit_fds = {lock_->fd()};
     spec.spawn.stop_grace = options_.timeouts.coordinator_stop_grace;
     spec.forward_signals = false;  // Slurm and terminals signal it directly
     auto id = supervisor_.Start(std::move(spec));
     if (!id.ok()) {
       Log(task_, absl::StrCat("cannot start ", id.status().message()));
-      return false;
+      return kExitFailed;
     }
     coordinator_ = *id;
     Log(task_,
         absl::StrCat("started coordinator (pid ", supervisor_.pid(coordinator_), ", ",
                      base.world_size, " workers, ", plan_.mode, "); log: ", base.coordinator_log));
-    return true;
+    return kExitOk;
   }
 
   // A spare node: no worker until the coordinator gives it a lost node. Returns the exit code
@@ -245,7 +268,7 @@ class LauncherRun {
                               " while workers still run; ", d.why));
       return;
     }
-    absl::Status st = supervisor_.Respawn(coordinator_, options_.coordinator_resume_command);
+    absl::Status st = supervisor_.Respawn(coordinator_, resume_command_);
     Log(task_, absl::StrCat("coordinator (pid ", pid, ") ", status.Describe(), "; ",
                             st.ok() ? absl::StrCat(d.why, ": pid ", supervisor_.pid(coordinator_))
                                     : absl::StrCat("cannot restart it: ", st.message())));
@@ -337,6 +360,8 @@ class LauncherRun {
   Supervisor supervisor_;
   FailurePolicy policy_;
   int coordinator_ = -1;
+  std::unique_ptr<DistFileLock> lock_;       // task 0: the job's dist_file, held to the end
+  std::vector<std::string> resume_command_;  // the coordinator's restart, with the lock
   CoordinatorRestarts coordinator_restarts_;
   absl::Time stop_deadline_ = absl::InfiniteFuture();    // set by a forwarded stop signal
   absl::Time next_fence_poll_ = absl::InfiniteFuture();  // with options_.fences
