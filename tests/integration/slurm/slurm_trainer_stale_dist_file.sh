@@ -6,9 +6,10 @@
 # read the stale file first. Cases:
 #   same path:      a held job's default path dist_file.<job> pre-filled with another job's file
 #   --dist-file:    the flag points at a file left by another (dead) job
-#   shared, live:   the flag points at the dist_file of another job that is RUNNING right now;
-#                   B finishes, A is still training and is stopped through its own coordinator
-#                   (exit 3); each job had only its own 2 workers registered.
+#   shared, live:   the flag points at the dist_file of another job that is RUNNING right now:
+#                   B is refused (exit 2, naming job A) and touches nothing of A's (dist_file,
+#                   journal, coordinator log); A is still training and is stopped through its
+#                   own coordinator (exit 3), with only its own 2 workers registered.
 # (A stale file of an earlier generation of the same job: slurm_trainer_requeue.)
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/kit_lib.sh"
@@ -52,7 +53,7 @@ case_flag_dead() {
 }
 
 case_shared_live() {
-  local w=$T_WORK/shared a_pid b_rc a_rc ja jb
+  local w=$T_WORK/shared a_pid b_rc a_rc ja
   mkdir -p "$w/a" "$w/b"
   note "shared: job A runs with --dist-file $w/shared; job B starts with the same file"
   srun --job-name=sharedA --chdir="$w/a" -N2 --ntasks-per-node=1 "$TR_TRAINER" --nprocs-per-node 1 \
@@ -62,27 +63,23 @@ case_shared_live() {
   a_pid=$!
   wait_until 90 "job A RUNNING" tr_state_is "$w/shared" RUNNING || { dump_file "$w/a/out"; fail "A never RUNNING"; }
   ja=$(tr_json_get "$(tr_status "$w/shared")" job_id)
-  # The coordinator log sits beside the dist_file, so job B's would replace A's: copy A's now,
-  # and A's dist_file too, to stop A through it once B is done.
-  cp "$w/shared.coordinator.log" "$w/a/coordinator.log"
   cp "$w/shared" "$w/a/dist_file"
+  cp "$w/shared.journal" "$w/a/journal"
   srun --job-name=sharedB --chdir="$w/b" -N2 --ntasks-per-node=1 "$SLOW/ddp-trainer" --nprocs-per-node 1 \
     "${TR_FLAGS[@]}" --dist-file "$w/shared" >"$w/b/out" 2>&1; b_rc=$?
-  jb=$(sed -n 's/^.*job \([0-9]*\) generation 0: waiting.*$/\1/p' "$w/shared.coordinator.log" | head -1)
-  note "job A = $ja, job B = $jb; B exit $b_rc"
-  ((b_rc == DDP_EXIT_OK)) || { dump_file "$w/b/out"; dump_file "$w/shared.coordinator.log"; fail "job B (shared file) exit $b_rc"; }
-  # A's epoch lasts minutes: it is still training, and its own coordinator (found through the
-  # copy of its dist_file) still answers and stops it: checkpoint, exit 3 (resumable).
-  kill -0 "$a_pid" 2>/dev/null || { dump_file "$w/a/out"; fail "job A ended before B did: the overlap was not exercised"; }
-  tr_state_is "$w/a/dist_file" RUNNING || { dump_file "$w/a/out"; fail "job A's coordinator does not answer RUNNING after B"; }
-  "$TR_CTL" --dist-file "$w/a/dist_file" stop || { dump_file "$w/a/out"; fail "ddpctl stop of job A failed"; }
+  note "job A = $ja; B exit $b_rc"
+  ((b_rc == DDP_EXIT_USAGE)) || { dump_file "$w/b/out"; fail "job B (shared file of a live job) exit $b_rc, want $DDP_EXIT_USAGE"; }
+  grep -q "belongs to a job that is still running (job $ja " "$w/b/out" || { dump_file "$w/b/out"; fail "B's refusal does not name job A"; }
+  cmp -s "$w/shared" "$w/a/dist_file" || fail "job B replaced A's dist_file"
+  cmp -s "$w/shared.journal" "$w/a/journal" || fail "job B touched A's journal"
+  kill -0 "$a_pid" 2>/dev/null || { dump_file "$w/a/out"; fail "job A ended"; }
+  tr_state_is "$w/shared" RUNNING || { dump_file "$w/a/out"; fail "job A's coordinator does not answer RUNNING after B"; }
+  "$TR_CTL" --dist-file "$w/shared" stop || { dump_file "$w/a/out"; fail "ddpctl stop of job A failed"; }
   wait "$a_pid"; a_rc=$?
   note "A stopped by ddpctl: exit $a_rc"
-  ((a_rc == DDP_EXIT_RESUMABLE)) || { dump_file "$w/a/out"; fail "job A exit $a_rc after B took over its dist_file path and a stop (want $DDP_EXIT_RESUMABLE)"; }
+  ((a_rc == DDP_EXIT_RESUMABLE)) || { dump_file "$w/a/out"; fail "job A exit $a_rc (want $DDP_EXIT_RESUMABLE)"; }
   compgen -G "$w/a/ckpt/*.pt" >/dev/null || fail "job A's stop wrote no checkpoint"
-  [[ -n "$jb" && "$jb" != "$ja" ]] || fail "job B's coordinator log not found"
-  two_registrations "$w/shared.coordinator.log" "$jb"
-  two_registrations "$w/a/coordinator.log" "$ja"
+  two_registrations "$w/shared.coordinator.log" "$ja"
 }
 
 body() {
