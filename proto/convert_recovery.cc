@@ -156,12 +156,26 @@ void RecoveryFromProto(const pb::RegisterReply& in, RankAssignment* out) {
                                 : absl::Seconds(1);
 }
 
+static_assert(static_cast<int>(JournalCondition::kNone) == pb::JournalHealth::NONE &&
+              static_cast<int>(JournalCondition::kOk) == pb::JournalHealth::OK &&
+              static_cast<int>(JournalCondition::kStuck) == pb::JournalHealth::STUCK &&
+              static_cast<int>(JournalCondition::kFailed) == pb::JournalHealth::FAILED);
+
 void RecoveryToProto(const JobStatus& in, pb::JobStatus* out) {
   out->set_restarts(in.restarts);
   out->set_max_restarts(in.max_restarts);
   out->set_last_recovery_seconds(in.last_recovery_seconds);
   out->set_membership_generation(in.membership_generation);
   out->set_spare_nodes(in.spare_nodes);
+  if (in.journal.state != JournalCondition::kNone) {
+    pb::JournalHealth* j = out->mutable_journal();
+    j->set_state(static_cast<pb::JournalHealth::State>(in.journal.state));
+    j->set_error(in.journal.error);
+    j->set_records(in.journal.records);
+    j->set_pending(in.journal.pending);
+    j->set_dropped(in.journal.dropped);
+    j->set_stuck_seconds(in.journal.stuck_seconds);
+  }
   for (const LostRank& l : in.lost_ranks) {
     pb::LostRank* p = out->add_lost_ranks();
     ToProto(l.cause, p->mutable_cause());
@@ -176,6 +190,18 @@ void RecoveryFromProto(const pb::JobStatus& in, JobStatus* out) {
   out->last_recovery_seconds = in.last_recovery_seconds();
   out->membership_generation = in.membership_generation();
   out->spare_nodes = in.spare_nodes();
+  if (in.has_journal()) {
+    const pb::JournalHealth& j = in.journal();
+    const int state = j.state();
+    out->journal.state = state >= 0 && state <= static_cast<int>(JournalCondition::kFailed)
+                             ? static_cast<JournalCondition>(state)
+                             : JournalCondition::kFailed;
+    out->journal.error = j.error();
+    out->journal.records = j.records();
+    out->journal.pending = j.pending();
+    out->journal.dropped = j.dropped();
+    out->journal.stuck_seconds = j.stuck_seconds();
+  }
   out->lost_ranks.reserve(static_cast<size_t>(in.lost_ranks_size()));
   for (const pb::LostRank& p : in.lost_ranks()) {
     LostRank& l = out->lost_ranks.emplace_back();

@@ -105,6 +105,14 @@ std::string FormatDuration(double seconds) {
 std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   std::string out;
   if (s.stall.present()) absl::StrAppend(&out, "STALLED: ", StallText(s.stall), "\n");
+  if (s.journal.state == JournalCondition::kFailed) {
+    absl::StrAppend(&out, "JOURNAL FAILED: ", Printable(s.journal.error), " (", s.journal.dropped,
+                    " record(s) dropped; a restarted coordinator could not take the job over)\n");
+  } else if (s.journal.state == JournalCondition::kStuck) {
+    absl::StrAppend(&out, "JOURNAL STUCK: a write has not returned for ",
+                    FormatDuration(s.journal.stuck_seconds), " (", s.journal.pending,
+                    " record(s) waiting)\n");
+  }
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&out, "FAILED",
                     s.failure.rank >= 0 ? absl::StrCat(": rank ", s.failure.rank) : std::string(),

@@ -16,6 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 JobStatus Running() {
   JobStatus s;
@@ -67,6 +68,22 @@ TEST(StatusViewTest, RunningJob) {
               HasSubstr("workers 2/2 registered on 1 node(s), 1 spare(s)\n"));
   EXPECT_EQ(FormatLine(Running()),
             "RUNNING epoch 0/3 step 92/1800 loss 1.495 16390.0 samples/s ranks 2/2 working");
+}
+
+TEST(StatusViewTest, AJournalThatFailedOrIsStuckIsSaidFirst) {
+  JobStatus s = Running();
+  s.journal = {JournalCondition::kOk, "", 40, 0, 0, 0.0};
+  EXPECT_THAT(FormatStatus(s, {}), Not(HasSubstr("JOURNAL")));
+  s.journal = {JournalCondition::kFailed, "fdatasync: Input/output error\n", 40, 0, 5, 0.0};
+  const std::string failed = FormatStatus(s, {});
+  EXPECT_THAT(failed, StartsWith("JOURNAL FAILED: fdatasync: Input/output error"));
+  const std::string first_line = failed.substr(0, failed.find('\n'));
+  EXPECT_THAT(first_line, HasSubstr("5 record(s) dropped"));  // the error's newline escaped
+  EXPECT_FALSE(HasControls(first_line, false));
+  s.journal = {JournalCondition::kStuck, "", 40, 7, 0, 75.0};
+  EXPECT_THAT(
+      FormatStatus(s, {}),
+      StartsWith("JOURNAL STUCK: a write has not returned for 1m15s (7 record(s) waiting)\n"));
 }
 
 TEST(StatusViewTest, HostileStringsArePrintedAsPlainText) {

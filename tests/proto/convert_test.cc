@@ -73,6 +73,7 @@ TEST(ConvertTest, JobStatusRoundTripsThroughTheWire) {
   r.last_seen_seconds = 3;
   s.ranks = {r};
   s.events = {"+1.0s a", "+2.0s b"};
+  s.journal = {JournalCondition::kFailed, "fdatasync: Input/output error", 12, 0, 3, 0.0};
   pb::JobStatus wire;
   ToProto(s, &wire);
   pb::JobStatus parsed;
@@ -81,12 +82,20 @@ TEST(ConvertTest, JobStatusRoundTripsThroughTheWire) {
   EXPECT_EQ(ToJson(back), ToJson(s));
   EXPECT_EQ(back.failure.kind, FailureKind::kSignal);
   EXPECT_EQ(back.ranks[0].phase, StepPhase::kAllreduce);
+  EXPECT_EQ(back.journal.state, JournalCondition::kFailed);
+  EXPECT_EQ(back.journal.dropped, 3);
   // No failure: the field stays absent and comes back empty.
   s.failure = {};
   pb::JobStatus ok;
   ToProto(s, &ok);
   EXPECT_FALSE(ok.has_failure());
   EXPECT_TRUE(FromProto(ok).failure.empty());
+  // No journal: absent on the wire, kNone back.
+  s.journal = {};
+  pb::JobStatus no_journal;
+  ToProto(s, &no_journal);
+  EXPECT_FALSE(no_journal.has_journal());
+  EXPECT_EQ(FromProto(no_journal).journal.state, JournalCondition::kNone);
 }
 
 TEST(ConvertTest, WorkerMessagesRoundTrip) {
