@@ -273,7 +273,8 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p, const TestHold& 
   const std::string host_memory = TuneHostAllocator();  // before the first tensor
 
   // Cheap, local checks first: a bad flag or file must fail before the job waits on us.
-  auto checkpoints = CheckpointStore::Open({c.checkpoint_dir, c.keep_checkpoints});
+  auto checkpoints =
+      CheckpointStore::Open({c.checkpoint_dir, c.keep_checkpoints, absl::StrCat("job ", p.job_id)});
   if (!checkpoints.ok()) {
     return Fail(prefix, kExitUsage, std::string(checkpoints.status().message()));
   }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "trainer/checkpoint/checkpoint_folder.h"
 #include "trainer/checkpoint/pickle_check.h"
 
 namespace ddp {
@@ -190,7 +191,8 @@ absl::Status WriteCheckpoint(const std::string& path, const CheckpointState& sta
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("serializing checkpoint: ", e.what()));
   }
-  return WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()));
+  return WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()),
+                             CheckpointFileMode());
 }
 
 absl::StatusOr<CheckpointState> ReadCheckpoint(const std::string& path) {

@@ -61,7 +61,8 @@ struct CheckpointState {
 // payload_crc32 of `state` (the tensors must be on the CPU).
 uint32_t CheckpointCrc32(const CheckpointState& state);
 
-// Writes `state` atomically (temp file, fsync, rename, folder fsync), 0666 less the umask.
+// Writes `state` atomically (temp file, fsync, rename, folder fsync), 0666 less the umask and
+// less group and other write permission (CheckpointFileMode).
 // RESOURCE_EXHAUSTED when the disk or the quota is full.
 absl::Status WriteCheckpoint(const std::string& path, const CheckpointState& state);
 

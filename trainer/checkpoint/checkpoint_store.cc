@@ -27,12 +27,13 @@ constexpr char kResumablePayload[] = "type.slurm-ddp/checkpoint.ResumableFrom";
 constexpr char kProbeName[] = ".write-test";
 constexpr size_t kMaxManifestBytes = 4096;
 
-// mkdir -p, each new folder 0777 less the umask.
+// mkdir -p, each new parent 0777 less the umask, the folder itself 0755 less the umask.
 absl::Status MakeDirs(const std::string& dir) {
   for (size_t pos = 0; pos != std::string::npos;) {
     pos = dir.find('/', pos + 1);
     const std::string path = dir.substr(0, pos);
-    if (!path.empty() && ::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) {
+    const mode_t mode = pos == std::string::npos || pos + 1 == dir.size() ? 0755 : 0777;
+    if (!path.empty() && ::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
       return absl::FailedPreconditionError(
           absl::StrCat("--checkpoint-dir ", dir, " cannot be created: ", std::strerror(errno)));
     }
@@ -120,6 +121,10 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
   const std::string& dir = store->options_.dir;
   if (dir.empty()) return store;
   RETURN_IF_ERROR(MakeDirs(dir));
+  if (store->options_.owner.empty()) {
+    store->options_.owner = absl::StrCat("process ", ::getpid(), " on ", HostName());
+  }
+  RETURN_IF_ERROR(CheckOwnedAndPrivate(dir, "checkpoint folder"));
   // The probe is named like a temp file, so a probe left by a killed process is cleaned up too.
   const std::string probe =
       absl::StrCat(dir, "/", kProbeName, ".tmp.", ::getpid(), ".0.0.", HostName());
@@ -130,7 +135,30 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
   }
   fd.Close();
   ::unlink(probe.c_str());
+  RETURN_IF_ERROR(CheckpointFolderLock::CheckAvailable(dir, store->options_.owner));
   return store;
+}
+
+void CheckpointStore::RemoveDeadWritersTempFiles() {
+  removed_temp_files_.clear();
+  std::unique_ptr<DIR, int (*)(DIR*)> handle(::opendir(options_.dir.c_str()), &::closedir);
+  if (handle == nullptr) return;
+  const bool locked = lock_ != nullptr && lock_->held();
+  while (const dirent* entry = ::readdir(handle.get())) {
+    const std::string name = entry->d_name;
+    const std::optional<TempFileName> temp = ParseTempFileName(name);
+    if (!temp || !IsOwnedName(temp->target)) continue;
+    const std::string path = PathOf(name);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const double mtime =
+        static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+    const std::optional<bool> alive = TempWriterAlive(temp->pid, temp->host, mtime);
+    // A writer on another host: gone when this process holds the folder (its job ended), but a
+    // write probe may be a live rank's of this job.
+    const bool dead = alive.has_value() ? !*alive : locked && temp->target != kProbeName;
+    if (dead && ::unlink(path.c_str()) == 0) removed_temp_files_.push_back(name);
+  }
 }
 
 std::string CheckpointStore::PathOf(const std::string& name) const {
@@ -140,6 +168,7 @@ std::string CheckpointStore::PathOf(const std::string& name) const {
 absl::StatusOr<std::optional<RunManifest>> CheckpointStore::ReadManifest() const {
   const std::string path = PathOf(kRunManifestName);
   if (!Exists(path)) return std::optional<RunManifest>();
+  RETURN_IF_ERROR(CheckOwnedAndPrivate(path, "run manifest"));
   ASSIGN_OR_RETURN(const std::string text, ReadBytes(path, kMaxManifestBytes));
   absl::StatusOr<RunManifest> manifest = ParseRunManifest(text);
   if (!manifest.ok()) {
@@ -150,7 +179,8 @@ absl::StatusOr<std::optional<RunManifest>> CheckpointStore::ReadManifest() const
 
 absl::Status CheckpointStore::WriteManifest(const RunManifest& manifest) const {
   if (options_.dir.empty()) return absl::OkStatus();
-  return WriteFileAtomically(PathOf(kRunManifestName), SerializeRunManifest(manifest));
+  return WriteFileAtomically(PathOf(kRunManifestName), SerializeRunManifest(manifest),
+                             CheckpointFileMode());
 }
 
 std::vector<std::string> CheckpointStore::Candidates(
@@ -195,9 +225,14 @@ absl::StatusOr<ResumePlan> CheckpointStore::PlanResume(const ResumeRequest& requ
   ResumePlan plan;
   absl::StatusOr<std::optional<RunManifest>> manifest = std::optional<RunManifest>();
   if (!options_.dir.empty()) {
-    removed_temp_files_ = RemoveStaleTempFiles(options_.dir, IsOwnedName, options_.stale_temp_age);
+    if (lock_ == nullptr) {
+      ASSIGN_OR_RETURN(lock_, CheckpointFolderLock::Acquire(options_.dir, options_.owner));
+    }
+    RETURN_IF_ERROR(CheckOwnedAndPrivate(options_.dir, "checkpoint folder"));
+    RemoveDeadWritersTempFiles();
     manifest = ReadManifest();
   }
+  if (absl::IsPermissionDenied(manifest.status())) return manifest.status();
   if (!manifest.ok()) {
     plan.warnings.push_back(
         absl::StrCat("ignoring the run manifest: ", manifest.status().message()));
@@ -206,6 +241,7 @@ absl::StatusOr<ResumePlan> CheckpointStore::PlanResume(const ResumeRequest& requ
   std::optional<CheckpointState> chosen;
   if (request.resume == "auto") {
     for (const std::string& path : Candidates(*manifest)) {
+      RETURN_IF_ERROR(CheckOwnedAndPrivate(path, "checkpoint"));
       absl::StatusOr<CheckpointState> state = ReadCheckpoint(path);
       if (!state.ok()) {
         plan.warnings.push_back(absl::StrCat("skipping checkpoint: ", state.status().message()));
@@ -222,6 +258,10 @@ absl::StatusOr<ResumePlan> CheckpointStore::PlanResume(const ResumeRequest& requ
       break;
     }
   } else if (request.resume != "none") {
+    if (Exists(request.resume)) {
+      RETURN_IF_ERROR(CheckOwnedAndPrivate(DirName(request.resume), "checkpoint folder"));
+      RETURN_IF_ERROR(CheckOwnedAndPrivate(request.resume, "checkpoint"));
+    }
     ASSIGN_OR_RETURN(chosen, ReadCheckpoint(request.resume));
     plan.path = request.resume;
   }
@@ -234,6 +274,7 @@ absl::StatusOr<ResumePlan> CheckpointStore::PlanResume(const ResumeRequest& requ
     ASSIGN_OR_RETURN(next.run_id, NewRunId());
   }
   run_id_ = next.run_id;
+  if (lock_ != nullptr) RETURN_IF_ERROR(lock_->SetRun(run_id_));
   if (chosen) {
     plan.complete = chosen->epoch >= request.epochs;
     last_path_ = plan.path;
@@ -323,7 +364,7 @@ absl::StatusOr<FinalCheckpoint> CheckpointStore::Finish() {
   absl::Status st;
   if (!out.already_present) {
     absl::StatusOr<std::string> bytes = ReadBytes(last_path_, SIZE_MAX);
-    st = bytes.ok() ? WriteFileAtomically(out.path, *bytes) : bytes.status();
+    st = bytes.ok() ? WriteFileAtomically(out.path, *bytes, CheckpointFileMode()) : bytes.status();
   }
   if (st.ok() && SerializeRunManifest(finished) != SerializeRunManifest(manifest_)) {
     st = WriteManifest(finished);

@@ -11,6 +11,14 @@
 // run continues from an earlier point than its newest files (a corrupt newest file, or
 // --resume PATH), its first save removes those later files: they belong to an abandoned history.
 //
+// One run at a time: the folder must belong to this user and be closed to group and others'
+// writes, and rank 0 holds its lock (checkpoint_folder.h) from PlanResume on, so a second job
+// pointed at the same folder is refused (naming the job and run that hold it) instead of adopting
+// or pruning the first one's run. Every checkpoint loaded must be this user's and not writable by
+// group or others. A temp file is removed only when its writer is gone: a process of this host
+// that no longer exists (pid and start time), or, while this process holds the folder's lock, a
+// writer on another host; never for being idle (a suspended job's writer keeps its files).
+//
 // A full disk or quota (RESOURCE_EXHAUSTED) on a periodic checkpoint is a warning and leaves the
 // older checkpoints in place; on a stop or final checkpoint it is an error that says which older
 // checkpoint a relaunch resumes from (ResumableAfter).
@@ -29,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/checkpoint/checkpoint_folder.h"
 #include "trainer/checkpoint/checkpoint_run.h"
 
 namespace ddp {
@@ -36,8 +45,9 @@ namespace ddp {
 struct CheckpointStoreOptions {
   std::string dir;  // empty: no folder; only an explicit --resume PATH can be read
   int keep = 3;     // checkpoints of the current run kept besides final.pt
-  // A temp file untouched this long has a dead writer even if its host cannot be asked.
-  absl::Duration stale_temp_age = absl::Minutes(10);
+  // The job's identity ("job <id>"): the folder is refused while a live process of another
+  // identity holds it; the same identity (a requeued job) continues. Empty: this process alone.
+  std::string owner = std::string();
 };
 
 // What this run asks for and what a checkpoint must match to be resumed.
@@ -74,17 +84,20 @@ struct FinalCheckpoint {
 
 class CheckpointStore {
  public:
-  // Creates the folder (0777 less the umask) and checks that it is writable.
-  // FAILED_PRECONDITION naming --checkpoint-dir when it cannot be used.
+  // Creates the folder (0755 less the umask) and checks that it is writable, this user's, not
+  // writable by group or others, and not held by another job. FAILED_PRECONDITION naming
+  // --checkpoint-dir when it cannot be used, PERMISSION_DENIED when it is not trusted.
   static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(CheckpointStoreOptions options);
 
   CheckpointStore(const CheckpointStore&) = delete;
   CheckpointStore& operator=(const CheckpointStore&) = delete;
 
-  // Removes temp files of dead writers, chooses the run and the checkpoint to start from, and
-  // records the run in the manifest.
-  // FAILED_PRECONDITION when the checkpoint was written with another seed or data set size (and
-  // !request.force); NOT_FOUND / DATA_LOSS when an explicit PATH cannot be resumed.
+  // Takes the folder's lock, removes temp files of dead writers, chooses the run and the
+  // checkpoint to start from, and records the run in the manifest.
+  // FAILED_PRECONDITION when another job holds the folder, or the checkpoint was written with
+  // another seed or data set size (and !request.force); PERMISSION_DENIED when a checkpoint (or
+  // its folder) is another user's or writable by group or others; NOT_FOUND / DATA_LOSS when an
+  // explicit PATH cannot be resumed.
   absl::StatusOr<ResumePlan> PlanResume(const ResumeRequest& request);
 
   // Writes `state` as the current run's checkpoint of its step, then prunes.
@@ -109,8 +122,11 @@ class CheckpointStore {
   // otherwise every checkpoint by modification time.
   std::vector<std::string> Candidates(const std::optional<RunManifest>& manifest) const;
   void Prune(int64_t saved_step);
+  // Removes the temp files whose writer is gone (see the class comment).
+  void RemoveDeadWritersTempFiles();
 
   CheckpointStoreOptions options_;
+  std::unique_ptr<CheckpointFolderLock> lock_;  // from PlanResume on (with a folder)
   std::string run_id_;
   RunManifest manifest_;   // as last written or read
   std::string last_path_;  // newest checkpoint of the run on disk (saved or resumed from)

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "tests/testing/tmpfs.h"
+#include "trainer/checkpoint/checkpoint_folder.h"
 #include "trainer/data/image_files.h"
 
 namespace ddp {
@@ -65,11 +67,12 @@ class CheckpointStoreTest : public ::testing::Test {
     return {resume, seed, 512, epochs, false};
   }
 
-  // Names in `dir`, sorted, without the manifest.
+  // Names in `dir`, sorted, without the manifest and the lock.
   std::vector<std::string> Files(const std::string& dir = "") const {
     std::vector<std::string> folders, files;
     EXPECT_TRUE(data::ListDirectory(dir.empty() ? dir_ : dir, &folders, &files).ok());
     files.erase(std::remove(files.begin(), files.end(), kRunManifestName), files.end());
+    files.erase(std::remove(files.begin(), files.end(), kFolderLockName), files.end());
     return files;
   }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
@@ -374,6 +377,174 @@ TEST_F(CheckpointStoreTest, AnUnusableFolderIsAOneLineError) {
   ASSERT_TRUE(absl::IsFailedPrecondition(store.status())) << store.status();
   EXPECT_TRUE(
       absl::StrContains(store.status().message(), "--checkpoint-dir " + root_ + "/file/ck"));
+}
+
+// Checkpoints were trusted by path: a group member could plant a checkpoint in a group-writable
+// folder and resume loaded it. A folder or file that is another user's, or writable by group or
+// others, is refused with one line naming it.
+TEST_F(CheckpointStoreTest, APlantedCheckpointIsRefused) {
+  {
+    auto store = Open();
+    NewRun(*store, {4, 8});
+  }
+  // A group-writable folder: refused when opened, and when resuming from it.
+  ASSERT_EQ(::chmod(dir_.c_str(), 0775), 0);
+  absl::StatusOr<std::unique_ptr<CheckpointStore>> opened =
+      CheckpointStore::Open({dir_, 3, "job a"});
+  ASSERT_EQ(opened.status().code(), absl::StatusCode::kPermissionDenied) << opened.status();
+  EXPECT_EQ(opened.status().message(),
+            absl::StrCat("checkpoint folder ", dir_,
+                         " is writable by its group (mode 0775): another user could have planted "
+                         "a checkpoint; refusing to load from it (chmod go-w ",
+                         dir_, ")"));
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  // A checkpoint file others may write, in a private folder.
+  std::vector<std::string> files = Files();
+  ASSERT_EQ(files.size(), 2u);
+  const std::string planted = Path(files.back());
+  ASSERT_EQ(::chmod(planted.c_str(), 0666), 0);
+  auto store = Open();
+  absl::StatusOr<ResumePlan> plan = store->PlanResume(Request("auto"));
+  ASSERT_EQ(plan.status().code(), absl::StatusCode::kPermissionDenied) << plan.status();
+  EXPECT_EQ(plan.status().message(),
+            absl::StrCat("checkpoint ", planted,
+                         " is writable by its group and others (mode 0666): another user could "
+                         "have planted a checkpoint; refusing to load from it (chmod go-w ",
+                         planted, ")"));
+  store.reset();
+  // --resume PATH from a folder others may write.
+  ASSERT_EQ(::chmod(planted.c_str(), 0644), 0);
+  const std::string shared = root_ + "/shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  std::system(("cp '" + planted + "' '" + shared + "/x.pt'").c_str());
+  plan = Open()->PlanResume(Request(shared + "/x.pt"));
+  ASSERT_EQ(plan.status().code(), absl::StatusCode::kPermissionDenied) << plan.status();
+  EXPECT_TRUE(absl::StartsWith(plan.status().message(), "checkpoint folder " + shared +
+                                                            " is writable by its group and others"))
+      << plan.status();
+  // Another user's file (root can give it away).
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(planted.c_str(), 65534, 65534), 0);
+    plan = Open()->PlanResume(Request("auto"));
+    ASSERT_EQ(plan.status().code(), absl::StatusCode::kPermissionDenied) << plan.status();
+    EXPECT_EQ(plan.status().message(),
+              absl::StrCat("checkpoint ", planted,
+                           " is owned by uid 65534, not by this user (uid 0): refusing to load "
+                           "from it"));
+  }
+  // What the store writes is never group or other writable, whatever the umask.
+  const mode_t old = ::umask(002);
+  const std::string fresh = root_ + "/fresh";
+  auto writer = CheckpointStore::Open({fresh, 3, "job b"});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  NewRun(**writer, {4});
+  ::umask(old);
+  for (const std::string& path : {fresh, fresh + "/" + CheckpointFileName((*writer)->run_id(), 4),
+                                  fresh + "/" + kRunManifestName}) {
+    struct stat st;
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_mode & 0022, 0u) << path;
+  }
+}
+
+// Two jobs sharing a checkpoint folder shared one manifest, and the second adopted and pruned the
+// first's run. The folder is held by one job at a time; the same job (a requeue, a replaced rank
+// 0) continues; once the holder is gone another job may take it.
+TEST_F(CheckpointStoreTest, ASecondJobOnTheSameFolderIsRefused) {
+  auto first = CheckpointStore::Open({dir_, 3, "job 101"});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto early = CheckpointStore::Open({dir_, 3, "job 202"});  // opened before the folder is held
+  ASSERT_TRUE(early.ok()) << early.status();
+  const std::string run = NewRun(**first, {4, 8});
+  const std::string in_use =
+      absl::StrCat("checkpoint folder ", dir_, " is in use by job 101 (run ", run, ", pid ",
+                   ::getpid(), " on ", HostName(), ", since ");
+  absl::StatusOr<std::unique_ptr<CheckpointStore>> second =
+      CheckpointStore::Open({dir_, 3, "job 202"});
+  ASSERT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
+  EXPECT_TRUE(absl::StartsWith(second.status().message(), in_use)) << second.status();
+  EXPECT_TRUE(absl::EndsWith(second.status().message(),
+                             "): two jobs must not share a checkpoint folder; use another "
+                             "--checkpoint-dir, or wait for that job to end"))
+      << second.status();
+  absl::StatusOr<ResumePlan> plan = (*early)->PlanResume(Request("none"));
+  ASSERT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition) << plan.status();
+  EXPECT_TRUE(absl::StartsWith(plan.status().message(), in_use)) << plan.status();
+  EXPECT_EQ(Files().size(), 2u);  // nothing adopted, nothing pruned
+  // The same job resumes its run.
+  auto same = CheckpointStore::Open({dir_, 3, "job 101"});
+  ASSERT_TRUE(same.ok()) << same.status();
+  plan = (*same)->PlanResume(Request("auto"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ((*same)->run_id(), run);
+  EXPECT_EQ(plan->path, Path(CheckpointFileName(run, 8)));
+  same->reset();
+  first->reset();
+  // The holder is gone: another job may use the folder.
+  auto later = CheckpointStore::Open({dir_, 3, "job 202"});
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_TRUE((*later)->PlanResume(Request("auto")).ok());
+}
+
+void SetMtime(const std::string& path, time_t when) {
+  struct timeval times[2] = {{when, 0}, {when, 0}};
+  ASSERT_EQ(::utimes(path.c_str(), times), 0) << path;
+}
+
+// Temp files were removed after 10 idle minutes even when their writer was alive but suspended
+// (`scontrol suspend` is SIGSTOP). A writer of this host is alive when its pid exists and started
+// before the file was last written: idle time alone decides nothing.
+TEST_F(CheckpointStoreTest, ATempFileOfALiveWriterStaysHoweverIdle) {
+  ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+  const std::string host = HostName();
+  const time_t now = ::time(nullptr);
+  // A writer that has been alive for long (pid 1) and idle for 11 minutes.
+  const std::optional<double> init_start = ProcessStartTime(1);
+  ASSERT_TRUE(init_start.has_value());
+  const bool init_is_old = *init_start < static_cast<double>(now) - 15 * 60;
+  const std::string idle_name = CheckpointFileName("0123abcd", 4) + ".tmp.1.0.0." + host;
+  if (init_is_old) {
+    std::ofstream(Path(idle_name)) << "partial";
+    SetMtime(Path(idle_name), now - 11 * 60);
+  }
+  // A suspended writer, stopped in the middle of its checkpoint.
+  const pid_t writer = ::fork();
+  if (writer == 0) {
+    const std::string name =
+        absl::StrCat(CheckpointFileName("0123abcd", 8), ".tmp.", ::getpid(), ".0.0.", host);
+    std::ofstream(dir_ + "/" + name) << "partial";
+    ::raise(SIGSTOP);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, WUNTRACED), writer);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  const std::string stopped_name =
+      absl::StrCat(CheckpointFileName("0123abcd", 8), ".tmp.", writer, ".0.0.", host);
+  // A pid that a later process reuses: the file is older than the process with that pid.
+  const std::string reused_name =
+      absl::StrCat(CheckpointFileName("0123abcd", 12), ".tmp.", writer, ".1.0.", host);
+  std::ofstream(Path(reused_name)) << "partial";
+  SetMtime(Path(reused_name), now - 3600);
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PlanResume(Request("auto")).ok());
+    EXPECT_EQ(store->removed_temp_files(), std::vector<std::string>{reused_name});
+  }
+  std::vector<std::string> kept = Files();
+  EXPECT_NE(std::find(kept.begin(), kept.end(), stopped_name), kept.end());
+  if (init_is_old) {
+    EXPECT_NE(std::find(kept.begin(), kept.end(), idle_name), kept.end());
+    ::unlink(Path(idle_name).c_str());
+  }
+  // Once the writer is gone, its file goes.
+  ::kill(writer, SIGKILL);
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
+  auto store = Open();
+  ASSERT_TRUE(store->PlanResume(Request("auto")).ok());
+  EXPECT_EQ(store->removed_temp_files(), std::vector<std::string>{stopped_name});
+  if (!init_is_old) GTEST_SKIP() << "pid 1 started less than 15 minutes ago: idle case not run";
 }
 
 }  // namespace
