@@ -206,6 +206,67 @@ TEST_F(HttpServerTest, AStalledHeadIsClosedAfterTheIdleTimeoutAndReported) {
   EXPECT_EQ(handled_, 0);
 }
 
+// One definition of a complete head, MHD's: the handler runs once the blank line that ends the
+// head has arrived, however the head is split into packets, and not before.
+TEST_F(HttpServerTest, AHeadSplitAcrossPacketsIsServedOnceCompleteAndNotBefore) {
+  StartServer(HttpLimits{});
+  const std::string head = "GET /split?who=x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  // Every split point, the CR and LF of the final blank line included.
+  for (size_t cut = 1; cut < head.size(); ++cut) {
+    SCOPED_TRACE(absl::StrCat("split at ", cut));
+    Client c("127.0.0.1", server_->port());
+    ASSERT_TRUE(c.Send(head.substr(0, cut)));
+    if (cut >= head.size() - 4) {  // in the blank line: the head is not complete yet
+      const std::string early = c.Read(absl::Milliseconds(100));
+      EXPECT_EQ(early, "") << "answered before the head was complete";
+      EXPECT_FALSE(c.closed());
+    }
+    ASSERT_TRUE(c.Send(head.substr(cut)));
+    const std::string answer = c.Read(absl::Seconds(3));
+    EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 200")) << answer;
+    EXPECT_TRUE(absl::EndsWith(answer, "GET /split x")) << answer;
+  }
+  // A byte at a time, the last one 300 ms after the others: nothing is served before it.
+  const int before = handled_;
+  Client c("127.0.0.1", server_->port());
+  for (size_t k = 0; k + 1 < head.size(); ++k) ASSERT_TRUE(c.Send(head.substr(k, 1)));
+  EXPECT_EQ(c.Read(absl::Milliseconds(300)), "");
+  EXPECT_EQ(handled_, before) << "the handler ran on an incomplete head";
+  ASSERT_TRUE(c.Send("\n"));
+  EXPECT_TRUE(absl::StartsWith(c.Read(absl::Seconds(3)), "HTTP/1.1 200"));
+}
+
+// Line ends other than CRLF never leave a client waiting: a head of bare LFs, or of mixed CRLF and
+// LF, is answered at once (served, or refused with 400), and a head whose blank line never comes
+// is closed by the idle timeout, never served.
+TEST_F(HttpServerTest, BareLineFeedsAreAnsweredAtOnceNeverLeftHanging) {
+  HttpLimits limits;
+  limits.idle_timeout_seconds = 1;
+  StartServer(limits);
+  for (const char* head : {"GET /lf HTTP/1.1\nHost: x\nConnection: close\n\n",
+                           "GET /mixed HTTP/1.1\r\nHost: x\nConnection: close\r\n\n",
+                           "GET /mixed HTTP/1.1\nHost: x\r\nConnection: close\n\r\n"}) {
+    SCOPED_TRACE(head);
+    const absl::Time start = absl::Now();
+    Client c("127.0.0.1", server_->port());
+    ASSERT_TRUE(c.Send(head));
+    const std::string answer = c.Read(absl::Seconds(3));
+    EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 200") ||
+                absl::StartsWith(answer, "HTTP/1.1 400"))
+        << answer;
+    EXPECT_TRUE(c.closed());
+    EXPECT_LT(absl::Now() - start, absl::Milliseconds(500)) << "the answer waited";
+  }
+  // A lone CR is no line end: the head is incomplete, and is closed unanswered.
+  const int before = handled_;
+  Client c("127.0.0.1", server_->port());
+  ASSERT_TRUE(c.Send("GET /cr HTTP/1.1\rHost: x\r\r"));
+  const std::string answer = c.Read(absl::Seconds(4));
+  EXPECT_TRUE(c.closed());
+  EXPECT_FALSE(absl::StartsWith(answer, "HTTP/1.1 200")) << answer;
+  EXPECT_EQ(handled_, before);
+}
+
 TEST_F(HttpServerTest, AnOversizedHeadGets431) {
   StartServer(HttpLimits{});  // 16 KiB per connection
   for (const std::string& extra : {absl::StrCat("X-Big: ", std::string(20000, 'a'), "\r\n"), [] {
