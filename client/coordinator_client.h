@@ -29,6 +29,9 @@ struct ConnectOptions {
   std::string address;     // host:port; used when dist_file is empty
   std::string token_file;  // with `address`: the token, read from this file (token_file.h)
   std::string token;       // with `address`, instead of token_file (tests; never a command line)
+  // With `address`: the coordinator's TLS certificate (PEM), when the token file does not hold
+  // it. With a dist_file, the file's own `tls_cert` is the one trusted.
+  std::string tls_cert;
   // With a dist_file: whose token to present. With an address the given token is used as is.
   TokenRole role = TokenRole::kWorker;
   // What the dist_file must say. An empty job id accepts any job (operator tools).

@@ -2,8 +2,10 @@
 
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/tls_credentials.h"
 #include "client/token_file.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
@@ -47,14 +49,27 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
                          ? ReadDistFile(options.dist_file, expect)
                          : WaitForDistFile(options.dist_file, expect, options.dist_file_timeout));
     ch->token_ = TokenFor(ch->endpoint_, options.role);
+    if (ch->endpoint_.tls_cert.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("dist_file ", options.dist_file,
+                       " has no tls_cert (a coordinator without TLS): refusing to send a token"));
+    }
   } else if (!options.address.empty()) {
     if (!options.token_file.empty()) {
-      ASSIGN_OR_RETURN(ch->token_, ReadTokenFile(options.token_file));
+      ASSIGN_OR_RETURN(TokenFileContents file, ReadTokenFile(options.token_file));
+      ch->token_ = std::move(file.token);
+      ch->endpoint_.tls_cert = std::move(file.tls_cert);
     } else {
       ch->token_ = options.token;
     }
     if (ch->token_.empty()) {
       return absl::InvalidArgumentError("an address needs a token file (or use a dist_file)");
+    }
+    if (!options.tls_cert.empty()) ch->endpoint_.tls_cert = options.tls_cert;
+    if (ch->endpoint_.tls_cert.empty()) {
+      return absl::InvalidArgumentError(
+          "an address needs the job's TLS certificate: put it after the token in the token file "
+          "(ddpctl dist-file --field tls_cert prints it), or use a dist_file");
     }
     ch->endpoint_.grpc_address = options.address;
     ch->endpoint_.job_id = options.expected_job_id;
@@ -98,7 +113,8 @@ void RpcChannel::Connect(const std::string& address) const {
   } else {
     SetReconnectArgs(&args);  // operator tools: large status replies keep BDP's window growth
   }
-  channels_.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  channels_.push_back(
+      grpc::CreateCustomChannel(address, JobChannelCredentials(endpoint_.tls_cert, &args), args));
   stubs_.push_back(slurm_ddp::v1::Coordinator::NewStub(channels_.back()));
   address_ = address;
 }
@@ -124,7 +140,7 @@ bool RpcChannel::FollowRestart() const {
   // Only a newer incarnation of the very job this channel was opened for: same job, generation
   // and nonce (a restarted coordinator keeps them); anything else is someone else's file.
   if (!now.ok() || now->job_id != endpoint_.job_id || now->generation != endpoint_.generation ||
-      now->nonce != endpoint_.nonce) {
+      now->nonce != endpoint_.nonce || now->tls_cert != endpoint_.tls_cert) {
     return false;
   }
   absl::MutexLock lock(&mu_);

@@ -10,6 +10,12 @@
 // and the call (and every later one) goes there. Workers re-attach through their next heartbeat:
 // the restored coordinator knows their ranks.
 //
+// Every channel is TLS and trusts one certificate: the job's (the dist_file's `tls_cert`, or with
+// an address the token file's or ConnectOptions::tls_cert), checked under kTlsServerName
+// (common/dist_file.h). A peer without the job's key fails the handshake before any call, its
+// token included, is sent; there is no plaintext fallback. A restarted coordinator keeps the
+// certificate; a newer incarnation with another one is not followed.
+//
 // Thread safety: Call and stub() are safe from any thread; the endpoint's job identity never
 // changes after Open, its address may (address()).
 #ifndef SLURM_DDP_CLIENT_RPC_CHANNEL_H_
@@ -75,7 +81,7 @@ class RpcChannel {
   std::string token_;
   absl::Duration rpc_timeout_;
   int world_size_ = 0;
-  bool worker_ = true;  // a worker's channel (proto/transport_args.h), else an operator's
+  bool worker_ = true;     // a worker's channel (proto/transport_args.h), else an operator's
   std::string dist_file_;  // empty: opened by address
   DistFileExpectation expect_;
   mutable absl::Mutex mu_;

@@ -90,7 +90,9 @@ std::string SerializeDistFile(const DistFileContents& c) {
   return absl::StrCat(
       kDistFileHeader, "\njob_id=", c.job_id, "\ngeneration=", c.generation, "\nnonce=", c.nonce,
       "\ntoken=", c.token, roles, "\ngrpc_address=", c.grpc_address, "\nhttp_port=", c.http_port,
-      c.incarnation == 0 ? "" : absl::StrCat("\nincarnation=", c.incarnation), "\nend=1\n");
+      c.incarnation == 0 ? "" : absl::StrCat("\nincarnation=", c.incarnation),
+      c.tls_cert.empty() ? "" : absl::StrCat("\ntls_cert=", absl::Base64Escape(c.tls_cert)),
+      "\nend=1\n");
 }
 
 absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
@@ -143,6 +145,11 @@ absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
   if (kv.count("incarnation") > 0 &&
       (!absl::SimpleAtoi(kv["incarnation"], &c.incarnation) || c.incarnation < 0)) {
     return absl::InvalidArgumentError("dist_file has a bad incarnation");
+  }
+  if (kv.count("tls_cert") > 0 &&
+      (!absl::Base64Unescape(kv["tls_cert"], &c.tls_cert) || c.tls_cert.size() > kMaxTlsCertBytes ||
+       !absl::StrContains(c.tls_cert, "-----BEGIN CERTIFICATE-----"))) {
+    return absl::InvalidArgumentError("dist_file has a malformed tls_cert (want base64 of a PEM)");
   }
   if (c.nonce.size() != 32 || !IsHex(c.nonce)) {
     return absl::InvalidArgumentError("dist_file has a malformed nonce");

@@ -11,6 +11,7 @@
 //   grpc_address=<host:port>
 //   http_port=<port, 0 = none>
 //   incarnation=<N: 0 for the job's first coordinator, +1 per restart from its journal>
+//   tls_cert=<base64 of the coordinator's self-signed certificate, PEM>
 //   end=1
 //
 // Tokens by role (coordinator/rpc/auth.h). The two role tokens were added to v1 compatibly:
@@ -22,6 +23,10 @@
 // A restarted coordinator (ddp-coordinator --resume-from-journal) republishes the same job,
 // generation, nonce and tokens with a new address and a higher incarnation: clients that lose
 // their coordinator re-read the file and move to a newer incarnation (client/rpc_channel.h).
+// `tls_cert` (added the same way: older readers ignore it) is the public certificate of the job's
+// coordinator; every client's TLS channel trusts it and nothing else, with kTlsServerName as the
+// name it checks (the key stays with the coordinator and its journal). A restarted coordinator
+// keeps it. A file without it parses (tls_cert empty), but clients refuse to connect with it.
 //
 // Publishing writes a temp file in the same folder (O_EXCL, 0600), fsyncs it, renames it over the
 // target and fsyncs the folder, so a reader sees the old file, no file, or the whole new file.
@@ -44,6 +49,9 @@ namespace ddp {
 
 inline constexpr char kDistFileHeader[] = "slurm-ddp-dist-file v1";
 inline constexpr int64_t kMaxDistFileBytes = 64 * 1024;
+// The only name in the coordinator's certificate; clients check it (the address is not a name).
+inline constexpr char kTlsServerName[] = "slurm-ddp-coordinator";
+inline constexpr size_t kMaxTlsCertBytes = 16 * 1024;
 
 struct DistFileContents {
   std::string job_id;
@@ -55,6 +63,7 @@ struct DistFileContents {
   std::string grpc_address;   // host:port
   int http_port = 0;
   int64_t incarnation = 0;  // restarts of the job's coordinator from its journal
+  std::string tls_cert;     // the coordinator's certificate (PEM); empty in an older file
 };
 
 // What a reader insists on. An empty job_id accepts any job (operator tools given a path).

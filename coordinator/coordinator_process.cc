@@ -76,9 +76,11 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
     RETURN_IF_ERROR(ResumeJournal(identity, &restored));
   } else {
     ASSIGN_OR_RETURN(contents_, NewDistFileContents(identity.job_id, identity.generation, "", 0));
-    const JournalHeader header{contents_.job_id,   contents_.generation, contents_.nonce,
-                               contents_.token,    contents_.view_token, contents_.control_token,
-                               options_.world_size};
+    ASSIGN_OR_RETURN(tls_, NewTlsIdentity());
+    if (!options_.bench_plaintext) contents_.tls_cert = tls_.cert_pem;
+    const JournalHeader header{contents_.job_id,    contents_.generation, contents_.nonce,
+                               contents_.token,     contents_.view_token, contents_.control_token,
+                               options_.world_size, tls_.key_pem,         tls_.cert_pem};
     ASSIGN_OR_RETURN(journal_, Journal::Create(JournalPath(dist_file_), header,
                                                [this](const std::string& line) { Log(line); }));
   }
@@ -114,6 +116,9 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   server_options.listen =
       options_.listen.empty() ? absl::StrCat(DefaultListenHost(), ":0") : options_.listen;
   server_options.tokens = {contents_.token, contents_.view_token, contents_.control_token};
+  server_options.tls = tls_;
+  server_options.reflection = options_.grpc_reflection;
+  server_options.plaintext = options_.bench_plaintext;
   server_options.log = config.log;
   ASSIGN_OR_RETURN(server_, CoordinatorServer::Start(server_options, job_.get(), &store_,
                                                      MonotonicClock::Get()));
@@ -186,6 +191,12 @@ absl::Status CoordinatorProcess::ResumeJournal(const JobIdentity& identity, Jour
                                      "; refusing to take over the job"));
   }
   journal_ = std::move(*journal);
+  tls_ = {state->header.tls_key, state->header.tls_cert};
+  if (absl::Status st = CheckTlsIdentity(tls_); !st.ok() || tls_.cert_pem != published->tls_cert) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot resume: journal ", journal_path, " does not hold the dist_file's TLS certificate",
+        st.ok() ? "" : absl::StrCat(" (", st.message(), ")")));
+  }
   contents_ = *published;
   contents_.incarnation = state->incarnation;
   return absl::OkStatus();

@@ -16,6 +16,9 @@
 // journal or one of another job, FAILED_PRECONDITION / DATA_LOSS), restores the job, listens on a
 // new port and republishes the dist_file with the same job, generation, nonce and tokens and the
 // next incarnation. Once the job has finished the journal is removed: nothing is left to resume.
+// A fresh coordinator also makes the job's TLS key and certificate
+// (coordinator/rpc/tls_identity.h): the certificate goes into the dist_file, both into the
+// journal's header, so a restarted one serves the certificate its clients already pin.
 //
 // Signals: SIGUSR1 (Slurm: time limit near) asks for a graceful stop while RUNNING and is
 // ignored otherwise, so it never kills the coordinator while workers checkpoint. The first
@@ -66,6 +69,11 @@ struct CoordinatorOptions {
   std::string log_file;  // also append log lines here
   // Take over the job of the dist_file from its journal (a restarted coordinator).
   bool resume_from_journal = false;
+  // Serve gRPC reflection (debugging only: coordinator/rpc/server.h).
+  bool grpc_reflection = false;
+  // No TLS and no certificate in the dist_file, so no client of the product connects: for
+  // bench/loadgen.sh --plaintext only (ServerOptions::plaintext).
+  bool bench_plaintext = false;
   // An inherited descriptor that holds the dist_file's lock (common/dist_file_lock.h; task 0 of
   // ddp-trainer holds it for the job); -1: take the lock here.
   int dist_file_lock_fd = -1;
@@ -112,6 +120,7 @@ class CoordinatorProcess {
   const CoordinatorOptions options_;
   std::string dist_file_;
   DistFileContents contents_;
+  TlsIdentity tls_;  // the key and certificate the server presents (the journal keeps them)
   std::unique_ptr<LineLogger> logger_;
   std::unique_ptr<DistFileLock> lock_;  // held from before the journal is touched to the end
   std::unique_ptr<Journal> journal_;  // before job_: the job reports to it

@@ -93,6 +93,14 @@ int main(int argc, char** argv) {
                  "it); without it the coordinator takes the lock itself. Either way a dist_file "
                  "held by another live job is refused (exit 2)")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_flag("--grpc-reflection", options.grpc_reflection,
+               "Serve gRPC server reflection, for debugging only: it answers without a token, "
+               "outside the limits on calls in flight, and each open stream holds one of a few "
+               "threads (off by default)");
+  // Hidden (no group): a benchmark's plaintext comparison, never a job's setting.
+  app.add_flag("--bench-plaintext", options.bench_plaintext,
+               "Benchmarks only: no TLS; no client of slurm-ddp connects to it")
+      ->group("");
   app.add_option("--heap-reserve-mb", heap_reserve_mb,
                  absl::StrCat("MiB of heap to make resident at start, so that the rendezvous "
                               "(every worker's Register call held at once) reuses pages instead "

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/loadgen/bench_credentials.h"
 #include "bench/loadgen/host_limits.h"
 #include "proto/coordinator.grpc.pb.h"
 #include "proto/transport_args.h"
@@ -143,12 +144,13 @@ namespace {
 
 // A channel of its own with a subchannel pool of its own: one TCP connection, opened by its
 // first call. Transport settings as the workers' client sets them (proto/transport_args.h).
-std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address, int id) {
+std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address, const std::string& cert,
+                                          int id) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("ddp.bench.channel", id);
   SetWorkerChannelArgs(&args);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, BenchChannelCredentials(cert, &args), args);
 }
 
 }  // namespace
@@ -159,13 +161,14 @@ GrpcRanks::GrpcRanks(GrpcRanksOptions options) : options_(std::move(options)) {
     auto r = std::make_unique<Rank>();
     r->global = options_.first + i;
     r->pid = kFakePidBase + r->global;
-    r->channel = OwnChannel(options_.address, r->global);
+    r->channel = OwnChannel(options_.address, options_.tls_cert, r->global);
     r->stub = pb::Coordinator::NewStub(r->channel);
     if (options_.node_heartbeats &&
         (nodes_.empty() || r->global / per_node != nodes_.back()->first_global / per_node)) {
       auto n = std::make_unique<Node>();
       n->first_global = r->global;
-      n->channel = OwnChannel(options_.address, options_.world + r->global / per_node);
+      n->channel =
+          OwnChannel(options_.address, options_.tls_cert, options_.world + r->global / per_node);
       n->stub = pb::Coordinator::NewStub(n->channel);
       nodes_.push_back(std::move(n));
     }

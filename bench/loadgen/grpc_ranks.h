@@ -37,7 +37,8 @@ struct GrpcRanksOptions {
   std::string address;  // the coordinator, host:port
   std::string token;
   std::string nonce;
-  int first = 0;  // global index of this process's first simulated rank
+  std::string tls_cert;  // the job's certificate (PEM); empty: a plaintext bench coordinator
+  int first = 0;         // global index of this process's first simulated rank
   int count = 0;
   int world = 0;
   int per_node = 8;  // simulated workers per node (host names and local ranks)

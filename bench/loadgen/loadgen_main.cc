@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "bench/loadgen/bench_credentials.h"
 #include "common/dist_file.h"
 #include "common/mutex_mode.h"
 #include "proto/coordinator.grpc.pb.h"
@@ -101,8 +102,8 @@ int Main(const Flags& f) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one TCP connection per channel
     args.SetInt("loadgen.channel", c);
-    stubs.push_back(pb::Coordinator::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+    stubs.push_back(pb::Coordinator::NewStub(grpc::CreateCustomChannel(
+        address, bench::BenchChannelCredentials(contents.tls_cert, &args), args)));
   }
   // Connect every channel (Hello checks the nonce) before the workers register.
   for (auto& stub : stubs) {

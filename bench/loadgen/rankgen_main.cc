@@ -85,6 +85,7 @@ int Main(int argc, char** argv) {
   o.address = file->grpc_address;
   o.token = file->token;
   o.nonce = file->nonce;
+  o.tls_cert = file->tls_cert;
   const uint64_t fd_limit = *limit;
   GrpcRanks ranks(o);
   return RunAgentLoop({

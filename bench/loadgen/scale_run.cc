@@ -104,6 +104,7 @@ absl::Status ScaleRun::StartCoordinator() {
             absl::StrCat(timeout_s),
             "--linger",
             "3600"};  // status stays readable after a failure; the driver kills it
+  if (options_.plaintext) o.argv.push_back("--bench-plaintext");
   o.log_path = absl::StrCat(options_.work_dir, "/coordinator.log");
   o.stdout_to_log = true;
   ASSIGN_OR_RETURN(server_, AgentProcess::Start(o));
@@ -115,6 +116,7 @@ absl::Status ScaleRun::StartCoordinator() {
   }
   address_ = file->grpc_address;
   token_ = file->view_token;  // the status probe reads with the view token
+  tls_cert_ = file->tls_cert;
   return StartAgents({absl::StrCat(options_.bin_dir, "/ddp-rankgen"), "--dist-file", dist_file,
                       "--heartbeat", absl::StrCat(absl::ToDoubleSeconds(options_.heartbeat)),
                       "--heartbeats", options_.heartbeats, "--phase-timeout",
@@ -209,7 +211,7 @@ absl::Status ScaleRun::TimedPhase(const std::string& command, const std::string&
 }
 
 absl::Status ScaleRun::HeartbeatWindows() {
-  ASSIGN_OR_RETURN(auto probe, StatusProbe::Open(address_, token_));
+  ASSIGN_OR_RETURN(auto probe, StatusProbe::Open(address_, token_, tls_cert_));
   ASSIGN_OR_RETURN(const JobSnapshot start, probe->Once());
   if (start.state != "RUNNING" || start.registered != options_.ranks) {
     return absl::FailedPreconditionError(absl::StrCat("after the rendezvous the job is ",
@@ -307,7 +309,7 @@ absl::Status ScaleRun::RunPhases() {
 
 void ScaleRun::NoteJobState() {
   if (address_.empty()) return;
-  auto probe = StatusProbe::Open(address_, token_);
+  auto probe = StatusProbe::Open(address_, token_, tls_cert_);
   if (!probe.ok()) return;
   auto snap = (*probe)->Once();
   if (!snap.ok()) return;

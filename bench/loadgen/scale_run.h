@@ -40,6 +40,9 @@ struct ScaleOptions {
   // grpc: node (8 ranks per simulated node send one NodeHeartbeat, as ddp-trainer's node tasks
   // do) or worker (one Heartbeat per rank).
   std::string heartbeats = "node";
+  // grpc: the coordinator without TLS (ddp-coordinator --bench-plaintext), to compare TLS's cost
+  // like with like. Never what a job runs.
+  bool plaintext = false;
   absl::Duration status_pause = absl::Milliseconds(20);
   absl::Duration phase_timeout = absl::Seconds(180);
 };
@@ -78,8 +81,9 @@ class ScaleRun {
   ReplyFields result_;
   std::unique_ptr<AgentProcess> server_;
   std::unique_ptr<AgentGroup> agents_;
-  std::string address_;  // the coordinator's gRPC address (grpc target)
-  std::string token_;    // the view token (status calls)
+  std::string address_;   // the coordinator's gRPC address (grpc target)
+  std::string token_;     // the view token (status calls)
+  std::string tls_cert_;  // the job's certificate (empty with plaintext)
 };
 
 }  // namespace ddp::bench

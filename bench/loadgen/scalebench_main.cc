@@ -65,6 +65,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"node", "worker"}));
   app.add_option("--phase-timeout", phase_timeout_s, "Deadline of the connect and rendezvous")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--plaintext", o.plaintext,
+               "grpc: run the coordinator without TLS (a benchmark comparison only)");
   app.add_flag("--keep", keep, "Keep the work folder (logs) after a successful run");
   CLI11_PARSE(app, argc, argv);
   if (o.bin_dir.empty()) o.bin_dir = OwnDir();

@@ -13,6 +13,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/time/clock.h"
+#include "bench/loadgen/bench_credentials.h"
 #include "common/dist_file.h"
 #include "google/protobuf/arena.h"
 #include "proto/coordinator.grpc.pb.h"
@@ -70,8 +71,8 @@ int main(int argc, char** argv) {
   const std::string auth = "Bearer " + file->view_token;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
-  auto stub = pb::Coordinator::NewStub(
-      grpc::CreateCustomChannel(file->grpc_address, grpc::InsecureChannelCredentials(), args));
+  auto stub = pb::Coordinator::NewStub(grpc::CreateCustomChannel(
+      file->grpc_address, ddp::bench::BenchChannelCredentials(file->tls_cert, &args), args));
   const std::string host = file->grpc_address.substr(0, file->grpc_address.rfind(':'));
   httplib::Client http(host, file->http_port);
   http.set_keep_alive(true);

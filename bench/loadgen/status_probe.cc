@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/loadgen/bench_credentials.h"
 #include "common/job_status.h"
 #include "google/protobuf/arena.h"
 #include "proto/convert.h"
@@ -32,14 +33,15 @@ StatusProbe::StatusProbe(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StatusProbe::~StatusProbe() = default;
 
 absl::StatusOr<std::unique_ptr<StatusProbe>> StatusProbe::Open(const std::string& address,
-                                                               const std::string& token) {
+                                                               const std::string& token,
+                                                               const std::string& tls_cert) {
   auto impl = std::make_unique<Impl>();
   impl->auth = "Bearer " + token;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);  // 16,384 ranks make a reply of about 1 MB
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   impl->stub = pb::Coordinator::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      grpc::CreateCustomChannel(address, BenchChannelCredentials(tls_cert, &args), args));
   return std::unique_ptr<StatusProbe>(new StatusProbe(std::move(impl)));
 }
 

@@ -31,7 +31,8 @@ struct StatusSeries {
 class StatusProbe {
  public:
   static absl::StatusOr<std::unique_ptr<StatusProbe>> Open(const std::string& address,
-                                                           const std::string& token);
+                                                           const std::string& token,
+                                                           const std::string& tls_cert);
   ~StatusProbe();
 
   absl::StatusOr<JobSnapshot> Once();

@@ -2,7 +2,8 @@
 // for shell scripts, read and verified as workers read it (common/dist_file.h), so no script
 // parses the file itself. Without --field: NAME=VALUE lines (shell-quoted where needed, so
 // `eval` defines them); with --field: the bare value. The token is printed only when asked for
-// (--field token / view_token / control_token, or --with-token).
+// (--field token / view_token / control_token, or --with-token). The job's TLS certificate (PEM,
+// several lines: public) only with --field tls_cert, e.g. to append it to a token file.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -43,6 +44,15 @@ std::vector<std::pair<std::string, std::string>> Fields(const DistFileContents& 
   return fields;
 }
 
+// Every field, for --field: the tokens and the certificate (without its last newline) included.
+std::vector<std::pair<std::string, std::string>> AllFields(const DistFileContents& c) {
+  std::vector<std::pair<std::string, std::string>> fields = Fields(c, /*with_token=*/true);
+  std::string cert = c.tls_cert;
+  if (!cert.empty() && cert.back() == '\n') cert.pop_back();
+  fields.emplace_back("tls_cert", cert);
+  return fields;
+}
+
 // Single-quotes `value` unless it is made of characters a shell leaves alone.
 std::string ShellQuote(const std::string& value) {
   const bool plain = !value.empty() && value.find_first_not_of(
@@ -54,9 +64,11 @@ std::string ShellQuote(const std::string& value) {
 
 ToolRun Setup(CLI::App* sub) {
   auto flags = std::make_shared<DistFileFlags>();
-  sub->add_option("--field", flags->field,
-                  "Print only this field's value: job_id, generation, nonce, grpc_address, "
-                  "http_port, token, view_token, control_token");
+  sub->add_option(
+      "--field", flags->field,
+      "Print only this field's value: job_id, generation, nonce, grpc_address, "
+      "http_port, token, view_token, control_token, tls_cert (the job's certificate, PEM: "
+      "append it to a token file)");
   sub->add_flag("--with-token", flags->with_token, "Also list the tokens (secrets)");
   sub->add_option("--wait", flags->wait_s,
                   "Seconds to wait for the file to appear (default 0: read once)")
@@ -76,14 +88,14 @@ ToolRun Setup(CLI::App* sub) {
                         : ReadDistFile(global.dist_file, expect);
     if (!contents.ok()) return Fail(std::string(contents.status().message()));
     if (!flags->field.empty()) {
-      for (const auto& [name, value] : Fields(*contents, /*with_token=*/true)) {
+      for (const auto& [name, value] : AllFields(*contents)) {
         if (name == flags->field) {
           std::cout << value << "\n";
           return kExitOk;
         }
       }
       std::vector<std::string> names;
-      for (const auto& field : Fields(*contents, true)) names.push_back(field.first);
+      for (const auto& field : AllFields(*contents)) names.push_back(field.first);
       return Fail(absl::StrCat("unknown field '", flags->field,
                                "' (one of: ", absl::StrJoin(names, ", "), ")"));
     }

@@ -1,13 +1,16 @@
 // ddpctl: operator CLI for a slurm-ddp job. Global options say how to find the job; the
 // subcommands come from the table in tool.h.
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "client/ddpctl/tool.h"
+#include "common/dist_file.h"
 #include "common/exit_codes.h"
 #include "common/mutex_mode.h"
 
@@ -34,6 +37,19 @@ absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOpti
   options.address = g.address;
   options.token_file = g.token_file;
   options.token = g.token;
+  if (!g.tls_cert_file.empty()) {
+    // The certificate is public: no mode check, only a size bound.
+    std::ifstream in(g.tls_cert_file);
+    std::string cert(kMaxTlsCertBytes + 1, '\0');
+    in.read(cert.data(), static_cast<std::streamsize>(cert.size()));
+    cert.resize(static_cast<size_t>(in.gcount()));
+    if (!in.eof() || cert.size() > kMaxTlsCertBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tls-cert ", g.tls_cert_file, ": cannot read it (missing, unreadable or over ",
+          kMaxTlsCertBytes, " bytes)"));
+    }
+    options.tls_cert = std::move(cert);
+  }
   options.role = role;
   options.expected_job_id = g.job_id;
   options.dist_file_timeout = absl::ZeroDuration();  // read once: a missing file is an error
@@ -79,6 +95,9 @@ int main(int argc, char** argv) {
   app.add_option("--token", global.token,
                  "Bearer token (with --address); every user of the node can read it in ps: "
                  "prefer --token-file");
+  app.add_option("--tls-cert", global.tls_cert_file,
+                 "File holding the job's TLS certificate (PEM; with --address, when the token "
+                 "file does not hold it: `ddpctl dist-file --field tls_cert` prints it)");
   app.add_option("--job-id", global.job_id, "Refuse a dist_file that belongs to another job");
   app.add_option("--timeout", global.timeout_s,
                  "Seconds to wait for each call to the coordinator (default 5)")

@@ -19,12 +19,13 @@ namespace ddp {
 
 // Options every subcommand shares (how to find the job).
 struct GlobalOptions {
-  std::string dist_file;   // --dist-file, else $DDP_DIST_FILE
-  std::string address;     // --address host:port (with --token-file)
-  std::string token_file;  // --token-file: the token, never on the command line
-  std::string token;       // --token (discouraged: visible to every user of the node)
-  std::string job_id;      // --job-id: refuse a dist_file of another job
-  double timeout_s = 5;    // --timeout: for finding the file and each call
+  std::string dist_file;      // --dist-file, else $DDP_DIST_FILE
+  std::string address;        // --address host:port (with --token-file)
+  std::string token_file;     // --token-file: the token, never on the command line
+  std::string token;          // --token (discouraged: visible to every user of the node)
+  std::string tls_cert_file;  // --tls-cert: the job's certificate when the token file lacks it
+  std::string job_id;         // --job-id: refuse a dist_file of another job
+  double timeout_s = 5;       // --timeout: for finding the file and each call
 };
 
 // Returns the process exit code (common/exit_codes.h): kExitOk, kExitFailed (one line on stderr),

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "coordinator/ops/status_cache.h"
 #include "coordinator/rpc/async_queues.h"
 #include "coordinator/rpc/metrics_interceptor.h"
@@ -27,6 +28,16 @@ namespace {
 
 // Transport memory allowed per rank of the job, above ServerOptions::memory_quota_bytes.
 constexpr size_t kQuotaPerRank = size_t{64} << 10;
+
+// Adds the reflection plugin to one builder (InitProtoReflectionServerBuilderPlugin would add it
+// to every server the process builds from then on).
+class ReflectionOption : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
+  }
+};
 
 }  // namespace
 
@@ -74,13 +85,24 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                                ? options.max_calls
                                : 16 * static_cast<size_t>(job->config().world_size) + 1024;
   s->gate_ = std::make_unique<CallGate>(s->auth_.get(), s->refusals_.get(), max_calls);
+  TlsIdentity tls = options.tls;
+  if (tls.key_pem.empty() || tls.cert_pem.empty()) {
+    ASSIGN_OR_RETURN(tls, NewTlsIdentity());
+  }
+  if (!options.plaintext) s->tls_cert_ = tls.cert_pem;
   s->service_ =
       std::make_unique<CoordinatorService>(job, store, s->gate_.get(), s->cache_.get(), clock);
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({tls.key_pem, tls.cert_pem});
+  ssl.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+  builder.AddListeningPort(
+      options.listen,
+      options.plaintext ? grpc::InsecureServerCredentials() : grpc::SslServerCredentials(ssl),
+      &s->port_);
   builder.RegisterService(s->service_.get());
+  if (options.reflection) builder.SetOption(std::make_unique<ReflectionOption>());
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBytes));
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
@@ -92,6 +114,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // the bound grows with the world (one connection per worker, one per node task).
   quota.Resize(options.memory_quota_bytes +
                kQuotaPerRank * static_cast<size_t>(job->config().world_size));
+  if (options.reflection) quota.SetMaxThreads(kReflectionThreads);
   builder.SetResourceQuota(quota);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));

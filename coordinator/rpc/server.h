@@ -1,4 +1,5 @@
-// The coordinator's gRPC server: owns the grpc::Server (health checking and reflection on), the
+// The coordinator's gRPC server: owns the grpc::Server (TLS only, health checking on, reflection
+// off unless asked for), the
 // service, the token check by role and the call gate (auth.h, call_gate.h), the refusal log, the
 // status snapshots (StatusCache), the chart history, the RPC metrics, and a ticker thread that
 // drives Job::Tick (liveness, registration deadline), KvStore::ExpireWaiters, snapshot refresh,
@@ -10,6 +11,19 @@
 // (unary_call.h); requests are bounded (kMaxRequestBytes, and per method); so are the calls in
 // flight, the HTTP/2 streams per connection, the header size, and the memory gRPC's transport
 // may hold (a grpc::ResourceQuota).
+//
+// TLS: the server speaks only TLS, with the job's key and self-signed certificate
+// (coordinator/rpc/tls_identity.h); clients trust that certificate alone, so a process that takes
+// over the port of a dead coordinator cannot complete a handshake with them. A plaintext client
+// never gets past the handshake.
+//
+// Reflection (grpc.reflection.v1alpha) is off unless ServerOptions::reflection, and meant for
+// debugging only: in gRPC 1.51 it is a synchronous service added by a plugin, so its calls reach
+// neither the token check nor the call gate (both act on the headers of the methods this server
+// registers itself, unary_call.h), and gRPC offers no hook before a synchronous handler but an
+// AuthMetadataProcessor, which would run on every call of the job. Each open reflection stream
+// holds a thread; with reflection on, the synchronous threads are capped (kReflectionThreads), so
+// streams beyond the cap wait instead of growing the process.
 //
 // Thread safety: Start/Shutdown/destructor from one owning thread; port() and address() anywhere.
 #ifndef SLURM_DDP_COORDINATOR_RPC_SERVER_H_
@@ -32,6 +46,7 @@
 #include "coordinator/rpc/auth.h"
 #include "coordinator/rpc/call_gate.h"
 #include "coordinator/rpc/refusal_log.h"
+#include "coordinator/rpc/tls_identity.h"
 
 namespace grpc {
 class Server;
@@ -45,6 +60,13 @@ class AsyncQueues;
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free port
   RoleTokens tokens;                   // the worker, view and control tokens (all required)
+  // The key and certificate the server presents; empty: a fresh one (tls_cert() tells clients).
+  TlsIdentity tls;
+  // gRPC server reflection, for debugging (see above); off by default.
+  bool reflection = false;
+  // No TLS: for bench/loadgen.sh --plaintext only (the cost of TLS, compared in one run). No
+  // client of the product talks to such a server: it publishes no certificate.
+  bool plaintext = false;
   absl::Duration tick = absl::Milliseconds(50);
   // Status snapshots are rebuilt at most this often (readers see progress at most this old).
   absl::Duration status_max_age = absl::Milliseconds(200);
@@ -73,7 +95,12 @@ class CoordinatorServer {
   CoordinatorServer(const CoordinatorServer&) = delete;
   CoordinatorServer& operator=(const CoordinatorServer&) = delete;
 
+  // Threads gRPC may run synchronous handlers on (reflection) when reflection is on.
+  static constexpr int kReflectionThreads = 8;
+
   int port() const { return port_; }
+  // The certificate clients must trust (PEM).
+  const std::string& tls_cert() const { return tls_cert_; }
   // host:port as clients should dial it.
   const std::string& address() const { return address_; }
   Job& job() { return *job_; }
@@ -111,6 +138,7 @@ class CoordinatorServer {
   std::unique_ptr<AsyncQueues> parked_queues_;  // Register and Rejoin, apart from the rest
   int port_ = 0;
   std::string address_;
+  std::string tls_cert_;
   absl::Notification stop_ticker_;
   std::thread ticker_;
   bool shut_down_ = false;

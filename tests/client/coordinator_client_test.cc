@@ -140,6 +140,7 @@ TEST(CoordinatorClientTest, AbsentServerFailsWithinTheDeadlineNamingTheAddress) 
   ConnectOptions o;
   o.address = "127.0.0.1:1";
   o.token = "t";
+  o.tls_cert = NewTlsIdentity()->cert_pem;
   o.rpc_timeout = absl::Seconds(1);
   // Connect says Hello (reachability and token) even without a dist_file.
   absl::Time start = absl::Now();

@@ -105,18 +105,26 @@ elapsed_ok "$start" 2 "missing dist_file"
 start_coordinator errs 8
 # A copy of the dist_file with another token, written from the fields ddpctl reads.
 eval "$(ctl dist-file --with-token)"
-(umask 077 && printf 'slurm-ddp-dist-file v1\njob_id=%s\ngeneration=%s\nnonce=%s\ntoken=%s\ngrpc_address=%s\nhttp_port=%s\nend=1\n' \
-  "$job_id" "$generation" "$nonce" "$(printf 'f%.0s' $(seq 64))" "$grpc_address" "$http_port" >"$work/forged")
+(umask 077 && printf 'slurm-ddp-dist-file v1\njob_id=%s\ngeneration=%s\nnonce=%s\ntoken=%s\ngrpc_address=%s\nhttp_port=%s\ntls_cert=%s\nend=1\n' \
+  "$job_id" "$generation" "$nonce" "$(printf 'f%.0s' $(seq 64))" "$grpc_address" "$http_port" \
+  "$(dist_value tls_cert | base64 -w0)" >"$work/forged")
 [[ "$token" == "$(dist_value token)" && "$token" != "$(printf 'f%.0s' $(seq 64))" ]] || fail "dist-file token"
 out="$("$bin/ddpctl" --dist-file "$work/forged" status 2>&1)" && rc=0 || rc=$?
 [[ $rc -eq $DDP_EXIT_FAILED ]] && grep -q "token" <<<"$out" || fail "wrong token: $rc $out"
 [[ $(wc -l <<<"$out") -eq 1 ]] || fail "wrong token: not one line: $out"
-out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token wrong status 2>&1)" && rc=0 || rc=$?
+dist_value tls_cert >"$work/job.pem"
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --tls-cert "$work/job.pem" --token wrong \
+  status 2>&1)" && rc=0 || rc=$?
 [[ $rc -eq $DDP_EXIT_FAILED ]] && grep -q "token" <<<"$out" || fail "wrong --token: $rc $out"
-# Tokens from files, never on the command line. The dashboard URL carries the view token even
-# when ddpctl was given the control token.
-(umask 077 && dist_value control_token >"$work/control.tok" && dist_value view_token >"$work/view.tok" &&
-  dist_value token >"$work/worker.tok")
+# Without the job's certificate an address is refused before anything is sent.
+out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token "$(dist_value view_token)" status 2>&1)" &&
+  rc=0 || rc=$?
+[[ $rc -eq $DDP_EXIT_FAILED ]] && grep -q "certificate" <<<"$out" || fail "address without certificate: $rc $out"
+# Tokens from files, never on the command line: the token, then the job's certificate. The
+# dashboard URL carries the view token even when ddpctl was given the control token.
+tok_file() { dist_value "$1" && dist_value tls_cert; }
+(umask 077 && tok_file control_token >"$work/control.tok" && tok_file view_token >"$work/view.tok" &&
+  tok_file token >"$work/worker.tok")
 out="$("$bin/ddpctl" --address "$(dist_value grpc_address)" --token-file "$work/control.tok" dashboard)"
 [[ "$out" == "http://127.0.0.1:$(dist_value http_port)/?token=$(dist_value view_token)" ]] ||
   fail "dashboard via --address: $out"

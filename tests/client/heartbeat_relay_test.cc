@@ -271,8 +271,12 @@ TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
   for (const RankStatus& r : status.ranks) EXPECT_EQ(r.step, 100 + r.rank) << r.rank;
 
   // Over the wire by hand: each beat is judged alone; too many beats refuse the call.
-  auto stub =
-      pb::Coordinator::NewStub(grpc::CreateChannel(co.address, grpc::InsecureChannelCredentials()));
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = co.tls_cert;
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride(kTlsServerName);
+  auto stub = pb::Coordinator::NewStub(
+      grpc::CreateCustomChannel(co.address, grpc::SslCredentials(ssl), args));
   pb::NodeHeartbeatRequest req;
   *req.add_beats() = Beat(0, 5);
   *req.add_beats() = Beat(1, 5);

@@ -37,6 +37,7 @@ struct LiveCoordinator {
     ConnectOptions o;
     o.address = (*server)->address();
     o.token = token;
+    o.tls_cert = (*server)->tls_cert();
     return o;
   }
 

@@ -1,6 +1,8 @@
 // How client calls retry and classify errors, against real gRPC servers on loopback: nothing
 // listening, and a scripted coordinator whose Hello answers UNAVAILABLE, answers
-// DEADLINE_EXCEEDED itself, never answers, or answers OK, call by call.
+// DEADLINE_EXCEEDED itself, never answers, or answers OK, call by call. And whom the client
+// trusts: only a server holding the key of the certificate it was given; one with another key,
+// or a plaintext one, never sees a call (nor the token it carries).
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -16,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/coordinator_client.h"
+#include "coordinator/rpc/tls_identity.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
@@ -76,10 +79,23 @@ class ScriptedCoordinator final : public pb::Coordinator::CallbackService {
   std::vector<grpc::ServerUnaryReactor*> hung_ ABSL_GUARDED_BY(mu_);
 };
 
+// The scripted coordinators' TLS identity (made once: key generation costs milliseconds).
+const TlsIdentity& Identity() {
+  static const TlsIdentity* identity = new TlsIdentity(*NewTlsIdentity());
+  return *identity;
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsIdentity& identity) {
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({identity.key_pem, identity.cert_pem});
+  return grpc::SslServerCredentials(ssl);
+}
+
 absl::Status ConnectTo(const std::string& address, absl::Duration timeout) {
   ConnectOptions o;
   o.address = address;
   o.token = "t";
+  o.tls_cert = Identity().cert_pem;
   o.rpc_timeout = timeout;
   return ConnectToCoordinator(o).status();
 }
@@ -145,7 +161,7 @@ TEST(RpcChannelTest, RetriesAndClassification) {
     ScriptedCoordinator service(c.script);
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort("127.0.0.1:0", ServerCredentials(Identity()), &port);
     builder.RegisterService(&service);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     ASSERT_NE(server, nullptr);
@@ -163,6 +179,54 @@ TEST(RpcChannelTest, RetriesAndClassification) {
     service.ReleaseHung();
     server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   }
+}
+
+// A server that answers every call but holds another key (a squatter with a self-signed
+// certificate of the same name), or speaks plaintext: the handshake fails, no call arrives, and
+// the client says the coordinator is unreachable.
+TEST(RpcChannelTest, TrustsOnlyTheJobsCertificate) {
+  const TlsIdentity other = *NewTlsIdentity();
+  ASSERT_NE(other.cert_pem, Identity().cert_pem);
+  struct Case {
+    const char* name;
+    std::shared_ptr<grpc::ServerCredentials> credentials;
+  };
+  const Case cases[] = {{"another key", ServerCredentials(other)},
+                        {"plaintext", grpc::InsecureServerCredentials()}};
+  for (const Case& c : cases) {
+    ScriptedCoordinator service({Act::kOk});
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", c.credentials, &port);
+    builder.RegisterService(&service);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    ASSERT_NE(server, nullptr);
+    absl::Status st = ConnectTo(absl::StrCat("127.0.0.1:", port), absl::Milliseconds(1500));
+    EXPECT_TRUE(absl::IsUnavailable(st)) << c.name << ": " << st;
+    EXPECT_EQ(service.calls(), 0u) << c.name;
+    server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+  // The same server with the job's key is trusted.
+  ScriptedCoordinator service({Act::kOk});
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", ServerCredentials(Identity()), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(ConnectTo(absl::StrCat("127.0.0.1:", port), absl::Seconds(5)).ok());
+  EXPECT_EQ(service.calls(), 1u);
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+}
+
+// An address without the job's certificate is refused before anything is sent.
+TEST(RpcChannelTest, AnAddressNeedsTheCertificate) {
+  ConnectOptions o;
+  o.address = "127.0.0.1:1";
+  o.token = "t";
+  absl::Status st = ConnectToCoordinator(o).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("certificate"));
 }
 
 }  // namespace

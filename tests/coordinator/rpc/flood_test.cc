@@ -77,13 +77,17 @@ struct CallResult {
 };
 
 // One unary call of `method` with `body` (shared, not copied) on a connection of its own.
-std::future<CallResult> RawCall(const std::string& address, const std::string& method,
-                                const std::string& body, const std::string& token) {
+std::future<CallResult> RawCall(const std::string& cert, const std::string& address,
+                                const std::string& method, const std::string& body,
+                                const std::string& token) {
   return std::async(std::launch::async, [=] {
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(64 << 20);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one TCP connection per call
-    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    args.SetSslTargetNameOverride(kTlsServerName);
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = cert;  // the job's certificate: a flood gets past TLS, as a peer would
+    auto channel = grpc::CreateCustomChannel(address, grpc::SslCredentials(ssl), args);
     grpc::GenericStub stub(channel);
     grpc::Slice slice(const_cast<char*>(body.data()), body.size(), grpc::Slice::STATIC_SLICE);
     grpc::ByteBuffer request(&slice, 1);
@@ -219,15 +223,17 @@ TEST_F(FloodTest, SixtyFourUnauthenticatedSixteenMegabyteCallsCostNothing) {
   const std::string check = "/slurm_ddp.v1.Coordinator/StoreCheck";
   const absl::Time start = absl::Now();
   std::vector<std::future<CallResult>> flood;
-  for (int i = 0; i < 64; ++i) flood.push_back(RawCall(address, check, EmptyKeysBody(), ""));
+  for (int i = 0; i < 64; ++i)
+    flood.push_back(RawCall(contents_.tls_cert, address, check, EmptyKeysBody(), ""));
   // Oversized with the right token, and a store write with the view token.
   std::vector<std::future<CallResult>> oversized;
   for (int i = 0; i < 4; ++i) {
-    oversized.push_back(RawCall(address, check, EmptyKeysBody(), contents_.token));
+    oversized.push_back(
+        RawCall(contents_.tls_cert, address, check, EmptyKeysBody(), contents_.token));
   }
   std::future<CallResult> view_write =
-      RawCall(address, "/slurm_ddp.v1.Coordinator/StoreSet", std::string("\x0a\x01k\x12\x01v", 6),
-              contents_.view_token);
+      RawCall(contents_.tls_cert, address, "/slurm_ddp.v1.Coordinator/StoreSet",
+              std::string("\x0a\x01k\x12\x01v", 6), contents_.view_token);
   const int unauthenticated = ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
   ExpectEach(&oversized, grpc::StatusCode::RESOURCE_EXHAUSTED);
   ExpectRefused(&view_write, grpc::StatusCode::PERMISSION_DENIED,
@@ -291,10 +297,13 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
   const std::string address = contents_.grpc_address;
   const std::string method = "/slurm_ddp.v1.Coordinator/GetStatus";
   std::vector<std::future<CallResult>> flood;
-  for (int i = 0; i < 64; ++i) flood.push_back(RawCall(address, method, EmptyKeysBody(), ""));
-  std::future<CallResult> as_worker = RawCall(address, method, "", contents_.token);
+  for (int i = 0; i < 64; ++i)
+    flood.push_back(RawCall(contents_.tls_cert, address, method, EmptyKeysBody(), ""));
+  std::future<CallResult> as_worker =
+      RawCall(contents_.tls_cert, address, method, "", contents_.token);
   const std::string two_kib(2048, '\0');
-  std::future<CallResult> too_long = RawCall(address, method, two_kib, contents_.view_token);
+  std::future<CallResult> too_long =
+      RawCall(contents_.tls_cert, address, method, two_kib, contents_.view_token);
   ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
   ExpectRefused(&as_worker, grpc::StatusCode::PERMISSION_DENIED,
                 "needs a view or control token; this is the worker token");
@@ -304,7 +313,8 @@ TEST_F(FloodTest, GetStatusOnItsOwnQueueRefusesBeforeReadingAndAnswersTheViewTok
   // Heartbeats still answered; the view token reads the job.
   progress.step = 8;
   ASSERT_TRUE(worker->Heartbeat(progress).ok());
-  const CallResult read = RawCall(address, method, "", contents_.view_token).get();
+  const CallResult read =
+      RawCall(contents_.tls_cert, address, method, "", contents_.view_token).get();
   ASSERT_EQ(read.code, grpc::StatusCode::OK) << read.message;
   slurm_ddp::v1::JobStatus status;
   ASSERT_TRUE(status.ParseFromString(read.reply));
@@ -334,12 +344,16 @@ TEST_F(FloodTest, ParkedMethodsRefuseBeforeReadingAndKeepTheirBounds) {
   const std::string rejoin = "/slurm_ddp.v1.Coordinator/Rejoin";
   std::vector<std::future<CallResult>> flood;
   for (int i = 0; i < 32; ++i) {
-    flood.push_back(RawCall(address, i % 2 == 0 ? reg : rejoin, EmptyKeysBody(), ""));
+    flood.push_back(
+        RawCall(contents_.tls_cert, address, i % 2 == 0 ? reg : rejoin, EmptyKeysBody(), ""));
   }
-  std::future<CallResult> as_view = RawCall(address, reg, "", contents_.view_token);
+  std::future<CallResult> as_view =
+      RawCall(contents_.tls_cert, address, reg, "", contents_.view_token);
   const std::string eight_kib(8192, '\0');
-  std::future<CallResult> too_long = RawCall(address, reg, eight_kib, contents_.token);
-  std::future<CallResult> garbage = RawCall(address, reg, "\xff\xff\xff", contents_.token);
+  std::future<CallResult> too_long =
+      RawCall(contents_.tls_cert, address, reg, eight_kib, contents_.token);
+  std::future<CallResult> garbage =
+      RawCall(contents_.tls_cert, address, reg, "\xff\xff\xff", contents_.token);
   ExpectEach(&flood, grpc::StatusCode::UNAUTHENTICATED);
   ExpectRefused(&as_view, grpc::StatusCode::PERMISSION_DENIED,
                 "needs the worker token; this is the view token");
@@ -375,11 +389,11 @@ TEST_F(FloodTest, StopReasonsOfAnyShapeLeaveTheJobHealthyAndStoppable) {
   // Not UTF-8: refused at the edge, the job untouched.
   std::string bad = stop_body("x");
   bad.back() = '\xff';  // the reason's one byte
-  CallResult r = RawCall(address, stop, bad, contents_.control_token).get();
+  CallResult r = RawCall(contents_.tls_cert, address, stop, bad, contents_.control_token).get();
   EXPECT_EQ(r.code, grpc::StatusCode::INVALID_ARGUMENT) << r.message;
   EXPECT_THAT(r.message, HasSubstr("UTF-8"));
   // The view token may not stop.
-  r = RawCall(address, stop, stop_body("no"), contents_.view_token).get();
+  r = RawCall(contents_.tls_cert, address, stop, stop_body("no"), contents_.view_token).get();
   EXPECT_EQ(r.code, grpc::StatusCode::PERMISSION_DENIED) << r.message;
   auto op = OperatorClient::Connect(Options(TokenRole::kView));
   ASSERT_TRUE(op.ok()) << op.status();
@@ -391,7 +405,7 @@ TEST_F(FloodTest, StopReasonsOfAnyShapeLeaveTheJobHealthyAndStoppable) {
   // would split one. The job must stay readable and stoppable.
   std::string reason(4087, 'a');
   for (int i = 0; i < 1000; ++i) reason += "\xc3\xa9";
-  r = RawCall(address, stop, stop_body(reason), contents_.control_token).get();
+  r = RawCall(contents_.tls_cert, address, stop, stop_body(reason), contents_.control_token).get();
   ASSERT_EQ(r.code, grpc::StatusCode::OK) << r.message;
   status = (*op)->GetStatus();
   ASSERT_TRUE(status.ok()) << status.status();

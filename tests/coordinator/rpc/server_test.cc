@@ -47,6 +47,7 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     contents_.grpc_address = server_->address();
+    contents_.tls_cert = server_->tls_cert();
     dist_file_ = dir_ + "/dist_file.job-s";
     ASSERT_TRUE(PublishDistFile(dist_file_, contents_).ok());
   }
@@ -249,6 +250,7 @@ TEST_F(ServerTest, WrongTokenIsUnauthenticatedAndTheJobKeepsServing) {
   ConnectOptions forged;
   forged.address = server_->address();
   forged.token = std::string(64, '0');
+  forged.tls_cert = server_->tls_cert();
   forged.rpc_timeout = absl::Seconds(3);
   // Connect says Hello, which already needs the token.
   auto op = OperatorClient::Connect(forged);
