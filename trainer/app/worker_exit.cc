@@ -72,7 +72,12 @@ int Finish(const TrainerConfig& c, CoordinatorSession& session, CheckpointStore&
   if (!outcome.result.ok()) {
     const absl::Status& st = outcome.result.status();
     session.ReportOutcome(st);
-    if (outcome.in_setup) return Fail(prefix, kExitFailed, std::string(st.message()));
+    if (outcome.in_setup) {
+      // A checkpoint or folder refused as untrusted (another user's, writable by others) is a
+      // usage error, as a bad flag is.
+      return Fail(prefix, absl::IsPermissionDenied(st) ? kExitUsage : kExitFailed,
+                  std::string(st.message()));
+    }
     std::string reason(st.message());
     int code = st.code() == absl::StatusCode::kAborted ? kExitAborted : kExitFailed;
     session.reporter().AcknowledgeAbort();  // this thread acts on it now: no forced exit
