@@ -120,6 +120,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   server_options.reflection = options_.grpc_reflection;
   server_options.plaintext = options_.bench_plaintext;
   server_options.log = config.log;
+  server_options.budgets = options_.call_budgets;
   ASSIGN_OR_RETURN(server_, CoordinatorServer::Start(server_options, job_.get(), &store_,
                                                      MonotonicClock::Get()));
   // The HTTP endpoint listens on the gRPC host; the dist_file carries the port it really bound.

@@ -69,6 +69,8 @@ struct CoordinatorOptions {
   std::string log_file;  // also append log lines here
   // Take over the job of the dist_file from its journal (a restarted coordinator).
   bool resume_from_journal = false;
+  // Calls in flight by role, and the first-message deadline (coordinator/rpc/call_gate.h).
+  CallBudgets call_budgets;
   // Serve gRPC reflection (debugging only: coordinator/rpc/server.h).
   bool grpc_reflection = false;
   // No TLS and no certificate in the dist_file, so no client of the product connects: for

@@ -61,10 +61,20 @@ void KvStore::PutLocked(const std::string& key, std::string value, std::vector<C
   if (inserted) WakeLocked(key, out);
 }
 
-absl::Status KvStore::CheckWaiterRoomLocked() const {
+absl::Status KvStore::CheckWaiterRoomLocked(size_t key_bytes) const {
+  if (key_bytes > limits_.max_wait_key_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("store wait on ", key_bytes, " bytes of keys exceeds the limit of ",
+                     limits_.max_wait_key_bytes, " (max_wait_key_bytes)"));
+  }
   if (waiters_.size() >= limits_.max_waiters) {
     return absl::ResourceExhaustedError(
         absl::StrCat("store has ", waiters_.size(), " waiting calls, the limit (max_waiters)"));
+  }
+  if (waiter_key_bytes_ + key_bytes > limits_.max_waiter_key_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "store waiters hold ", waiter_key_bytes_, " bytes of keys; this wait's ", key_bytes,
+        " would pass the limit of ", limits_.max_waiter_key_bytes, " (max_waiter_key_bytes)"));
   }
   return absl::OkStatus();
 }
@@ -76,34 +86,60 @@ bool KvStore::AllExistLocked(const std::vector<std::string>& keys) const {
   return true;
 }
 
-KvStore::Completion KvStore::CompleteLocked(uint64_t id, absl::Status status) {
+size_t KvStore::IndexMissingLocked(WaiterId id, const Waiter& w) {
+  size_t missing = 0;
+  for (const std::string& k : w.keys) {
+    if (data_.find(k) != data_.end()) continue;
+    if (waiters_by_key_[k].insert(id).second) ++missing;  // a repeated key counts once
+  }
+  return missing;
+}
+
+KvStore::WaiterId KvStore::ParkLocked(Waiter w) {
+  const WaiterId id = next_waiter_id_++;
+  w.missing = IndexMissingLocked(id, w);
+  waiter_key_bytes_ += w.key_bytes;
+  deadlines_.emplace(w.deadline, id);
+  waiters_.emplace(id, std::move(w));
+  return id;
+}
+
+KvStore::Completion KvStore::CompleteLocked(WaiterId id, absl::Status status) {
   auto it = waiters_.find(id);
   Waiter w = std::move(it->second);
   waiters_.erase(it);
-  // Forget the waiter in every per-key list, so expired waiters leave nothing behind.
-  for (const std::string& k : w.keys) {
-    auto by_key = waiters_by_key_.find(k);
-    if (by_key == waiters_by_key_.end()) continue;
-    std::vector<uint64_t>& ids = by_key->second;
-    ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
-    if (ids.empty()) waiters_by_key_.erase(by_key);
+  deadlines_.erase({w.deadline, id});
+  waiter_key_bytes_ -= w.key_bytes;
+  // A waiter ended before all its keys appeared (expired, cancelled) leaves the lists of the
+  // keys it still misses, so nothing is left behind.
+  if (w.missing > 0) {
+    for (const std::string& k : w.keys) {
+      auto by_key = waiters_by_key_.find(k);
+      if (by_key == waiters_by_key_.end()) continue;
+      by_key->second.erase(id);
+      if (by_key->second.empty()) waiters_by_key_.erase(by_key);
+    }
   }
   if (w.get_done) {
     absl::StatusOr<std::string> result =
-        status.ok() ? absl::StatusOr<std::string>(data_[w.keys[0]]) : status;
+        status.ok() ? absl::StatusOr<std::string>(data_.find(w.keys[0])->second) : status;
     return [done = std::move(w.get_done), r = std::move(result)]() mutable { done(std::move(r)); };
   }
   return [done = std::move(w.wait_done), status]() { done(status); };
 }
 
 void KvStore::WakeLocked(const std::string& key, std::vector<Completion>* out) {
-  auto it = waiters_by_key_.find(key);
-  if (it == waiters_by_key_.end()) return;
-  const std::vector<uint64_t> ids = it->second;  // CompleteLocked edits the list
-  for (uint64_t id : ids) {
-    auto w = waiters_.find(id);
-    if (w == waiters_.end()) continue;
-    if (AllExistLocked(w->second.keys)) out->push_back(CompleteLocked(id, absl::OkStatus()));
+  auto node = waiters_by_key_.extract(key);  // `key` exists now: nobody misses it any more
+  if (node.empty()) return;
+  for (WaiterId id : node.mapped()) {
+    auto it = waiters_.find(id);
+    if (it == waiters_.end()) continue;
+    Waiter& w = it->second;
+    if (--w.missing > 0) continue;
+    // The last missing key: unless a key it saw appear was deleted since, the waiter is done.
+    // (A re-index costs one pass over its keys, once per such deletion.)
+    w.missing = IndexMissingLocked(id, w);
+    if (w.missing == 0) out->push_back(CompleteLocked(id, absl::OkStatus()));
   }
 }
 
@@ -121,7 +157,7 @@ absl::Status KvStore::Set(const std::string& key, std::string value) {
   return absl::OkStatus();
 }
 
-void KvStore::Get(const std::string& key, absl::Time deadline, GetCallback done) {
+KvStore::WaiterId KvStore::Get(const std::string& key, absl::Time deadline, GetCallback done) {
   const absl::Status valid = CheckKey(key);
   absl::StatusOr<std::string> result = absl::UnknownError("unset");
   if (!valid.ok()) {
@@ -132,40 +168,47 @@ void KvStore::Get(const std::string& key, absl::Time deadline, GetCallback done)
     if (it != data_.end()) {
       result = it->second;
     } else {
-      absl::Status room = CheckWaiterRoomLocked();
+      absl::Status room = CheckWaiterRoomLocked(key.size());
       if (room.ok()) {
-        const uint64_t id = next_waiter_id_++;
-        waiters_[id] = Waiter{{key}, deadline, std::move(done), nullptr};
-        waiters_by_key_[key].push_back(id);
-        return;
+        Waiter w;
+        w.keys = {key};
+        w.deadline = deadline;
+        w.key_bytes = key.size();
+        w.get_done = std::move(done);
+        return ParkLocked(std::move(w));
       }
       result = room;
     }
   }
   done(std::move(result));
+  return kNotParked;
 }
 
-void KvStore::Wait(std::vector<std::string> keys, absl::Time deadline, WaitCallback done) {
+KvStore::WaiterId KvStore::Wait(std::vector<std::string> keys, absl::Time deadline,
+                                WaitCallback done) {
   absl::Status st = keys.empty() ? absl::InvalidArgumentError("store Wait needs at least one key")
                                  : absl::OkStatus();
+  size_t key_bytes = 0;
   for (const std::string& k : keys) {
     if (st.ok()) st = CheckKey(k);
+    key_bytes += k.size();
   }
   if (st.ok()) {
     absl::MutexLock lock(&mu_);
     if (!AllExistLocked(keys)) {
-      st = CheckWaiterRoomLocked();
+      st = CheckWaiterRoomLocked(key_bytes);
       if (st.ok()) {
-        const uint64_t id = next_waiter_id_++;
-        for (const std::string& k : keys) {
-          if (data_.find(k) == data_.end()) waiters_by_key_[k].push_back(id);
-        }
-        waiters_[id] = Waiter{std::move(keys), deadline, nullptr, std::move(done)};
-        return;
+        Waiter w;
+        w.keys = std::move(keys);
+        w.deadline = deadline;
+        w.key_bytes = key_bytes;
+        w.wait_done = std::move(done);
+        return ParkLocked(std::move(w));
       }
     }
   }
   done(st);
+  return kNotParked;
 }
 
 absl::StatusOr<int64_t> KvStore::Add(const std::string& key, int64_t delta,
@@ -259,17 +302,30 @@ size_t KvStore::TotalBytes() const {
   return total_bytes_;
 }
 
+size_t KvStore::WaiterKeyBytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return waiter_key_bytes_;
+}
+
+bool KvStore::Cancel(WaiterId id, const absl::Status& status) {
+  Completion done;
+  {
+    absl::MutexLock lock(&mu_);
+    if (waiters_.find(id) == waiters_.end()) return false;
+    done = CompleteLocked(id, status);
+  }
+  done();
+  return true;
+}
+
 void KvStore::ExpireWaiters(absl::Time now) {
   std::vector<Completion> done;
   {
     absl::MutexLock lock(&mu_);
-    std::vector<uint64_t> expired;
-    for (const auto& [id, w] : waiters_) {
-      if (w.deadline <= now) expired.push_back(id);
-    }
-    for (uint64_t id : expired) {
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+      const WaiterId id = deadlines_.begin()->second;
       std::vector<std::string> missing;
-      for (const std::string& k : waiters_[id].keys) {
+      for (const std::string& k : waiters_.find(id)->second.keys) {
         if (data_.find(k) == data_.end()) missing.push_back(k);
       }
       done.push_back(CompleteLocked(
@@ -284,9 +340,10 @@ void KvStore::CancelAll(const absl::Status& status) {
   std::vector<Completion> done;
   {
     absl::MutexLock lock(&mu_);
-    std::vector<uint64_t> ids;
+    std::vector<WaiterId> ids;
+    ids.reserve(waiters_.size());
     for (const auto& entry : waiters_) ids.push_back(entry.first);
-    for (uint64_t id : ids) done.push_back(CompleteLocked(id, status));
+    for (WaiterId id : ids) done.push_back(CompleteLocked(id, status));
   }
   Run(done);
 }

@@ -4,11 +4,19 @@
 // key appeared), from ExpireWaiters (DEADLINE_EXCEEDED naming the missing keys) or from
 // CancelAll (shutdown). Callbacks always run without the store's lock held.
 //
-// Bounded (KvLimits): key size and value size (INVALID_ARGUMENT), number of keys, bytes held
-// (keys + values) and parked waiters (RESOURCE_EXHAUSTED). Every error names the limit, and a
-// refused call changes nothing. The defaults fit what c10d needs: NCCL stores a 128-byte unique
-// id per process group; Gloo's TCP rendezvous stores, per rank, its host name, one socket
-// address and 8 bytes per peer (512 KiB at 65536 ranks); barriers and counters are small.
+// Bounded (KvLimits): key size, value size and the key bytes of one Get or Wait
+// (INVALID_ARGUMENT), number of keys, bytes held (keys + values), parked waiters and the key bytes
+// they hold together (RESOURCE_EXHAUSTED). Every error names the limit, and a refused call
+// changes nothing.
+//
+// Waiters are indexed by the keys they still miss, each with a count of them: a key that
+// appears wakes exactly the waiters it completes, in time linear in the waiters on that key (no
+// rescans of every waiter's key list, no per-waiter scans of shared lists), and deadlines are
+// kept in order, so a tick expires only what is due. A parked call whose client went away is
+// ended at once through Cancel (its waiter id, from Get or Wait). The defaults fit what c10d needs:
+// NCCL stores a 128-byte unique id per process group; Gloo's TCP rendezvous stores, per rank, its
+// host name, one socket address and 8 bytes per peer (512 KiB at 65536 ranks); barriers and
+// counters are small.
 //
 // Thread safety: every method is thread-safe.
 #ifndef SLURM_DDP_COORDINATOR_KV_STORE_H_
@@ -18,12 +26,15 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -37,20 +48,27 @@ struct KvLimits {
   size_t max_keys = size_t{1} << 20;
   size_t max_total_bytes = size_t{1} << 30;  // keys + values held
   size_t max_waiters = size_t{1} << 18;      // parked Get / Wait calls
+  // The keys of one Get or Wait, in bytes, and of every parked waiter together.
+  size_t max_wait_key_bytes = size_t{1} << 20;
+  size_t max_waiter_key_bytes = size_t{256} << 20;
 };
 
 class KvStore {
  public:
   using GetCallback = std::function<void(absl::StatusOr<std::string>)>;
   using WaitCallback = std::function<void(absl::Status)>;
+  // A parked waiter, for Cancel; kNotParked when the call was answered at once.
+  using WaiterId = uint64_t;
+  static constexpr WaiterId kNotParked = 0;
 
   explicit KvStore(KvLimits limits = KvLimits());
   KvStore(const KvStore&) = delete;
   KvStore& operator=(const KvStore&) = delete;
 
   absl::Status Set(const std::string& key, std::string value);
-  // Calls `done` with the value once `key` exists, or DEADLINE_EXCEEDED at `deadline`.
-  void Get(const std::string& key, absl::Time deadline, GetCallback done);
+  // Calls `done` with the value once `key` exists, or DEADLINE_EXCEEDED at `deadline`. Returns
+  // the waiter's id when it parked (`done` runs later), else kNotParked (`done` already ran).
+  WaiterId Get(const std::string& key, absl::Time deadline, GetCallback done);
   // INVALID_ARGUMENT when the stored value is not a decimal integer or the sum overflows. A
   // non-empty `request_id` seen before (among the last kRememberedAdds) returns that call's sum
   // and adds nothing: a client retrying after a lost reply must not count twice.
@@ -65,14 +83,20 @@ class KvStore {
   bool Delete(const std::string& key);
   bool Check(const std::vector<std::string>& keys) const;
   int64_t NumKeys() const;
-  // Calls `done` with OK once all `keys` exist, or DEADLINE_EXCEEDED at `deadline`.
-  void Wait(std::vector<std::string> keys, absl::Time deadline, WaitCallback done);
+  // Calls `done` with OK once all `keys` exist, or DEADLINE_EXCEEDED at `deadline`. Returns as
+  // Get does.
+  WaiterId Wait(std::vector<std::string> keys, absl::Time deadline, WaitCallback done);
 
+  // Ends the parked waiter `id` with `status` now (its caller went away); false when it is no
+  // longer parked (answered, expired, or never parked).
+  bool Cancel(WaiterId id, const absl::Status& status);
   // Fails every waiter whose deadline is at or before `now`.
   void ExpireWaiters(absl::Time now);
   // Fails every waiter with `status` (shutdown).
   void CancelAll(const absl::Status& status);
   size_t NumWaiters() const;
+  // Bytes of the keys parked waiters hold.
+  size_t WaiterKeyBytes() const;
   // Bytes of keys and values held.
   size_t TotalBytes() const;
   const KvLimits& limits() const { return limits_; }
@@ -81,6 +105,8 @@ class KvStore {
   struct Waiter {
     std::vector<std::string> keys;
     absl::Time deadline;
+    size_t key_bytes = 0;    // counted in waiter_key_bytes_
+    size_t missing = 0;      // keys under which waiters_by_key_ lists this waiter
     GetCallback get_done;    // set for Get
     WaitCallback wait_done;  // set for Wait
   };
@@ -93,21 +119,31 @@ class KvStore {
   // Stores `value` under `key`, keeping the byte count, and wakes its waiters.
   void PutLocked(const std::string& key, std::string value, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckWaiterRoomLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Adds completions for the waiters on `key` whose keys all exist now.
+  // The per-call key bound (INVALID_ARGUMENT), then room for one more waiter holding
+  // `key_bytes` (RESOURCE_EXHAUSTED).
+  absl::Status CheckWaiterRoomLocked(size_t key_bytes) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Parks a waiter on the keys of `w` that are absent; returns its id.
+  WaiterId ParkLocked(Waiter w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Indexes waiter `id` under each of its keys that is absent; returns how many.
+  size_t IndexMissingLocked(WaiterId id, const Waiter& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds completions for the waiters on `key` (which just appeared) whose keys all exist now.
   void WakeLocked(const std::string& key, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AllExistLocked(const std::vector<std::string>& keys) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  Completion CompleteLocked(uint64_t id, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Completion CompleteLocked(WaiterId id, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Run(std::vector<Completion>& completions);
 
   const KvLimits limits_;
   mutable absl::Mutex mu_;
   std::unordered_map<std::string, std::string> data_ ABSL_GUARDED_BY(mu_);
   size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
-  std::unordered_map<std::string, std::vector<uint64_t>> waiters_by_key_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_waiter_id_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<WaiterId, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  // Each absent key a waiter waits for, with the waiters that still miss it.
+  absl::flat_hash_map<std::string, absl::flat_hash_set<WaiterId>> waiters_by_key_
+      ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<absl::Time, WaiterId>> deadlines_ ABSL_GUARDED_BY(mu_);
+  size_t waiter_key_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  WaiterId next_waiter_id_ ABSL_GUARDED_BY(mu_) = kNotParked + 1;
   // Results of recent Adds by request id, oldest first in add_order_.
   std::unordered_map<std::string, int64_t> add_results_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> add_order_ ABSL_GUARDED_BY(mu_);

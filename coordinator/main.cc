@@ -101,6 +101,31 @@ int main(int argc, char** argv) {
   app.add_flag("--bench-plaintext", options.bench_plaintext,
                "Benchmarks only: no TLS; no client of slurm-ddp connects to it")
       ->group("");
+  // Budgets by role (coordinator/rpc/call_gate.h).
+  size_t max_worker_calls = 0;
+  double first_message_timeout_s =
+      absl::ToDoubleSeconds(options.call_budgets.first_message_timeout);
+  app.add_option("--max-worker-calls", max_worker_calls,
+                 "Calls of the job's own (worker token: register, heartbeats, store, shards, ...) "
+                 "in flight at once, parked ones included; view and control calls never count "
+                 "against it. 0 (default): 16 per worker + 1024")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 30));
+  app.add_option("--max-operator-calls", options.call_budgets.operator_calls,
+                 "View- and control-token calls (status, watch, stop) in flight at once, from "
+                 "every address together; more are refused with RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30));
+  app.add_option("--max-operator-calls-per-address",
+                 options.call_budgets.operator_calls_per_address,
+                 "View- and control-token calls in flight at once from one client address (its "
+                 "IP, whatever the port)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30));
+  app.add_option("--first-message-timeout", first_message_timeout_s,
+                 "Seconds a view- or control-token call may take to send its request after its "
+                 "headers; then it is cancelled and its slot freed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--heap-reserve-mb", heap_reserve_mb,
                  absl::StrCat("MiB of heap to make resident at start, so that the rendezvous "
                               "(every worker's Register call held at once) reuses pages instead "
@@ -128,6 +153,8 @@ int main(int argc, char** argv) {
   options.linger = absl::Seconds(linger_s);
   options.stall_timeout = absl::Seconds(stall_timeout_s);
   options.stop_timeout = absl::Seconds(stop_timeout_s);
+  options.call_budgets.worker_calls = max_worker_calls;
+  options.call_budgets.first_message_timeout = absl::Seconds(first_message_timeout_s);
   auto process = ddp::CoordinatorProcess::Start(options, ddp::ProcessEnvironment());
   if (!process.ok()) {
     std::cerr << "ddp-coordinator: " << process.status().message() << "\n";

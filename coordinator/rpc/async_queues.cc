@@ -35,7 +35,7 @@ class AsyncQueues::Call {
       case Step::kReading:
         return Answer(ok);
       case Step::kAnswered:
-        if (admitted_) owner_->gate_->Leave();
+        owner_->gate_->Leave(&ticket_);
         return false;
     }
     return false;
@@ -46,15 +46,17 @@ class AsyncQueues::Call {
 
   bool Admit() {
     absl::Status st =
-        owner_->gate_->Enter(ctx_, method_->method->name, method_->method->roles, &info_.role);
+        owner_->gate_->Enter(ctx_, method_->method->name, method_->method->roles, &ticket_);
     if (!st.ok()) return Finish(st);  // the body is never read
-    admitted_ = true;
+    info_.role = ticket_.role;
     step_ = Step::kReading;
+    owner_->gate_->AwaitRequest(&ctx_, ticket_, method_->method->name);  // before the read
     stream_.Read(&request_, this);
     return true;
   }
 
   bool Answer(bool read) {
+    owner_->gate_->RequestArrived(&ctx_);
     if (!read) return Finish(NoRequestMessage(method_->method->name));
     // The reply may come at once or later from any thread (a Register: the one that completes
     // the world); its operation's tag brings the call back to this queue's thread.
@@ -83,7 +85,7 @@ class AsyncQueues::Call {
   grpc::ServerContext ctx_;
   grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer> stream_;
   Step step_ = Step::kRequested;
-  bool admitted_ = false;
+  GateTicket ticket_;
   CallInfo info_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer reply_;

@@ -10,7 +10,6 @@
 #include <netdb.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -30,25 +29,14 @@ namespace {
 // Transport memory allowed per rank of the job, above ServerOptions::memory_quota_bytes.
 constexpr size_t kQuotaPerRank = size_t{64} << 10;
 
-// Reflection on this builder or not. Linking grpc++_reflection registers its plugin for every
-// server of the process (a static initializer calls InitProtoReflectionServerBuilderPlugin), so
-// "off" has to take it out again; "on" puts in exactly one.
+// Adds the reflection plugin to one builder (InitProtoReflectionServerBuilderPlugin would add it
+// to every server the process builds from then on).
 class ReflectionOption : public grpc::ServerBuilderOption {
  public:
-  explicit ReflectionOption(bool on) : on_(on) {}
   void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
   void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
-    const std::string name = grpc::reflection::ProtoServerReflectionPlugin().name();
-    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
-                                  [&](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
-                                    return p->name() == name;
-                                  }),
-                   plugins->end());
-    if (on_) plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
+    plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
   }
-
- private:
-  const bool on_;
 };
 
 }  // namespace
@@ -93,10 +81,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer(job, store, clock, options));
   s->auth_ = std::make_unique<Authenticator>(*std::move(auth));
   s->refusals_ = std::make_unique<RefusalLog>(clock, options.refusal_log_interval, options.log);
-  const size_t max_calls = options.max_calls > 0
-                               ? options.max_calls
-                               : 16 * static_cast<size_t>(job->config().world_size) + 1024;
-  s->gate_ = std::make_unique<CallGate>(s->auth_.get(), s->refusals_.get(), max_calls);
+  CallBudgets budgets = options.budgets;
+  if (budgets.worker_calls == 0) {
+    budgets.worker_calls = 16 * static_cast<size_t>(job->config().world_size) + 1024;
+  }
+  s->gate_ = std::make_unique<CallGate>(s->auth_.get(), s->refusals_.get(), clock, budgets);
   TlsIdentity tls = options.tls;
   if (tls.key_pem.empty() || tls.cert_pem.empty()) {
     ASSIGN_OR_RETURN(tls, NewTlsIdentity());
@@ -114,7 +103,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       options.plaintext ? grpc::InsecureServerCredentials() : grpc::SslServerCredentials(ssl),
       &s->port_);
   builder.RegisterService(s->service_.get());
-  builder.SetOption(std::make_unique<ReflectionOption>(options.reflection));
+  if (options.reflection) builder.SetOption(std::make_unique<ReflectionOption>());
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBytes));
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
@@ -161,6 +150,7 @@ void CoordinatorServer::TickLoop() {
   while (!stop_ticker_.WaitForNotificationWithTimeout(tick_)) {
     job_->Tick();
     store_->ExpireWaiters(clock_->Now());
+    gate_->ExpireAwaitedRequests();
     cache_->Refresh();
     // While workers register the chart has nothing to add, and a Get() per tick would copy the
     // whole world under the registration lock 20 times a second (every registration is a major

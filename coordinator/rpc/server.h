@@ -2,15 +2,16 @@
 // off unless asked for), the
 // service, the token check by role and the call gate (auth.h, call_gate.h), the refusal log, the
 // status snapshots (StatusCache), the chart history, the RPC metrics, and a ticker thread that
-// drives Job::Tick (liveness, registration deadline), KvStore::ExpireWaiters, snapshot refresh,
+// drives Job::Tick (liveness, registration deadline), KvStore::ExpireWaiters, the call gate's
+// first-message deadlines, snapshot refresh,
 // history sampling, status watchers and the refusal log's summaries. Job and KvStore are owned
 // by the caller. The HTTP endpoint (coordinator/ops/http_endpoint.h) is started beside this
 // server on its status_cache(), history(), metrics() and authenticator().
 //
 // Untrusted bytes cost little: a call is refused on its headers, before its body is read
 // (unary_call.h); requests are bounded (kMaxRequestBytes, and per method); so are the calls in
-// flight, the HTTP/2 streams per connection, the header size, and the memory gRPC's transport
-// may hold (a grpc::ResourceQuota).
+// flight (by role: call_gate.h), the HTTP/2 streams per connection, the header size, and the
+// memory gRPC's transport may hold (a grpc::ResourceQuota).
 //
 // TLS: the server speaks only TLS, with the job's key and self-signed certificate
 // (coordinator/rpc/tls_identity.h); clients trust that certificate alone, so a process that takes
@@ -22,10 +23,8 @@
 // neither the token check nor the call gate (both act on the headers of the methods this server
 // registers itself, unary_call.h), and gRPC offers no hook before a synchronous handler but an
 // AuthMetadataProcessor, which would run on every call of the job. Each open reflection stream
-// holds a thread; with reflection on, the synchronous threads are capped (kReflectionThreads), and
-// gRPC refuses streams beyond the cap (RESOURCE_EXHAUSTED) instead of growing the process. Off
-// means off: linking gRPC's reflection library registers it for every server, so the builder
-// takes it out again (tests/coordinator/rpc/reflection_test.py).
+// holds a thread; with reflection on, the synchronous threads are capped (kReflectionThreads), so
+// streams beyond the cap wait instead of growing the process.
 //
 // Thread safety: Start/Shutdown/destructor from one owning thread; port() and address() anywhere.
 #ifndef SLURM_DDP_COORDINATOR_RPC_SERVER_H_
@@ -78,8 +77,9 @@ struct ServerOptions {
   std::function<void(const std::string&)> log;  // refused calls etc. (may be empty)
   // Refused calls are summarized in the log at most this often.
   absl::Duration refusal_log_interval = absl::Seconds(1);
-  // Calls in flight, parked ones included; 0: 16 per rank of the job plus 1024.
-  size_t max_calls = 0;
+  // Calls in flight by role, parked ones included (call_gate.h); worker_calls 0: 16 per rank of
+  // the job plus 1024.
+  CallBudgets budgets;
   int max_streams_per_connection = 100;
   int max_header_bytes = 16 * 1024;
   // Memory gRPC's transport may hold (read buffers, queued frames), a soft bound; 64 KiB per

@@ -280,20 +280,22 @@ void CoordinatorService::AddStoreMethods() {
                  if (st.ok()) st = store_->Set(req.key(), req.value());
                  done(st);
                }));
-  AddUnary(
-      "StoreGet", kWorkerRoles, kKeyed,
-      Typed<pb::StoreGetRequest, pb::StoreGetReply>(
-          "StoreGet", [this](const pb::StoreGetRequest& req, pb::StoreGetReply* resp, Done done) {
-            absl::Status st = ValidateKey(req.key());
-            if (st.ok()) st = ValidateTimeoutMs(req.timeout_ms());
-            if (!st.ok()) return done(st);
-            store_->Get(req.key(), clock_->Now() + StoreTimeout(req.timeout_ms()),
-                        [resp, done](absl::StatusOr<std::string> value) {
-                          if (!value.ok()) return done(value.status());
-                          resp->set_value(*std::move(value));
-                          done(absl::OkStatus());
-                        });
-          }));
+  AddUnary("StoreGet", kWorkerRoles, kKeyed,
+           TypedWithCall<pb::StoreGetRequest, pb::StoreGetReply>(
+               "StoreGet", [this](const CallInfo& call, const pb::StoreGetRequest& req,
+                                  pb::StoreGetReply* resp, Done done) {
+                 absl::Status st = ValidateKey(req.key());
+                 if (st.ok()) st = ValidateTimeoutMs(req.timeout_ms());
+                 if (!st.ok()) return done(st);
+                 const KvStore::WaiterId id =
+                     store_->Get(req.key(), clock_->Now() + StoreTimeout(req.timeout_ms()),
+                                 [resp, done](absl::StatusOr<std::string> value) {
+                                   if (!value.ok()) return done(value.status());
+                                   resp->set_value(*std::move(value));
+                                   done(absl::OkStatus());
+                                 });
+                 CancelWhenGone(call, id);
+               }));
   AddUnary(
       "StoreAdd", kWorkerRoles, kKeyed,
       Typed<pb::StoreAddRequest, pb::StoreAddReply>(
@@ -341,17 +343,26 @@ void CoordinatorService::AddStoreMethods() {
                  resp->set_num_keys(store_->NumKeys());
                  done(absl::OkStatus());
                }));
-  AddUnary(
-      "StoreWait", kWorkerRoles, kMaxRequestBytes,
-      Typed<pb::StoreWaitRequest, pb::StoreWaitReply>(
-          "StoreWait", [this](const pb::StoreWaitRequest& req, pb::StoreWaitReply*, Done done) {
-            std::vector<std::string> keys(req.keys().begin(), req.keys().end());
-            absl::Status st = ValidateKeys(keys);
-            if (st.ok()) st = ValidateTimeoutMs(req.timeout_ms());
-            if (!st.ok()) return done(st);
-            store_->Wait(std::move(keys), clock_->Now() + StoreTimeout(req.timeout_ms()),
-                         std::move(done));
-          }));
+  AddUnary("StoreWait", kWorkerRoles, kMaxRequestBytes,
+           TypedWithCall<pb::StoreWaitRequest, pb::StoreWaitReply>(
+               "StoreWait", [this](const CallInfo& call, const pb::StoreWaitRequest& req,
+                                   pb::StoreWaitReply*, Done done) {
+                 std::vector<std::string> keys(req.keys().begin(), req.keys().end());
+                 absl::Status st = ValidateKeys(keys);
+                 if (st.ok()) st = ValidateTimeoutMs(req.timeout_ms());
+                 if (!st.ok()) return done(st);
+                 const KvStore::WaiterId id =
+                     store_->Wait(std::move(keys), clock_->Now() + StoreTimeout(req.timeout_ms()),
+                                  std::move(done));
+                 CancelWhenGone(call, id);
+               }));
+}
+
+void CoordinatorService::CancelWhenGone(const CallInfo& call, KvStore::WaiterId id) {
+  if (id == KvStore::kNotParked || call.cancel == nullptr) return;
+  call.cancel->WhenCancelled([store = store_, id] {
+    store->Cancel(id, absl::CancelledError("store: the caller went away"));
+  });
 }
 
 void CoordinatorService::PollWatchers() {

@@ -102,6 +102,8 @@ class CoordinatorService final : public grpc::Service {
   void AddGetStatus();
   void AddWorkerMethods();
   void AddStoreMethods();
+  // A parked store call (`id`) whose client goes away is ended now, giving its slot back.
+  void CancelWhenGone(const CallInfo& call, KvStore::WaiterId id);
   void AddOperatorMethods();
   // One worker's heartbeat (Heartbeat, and each beat of a NodeHeartbeat).
   absl::Status OneHeartbeat(const slurm_ddp::v1::HeartbeatRequest& req,

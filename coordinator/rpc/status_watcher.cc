@@ -12,15 +12,14 @@ namespace ddp {
 
 StatusWatcher::StatusWatcher(grpc::CallbackServerContext* ctx, CallGate* gate, Callback on_started,
                              Callback on_done)
-    : gate_(gate), on_started_(std::move(on_started)), on_done_(std::move(on_done)) {
-  Role role = Role::kNone;
-  absl::Status admitted = gate_->Enter(*ctx, "WatchStatus", kViewRoles, &role);
+    : ctx_(ctx), gate_(gate), on_started_(std::move(on_started)), on_done_(std::move(on_done)) {
+  absl::Status admitted = gate_->Enter(*ctx, "WatchStatus", kViewRoles, &ticket_);
   if (!admitted.ok()) {
     absl::MutexLock lock(&mu_);
     FinishOnceLocked(ToGrpc(admitted));  // the request is never read
     return;
   }
-  admitted_ = true;
+  gate_->AwaitRequest(ctx_, ticket_, "WatchStatus");  // before the read can complete
   StartRead(&request_);
 }
 
@@ -31,6 +30,7 @@ void StatusWatcher::FinishOnceLocked(const grpc::Status& status) {
 }
 
 void StatusWatcher::OnReadDone(bool ok) {
+  gate_->RequestArrived(ctx_);
   slurm_ddp::v1::WatchStatusRequest req;
   absl::Status parsed = ok ? ParseRequest("WatchStatus", &request_, &req)
                            : absl::InvalidArgumentError("WatchStatus: no request message");
@@ -77,7 +77,7 @@ void StatusWatcher::OnCancel() {
 
 void StatusWatcher::OnDone() {
   if (started_) on_done_(this);
-  if (admitted_) gate_->Leave();
+  gate_->Leave(&ticket_);
   delete this;
 }
 

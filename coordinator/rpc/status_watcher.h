@@ -1,7 +1,9 @@
 // One WatchStatus stream: writes the job's status snapshot every `interval` (the request's
 // interval_ms, 0 = 1 s, clamped to 100 ms .. 1 h), and once more (then ends) when the job
 // finishes. Like every call it passes the CallGate on its headers (view or control token) before
-// its request is read (unary_call.h); the service's ticker then polls every started watcher.
+// its request is read (unary_call.h), and holds a slot of the operators' budget until it ends; a
+// stream whose request does not arrive within the gate's first-message timeout is cancelled
+// (call_gate.h). The service's ticker then polls every started watcher.
 //
 // Lifetime: owned by gRPC's call; deletes itself in OnDone. Thread safety: Poll (ticker thread)
 // and gRPC's callbacks synchronize on `mu_`. Lock order: the service's watcher lock, then `mu_`;
@@ -42,10 +44,11 @@ class StatusWatcher final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Finishes once (later calls do nothing).
   void FinishOnceLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  grpc::CallbackServerContext* const ctx_;
   CallGate* const gate_;
   const Callback on_started_;
   const Callback on_done_;
-  bool admitted_ = false;
+  GateTicket ticket_;
   bool started_ = false;  // written before on_started runs; read in OnDone
   grpc::ByteBuffer request_;
   absl::Mutex mu_;

@@ -21,27 +21,59 @@ absl::Status NoRequestMessage(const std::string& method) {
 }
 
 UnaryCall::UnaryCall(grpc::CallbackServerContext* ctx, const Method* method, CallGate* gate)
-    : method_(method), gate_(gate) {
-  absl::Status admitted = gate_->Enter(*ctx, method_->name, method_->roles, &info_.role);
+    : ctx_(ctx), method_(method), gate_(gate) {
+  absl::Status admitted = gate_->Enter(*ctx, method_->name, method_->roles, &ticket_);
   if (!admitted.ok()) {
     Finish(ToGrpc(admitted));  // the body is never read
     return;
   }
-  admitted_ = true;
+  info_.role = ticket_.role;
+  info_.cancel = this;
+  gate_->AwaitRequest(ctx_, ticket_, method_->name);  // before the read can complete
   StartRead(&request_);
 }
 
 void UnaryCall::OnReadDone(bool ok) {
+  gate_->RequestArrived(ctx_);
   if (!ok) {
-    Finish(ToGrpc(NoRequestMessage(method_->name)));
+    Answer(NoRequestMessage(method_->name), grpc::ByteBuffer());
     return;
   }
+  // OnDone waits for this reaction to return, so the body may use `info_.cancel` until then.
   method_->body(info_, &request_, [this](const absl::Status& st, grpc::ByteBuffer reply) {
     Answer(st, std::move(reply));
   });
 }
 
+void UnaryCall::WhenCancelled(std::function<void()> f) {
+  {
+    absl::MutexLock lock(&cancel_mu_);
+    if (answered_) return;
+    if (!cancelled_) {
+      on_cancel_ = std::move(f);
+      return;
+    }
+  }
+  f();
+}
+
+void UnaryCall::OnCancel() {
+  std::function<void()> f;
+  {
+    absl::MutexLock lock(&cancel_mu_);
+    cancelled_ = true;
+    f = std::move(on_cancel_);
+    on_cancel_ = nullptr;
+  }
+  if (f) f();  // may answer the call (a parked store call gives its slot back now)
+}
+
 void UnaryCall::Answer(const absl::Status& status, grpc::ByteBuffer reply) {
+  {
+    absl::MutexLock lock(&cancel_mu_);
+    answered_ = true;
+    on_cancel_ = nullptr;
+  }
   // Nothing may touch `this` after Finish: OnDone may delete it on another thread.
   if (!status.ok()) {
     Finish(ToGrpc(status));
@@ -52,7 +84,7 @@ void UnaryCall::Answer(const absl::Status& status, grpc::ByteBuffer reply) {
 }
 
 void UnaryCall::OnDone() {
-  if (admitted_) gate_->Leave();
+  gate_->Leave(&ticket_);
   delete this;
 }
 

@@ -10,8 +10,14 @@
 // Typed() adapts a body written on the request and reply protobuf types; a request that does not
 // parse (malformed, or a string that is not valid UTF-8) is INVALID_ARGUMENT.
 //
+// A view or control call whose request message does not arrive within the gate's first-message
+// timeout is cancelled (call_gate.h). A body that parks (StoreGet, StoreWait) registers what to do
+// when the client goes away (CallInfo::cancel), so that a cancelled call is answered, and its
+// slot given back, at once rather than at its own timeout.
+//
 // Lifetime: created by gRPC per call; deletes itself in OnDone, which comes only after the
-// Reply ran. Thread safety: Reply may run on any thread, once.
+// Reply ran and after OnReadDone (so the body) returned. Thread safety: Reply may run on any
+// thread, once; OnCancel may run on any thread, concurrently with the body.
 #ifndef SLURM_DDP_COORDINATOR_RPC_UNARY_CALL_H_
 #define SLURM_DDP_COORDINATOR_RPC_UNARY_CALL_H_
 
@@ -23,19 +29,35 @@
 #include <string>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/rpc/auth.h"
 #include "coordinator/rpc/call_gate.h"
 
 namespace ddp {
 
+// What a parked call runs when its client goes away before it was answered (CallInfo::cancel).
+class CancelHook {
+ public:
+  // Runs `f` once when the call is cancelled (the client cancelled or disconnected, or its
+  // deadline passed), or at once if it already was; never after the call was answered. Call it
+  // from the body only (before the body returns); `f` may answer the call.
+  virtual void WhenCancelled(std::function<void()> f) = 0;
+
+ protected:
+  ~CancelHook() = default;
+};
+
 // Who is calling, as the gate admitted it.
 struct CallInfo {
   Role role = Role::kNone;
+  CancelHook* cancel = nullptr;  // null where the call cannot tell (asynchronous methods)
 };
 
-class UnaryCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class UnaryCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                        public CancelHook {
  public:
   // Answers the call: OK with `reply`, or the error.
   using Reply = std::function<void(const absl::Status&, grpc::ByteBuffer reply)>;
@@ -51,17 +73,24 @@ class UnaryCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
   UnaryCall(grpc::CallbackServerContext* ctx, const Method* method, CallGate* gate);
 
   void OnReadDone(bool ok) override;
+  void OnCancel() override;
   void OnDone() override;
+  void WhenCancelled(std::function<void()> f) override;
 
  private:
   void Answer(const absl::Status& status, grpc::ByteBuffer reply);
 
+  grpc::CallbackServerContext* const ctx_;
   const Method* const method_;
   CallGate* const gate_;
   CallInfo info_;
-  bool admitted_ = false;
+  GateTicket ticket_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer reply_;
+  absl::Mutex cancel_mu_;
+  bool cancelled_ ABSL_GUARDED_BY(cancel_mu_) = false;
+  bool answered_ ABSL_GUARDED_BY(cancel_mu_) = false;
+  std::function<void()> on_cancel_ ABSL_GUARDED_BY(cancel_mu_);
 };
 
 // Parses `bytes` as a `Message`; INVALID_ARGUMENT naming `method` when it does not parse.
@@ -82,13 +111,13 @@ absl::Status CheckRequestSize(const std::string& method, size_t bytes, size_t li
 // the receive limit (gRPC has then already failed the call with RESOURCE_EXHAUSTED).
 absl::Status NoRequestMessage(const std::string& method);
 
-// A Body from `run(const Request&, Response*, std::function<void(const absl::Status&)> done)`:
-// parses the request, and serializes the response when `done` gets OK. `run` may call `done`
-// later; it must not keep a reference to the request.
+// A Body from `run(const CallInfo&, const Request&, Response*, std::function<void(const
+// absl::Status&)> done)`: parses the request, and serializes the response when `done` gets OK.
+// `run` may call `done` later; it must not keep a reference to the request.
 template <typename Request, typename Response, typename Run>
-UnaryCall::Body Typed(std::string method, Run run) {
+UnaryCall::Body TypedWithCall(std::string method, Run run) {
   return [method = std::move(method), run = std::move(run)](
-             const CallInfo&, grpc::ByteBuffer* bytes, UnaryCall::Reply reply) {
+             const CallInfo& call, grpc::ByteBuffer* bytes, UnaryCall::Reply reply) {
     Request request;
     absl::Status parsed = ParseRequest(method, bytes, &request);
     bytes->Clear();  // a parked call keeps no request bytes
@@ -97,10 +126,24 @@ UnaryCall::Body Typed(std::string method, Run run) {
       return;
     }
     auto response = std::make_shared<Response>();
-    run(request, response.get(), [response, reply = std::move(reply)](const absl::Status& st) {
-      reply(st, st.ok() ? SerializeReply(*response) : grpc::ByteBuffer());
-    });
+    run(call, request, response.get(),
+        [response, reply = std::move(reply)](const absl::Status& st) {
+          reply(st, st.ok() ? SerializeReply(*response) : grpc::ByteBuffer());
+        });
   };
+}
+
+// A Body from `run(const Request&, Response*, std::function<void(const absl::Status&)> done)`:
+// parses the request, and serializes the response when `done` gets OK. `run` may call `done`
+// later; it must not keep a reference to the request.
+template <typename Request, typename Response, typename Run>
+UnaryCall::Body Typed(std::string method, Run run) {
+  return TypedWithCall<Request, Response>(
+      std::move(method),
+      [run = std::move(run)](const CallInfo&, const Request& request, Response* response,
+                             std::function<void(const absl::Status&)> done) {
+        run(request, response, std::move(done));
+      });
 }
 
 }  // namespace ddp

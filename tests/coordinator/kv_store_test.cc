@@ -1,11 +1,15 @@
 #include "coordinator/kv_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace ddp {
@@ -207,6 +211,160 @@ TEST(KvStoreTest, ExpiredWaitersLeaveNothingBehind) {
   s.Get("missing1", kFar, [&](absl::StatusOr<std::string> v) { woke += v.ok() ? 1 : 0; });
   ASSERT_TRUE(s.Set("missing1", "v").ok());
   EXPECT_EQ(woke, 1);
+}
+
+// Waiters' keys cost memory for as long as they wait: one call's keys and all waiters' keys
+// together are bounded, the errors name the limits, and the bytes come back when waiters end.
+TEST(KvStoreTest, WaiterKeyBytesCountAgainstLimits) {
+  KvLimits limits;
+  limits.max_wait_key_bytes = 100;
+  limits.max_waiter_key_bytes = 250;
+  KvStore s(limits);
+  const absl::Time t0 = absl::FromUnixSeconds(100);
+  auto keys = [](int n, char c) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) out.push_back(absl::StrCat(std::string(9, c), i));  // 10 bytes
+    return out;
+  };
+  // One call over the per-call bound: refused, nothing parked.
+  absl::Status big = absl::UnknownError("pending");
+  EXPECT_EQ(s.Wait(keys(11, 'a'), t0, [&](absl::Status st) { big = st; }), KvStore::kNotParked);
+  EXPECT_TRUE(absl::IsInvalidArgument(big)) << big;
+  EXPECT_NE(big.message().find("max_wait_key_bytes"), absl::string_view::npos) << big;
+  EXPECT_EQ(s.NumWaiters(), 0u);
+  // Two calls of 100 bytes park; a third of 100 would pass 250 in all.
+  EXPECT_NE(s.Wait(keys(10, 'b'), t0, [](absl::Status) {}), KvStore::kNotParked);
+  EXPECT_NE(s.Wait(keys(10, 'c'), t0 + absl::Seconds(1), [](absl::Status) {}), KvStore::kNotParked);
+  EXPECT_EQ(s.WaiterKeyBytes(), 200u);
+  absl::Status third = absl::UnknownError("pending");
+  s.Wait(keys(10, 'd'), t0, [&](absl::Status st) { third = st; });
+  EXPECT_TRUE(absl::IsResourceExhausted(third)) << third;
+  EXPECT_NE(third.message().find("max_waiter_key_bytes"), absl::string_view::npos) << third;
+  // A Get's key counts the same way; keys that exist already cost nothing (answered at once).
+  absl::Status get = absl::UnknownError("pending");
+  s.Get(std::string(51, 'g'), t0, [&](absl::StatusOr<std::string> v) { get = v.status(); });
+  EXPECT_TRUE(absl::IsResourceExhausted(get)) << get;
+  s.Get(std::string(50, 'g'), t0, [](absl::StatusOr<std::string>) {});
+  EXPECT_EQ(s.WaiterKeyBytes(), 250u);
+  for (const std::string& k : keys(10, 'd')) ASSERT_TRUE(s.Set(k, "").ok());
+  bool at_once = false;
+  EXPECT_EQ(s.Wait(keys(10, 'd'), t0, [&](absl::Status st) { at_once = st.ok(); }),
+            KvStore::kNotParked);
+  EXPECT_TRUE(at_once);
+  // Expiry gives the bytes back.
+  s.ExpireWaiters(t0);
+  EXPECT_EQ(s.WaiterKeyBytes(), 100u);
+  s.ExpireWaiters(t0 + absl::Seconds(1));
+  EXPECT_EQ(s.WaiterKeyBytes(), 0u);
+  EXPECT_EQ(s.NumWaiters(), 0u);
+}
+
+// A parked call whose client went away is ended at once, and only once.
+TEST(KvStoreTest, CancelEndsAParkedWaiterAtOnce) {
+  KvStore s;
+  absl::StatusOr<std::string> got = absl::UnknownError("pending");
+  const KvStore::WaiterId get = s.Get("k", kFar, [&](absl::StatusOr<std::string> v) { got = v; });
+  absl::Status waited = absl::UnknownError("pending");
+  const KvStore::WaiterId wait = s.Wait({"k", "j"}, kFar, [&](absl::Status st) { waited = st; });
+  ASSERT_NE(get, KvStore::kNotParked);
+  ASSERT_NE(wait, KvStore::kNotParked);
+  EXPECT_NE(get, wait);
+  EXPECT_TRUE(s.Cancel(get, absl::CancelledError("gone")));
+  EXPECT_TRUE(absl::IsCancelled(got.status())) << got.status();
+  EXPECT_FALSE(s.Cancel(get, absl::CancelledError("gone")));  // already ended
+  EXPECT_EQ(s.NumWaiters(), 1u);
+  EXPECT_TRUE(s.Cancel(wait, absl::CancelledError("gone")));
+  EXPECT_TRUE(absl::IsCancelled(waited)) << waited;
+  EXPECT_EQ(s.NumWaiters(), 0u);
+  EXPECT_EQ(s.WaiterKeyBytes(), 0u);
+  // Nothing is left indexed: the keys appear and nobody is woken twice.
+  ASSERT_TRUE(s.Set("k", "v").ok());
+  ASSERT_TRUE(s.Set("j", "v").ok());
+  EXPECT_TRUE(absl::IsCancelled(waited));
+  // A call answered at once has no waiter to cancel.
+  EXPECT_EQ(s.Get("k", kFar, [](absl::StatusOr<std::string>) {}), KvStore::kNotParked);
+}
+
+// Wait means every key exists at once: a key that appeared and was deleted again is waited for
+// again; a key named twice counts once.
+TEST(KvStoreTest, WaitAfterADeleteWaitsForTheKeyAgain) {
+  KvStore s;
+  absl::Status done = absl::UnknownError("pending");
+  s.Wait({"a", "b", "a"}, kFar, [&](absl::Status st) { done = st; });
+  ASSERT_TRUE(s.Set("a", "1").ok());
+  ASSERT_TRUE(s.Delete("a"));
+  ASSERT_TRUE(s.Set("b", "1").ok());
+  EXPECT_EQ(done.code(), absl::StatusCode::kUnknown) << done;
+  EXPECT_EQ(s.NumWaiters(), 1u);
+  ASSERT_TRUE(s.Add("a", 1).ok());
+  EXPECT_TRUE(done.ok()) << done;
+  EXPECT_EQ(s.NumWaiters(), 0u);
+}
+
+// Deadlines expire in order, only those due.
+TEST(KvStoreTest, ExpireWaitersEndsOnlyTheDueOnes) {
+  KvStore s;
+  const absl::Time t0 = absl::FromUnixSeconds(100);
+  std::vector<int> expired;
+  for (int i : {3, 1, 2}) {
+    s.Get(absl::StrCat("k", i), t0 + absl::Seconds(i),
+          [&expired, i](absl::StatusOr<std::string> v) {
+            if (absl::IsDeadlineExceeded(v.status())) expired.push_back(i);
+          });
+  }
+  s.ExpireWaiters(t0 + absl::Seconds(2));
+  EXPECT_EQ(expired, (std::vector<int>{1, 2}));
+  EXPECT_EQ(s.NumWaiters(), 1u);
+}
+
+// Waking waiters costs time linear in the waiters woken, under the store's lock: many waiters on
+// one key, and waiters on many keys each. A quadratic wake (a per-key list scanned once per woken
+// waiter, or every waiter's key list rescanned at each key) takes 16 times as long for 4 times
+// the waiters, and seconds at these sizes.
+TEST(KvStoreTest, WakingWaitersIsLinear) {
+  auto one_key = [](int n) {
+    KvStore s;
+    int woke = 0;
+    for (int i = 0; i < n; ++i) {
+      s.Get("barrier", kFar, [&](absl::StatusOr<std::string> v) { woke += v.ok() ? 1 : 0; });
+    }
+    const absl::Time start = absl::Now();
+    EXPECT_TRUE(s.Set("barrier", "go").ok());
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_EQ(woke, n);
+    EXPECT_EQ(s.NumWaiters(), 0u);
+    return took;
+  };
+  auto many_keys = [](int keys) {
+    KvStore s;
+    std::vector<std::string> names;
+    for (int i = 0; i < keys; ++i) names.push_back(absl::StrCat("rank/", i));
+    int woke = 0;
+    for (int w = 0; w < 16; ++w) s.Wait(names, kFar, [&](absl::Status st) { woke += st.ok(); });
+    const absl::Time start = absl::Now();
+    for (const std::string& k : names) EXPECT_TRUE(s.Set(k, "x").ok());
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_EQ(woke, 16);
+    return took;
+  };
+  struct Case {
+    const char* what;
+    absl::Duration small;
+    absl::Duration large;
+  };
+  const Case cases[] = {
+      {"waiters on one key (20000, 80000)", one_key(20000), one_key(80000)},
+      {"keys per waiter (2048, 8192)", many_keys(2048), many_keys(8192)},
+  };
+  for (const Case& c : cases) {
+    const double ratio = absl::FDivDuration(c.large, std::max(c.small, absl::Microseconds(1)));
+    std::printf("%s: %.1f ms, %.1f ms (x%.1f)\n", c.what, absl::ToDoubleMilliseconds(c.small),
+                absl::ToDoubleMilliseconds(c.large), ratio);
+    // Linear: about x4. Timing on a shared machine is noisy, so fail only when the large case is
+    // both slow and far from linear.
+    EXPECT_FALSE(c.large > absl::Milliseconds(500) && ratio > 8)
+        << c.what << ": " << c.small << " then " << c.large;
+  }
 }
 
 }  // namespace
