@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -29,14 +30,25 @@ namespace {
 // Transport memory allowed per rank of the job, above ServerOptions::memory_quota_bytes.
 constexpr size_t kQuotaPerRank = size_t{64} << 10;
 
-// Adds the reflection plugin to one builder (InitProtoReflectionServerBuilderPlugin would add it
-// to every server the process builds from then on).
+// Reflection on this builder or not. Linking grpc++_reflection registers its plugin for every
+// server of the process (a static initializer calls InitProtoReflectionServerBuilderPlugin), so
+// "off" has to take it out again; "on" puts in exactly one.
 class ReflectionOption : public grpc::ServerBuilderOption {
  public:
+  explicit ReflectionOption(bool on) : on_(on) {}
   void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
   void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
-    plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
+    const std::string name = grpc::reflection::ProtoServerReflectionPlugin().name();
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [&](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+                                    return p->name() == name;
+                                  }),
+                   plugins->end());
+    if (on_) plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
   }
+
+ private:
+  const bool on_;
 };
 
 }  // namespace
@@ -103,7 +115,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       options.plaintext ? grpc::InsecureServerCredentials() : grpc::SslServerCredentials(ssl),
       &s->port_);
   builder.RegisterService(s->service_.get());
-  if (options.reflection) builder.SetOption(std::make_unique<ReflectionOption>());
+  builder.SetOption(std::make_unique<ReflectionOption>(options.reflection));
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBytes));
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);

@@ -23,8 +23,10 @@
 // neither the token check nor the call gate (both act on the headers of the methods this server
 // registers itself, unary_call.h), and gRPC offers no hook before a synchronous handler but an
 // AuthMetadataProcessor, which would run on every call of the job. Each open reflection stream
-// holds a thread; with reflection on, the synchronous threads are capped (kReflectionThreads), so
-// streams beyond the cap wait instead of growing the process.
+// holds a thread; with reflection on, the synchronous threads are capped (kReflectionThreads), and
+// gRPC refuses streams beyond the cap (RESOURCE_EXHAUSTED) instead of growing the process. Off
+// means off: linking gRPC's reflection library registers it for every server, so the builder
+// takes it out again (tests/coordinator/rpc/reflection_test.py).
 //
 // Thread safety: Start/Shutdown/destructor from one owning thread; port() and address() anywhere.
 #ifndef SLURM_DDP_COORDINATOR_RPC_SERVER_H_
