@@ -251,7 +251,7 @@ int CoordinatorProcess::RunUntilDone() {
   const int code = job_->ExitCode();
   if (code != 0) {
     std::cerr << "ddp-coordinator: job " << OutcomeName(final_status.state) << ": "
-              << OutcomeReason(final_status) << "\n";
+              << EscapeControlCharacters(OutcomeReason(final_status)) << "\n";
   }
   return code;
 }

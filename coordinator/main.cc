@@ -2,7 +2,11 @@
 // (coordinator/coordinator_process.h): listens on an ephemeral port, publishes the dist_file,
 // serves registration / store / heartbeats / status until the job ends, lingers a little so
 // status can still be read, then exits kExitOk (SUCCEEDED), kExitResumable (stopped for requeue)
-// or kExitFailed; kExitUsage for bad flags (common/exit_codes.h).
+// or kExitFailed; kExitUsage for bad flags (common/exit_codes.h). The outcome is also written to
+// <dist_file>.result (WriteResult) for scripts, which never read it from the log.
+#include <unistd.h>
+
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <iostream>
@@ -12,18 +16,42 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/exit_codes.h"
+#include "common/file_util.h"
 #include "common/heap_reserve.h"
+#include "common/job_status.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
 #include "coordinator/coordinator_process.h"
+#include "coordinator/line_logger.h"
 
 namespace {
 // The coordinator's peak heap per worker at 16,384 ranks was ~55 KB (docs/bench-status.md).
 constexpr size_t kHeapKiBPerWorker = 64;
+
+// Where the job's outcome is published for scripts (slurm/lib/ddp.sh ddp_job_outcome).
+std::string ResultPath(const std::string& dist_file) { return dist_file + ".result"; }
+
+// Publishes how the job ended beside its dist_file, atomically and 0600: "job_id=",
+// "generation=", "state=" (SUCCEEDED, STOPPED, FAILED) and "exit_code=" lines. Written by this
+// process alone, after the job has ended; no client string goes into it.
+void WriteResult(ddp::CoordinatorProcess& process, int exit_code) {
+  const ddp::JobStatus status = process.job().Status();
+  const std::string text = absl::StrCat(
+      "job_id=", ddp::EscapeControlCharacters(process.job().config().job_id),
+      "\ngeneration=", process.job().config().generation,
+      "\nstate=", ddp::IsTerminal(status.state) ? ddp::JobStateName(status.state) : "FAILED",
+      "\nexit_code=", exit_code, "\n");
+  const std::string path = ResultPath(process.dist_file());
+  if (absl::Status st = ddp::WriteFileAtomically(path, text, 0600); !st.ok()) {
+    std::cerr << "ddp-coordinator: cannot write the result file: " << st.message() << "\n";
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   ddp::UseReleaseMutexMode();
+  // A log reader that went away (`... 2>&1 | head`) must not end the job: writes fail instead.
+  std::signal(SIGPIPE, SIG_IGN);
   ddp::CoordinatorOptions options;
   double registration_timeout_s = 300;
   double heartbeat_timeout_s = 10;
@@ -162,5 +190,9 @@ int main(int argc, char** argv) {
                ? ddp::kExitUsage
                : ddp::kExitFailed;
   }
-  return (*process)->RunUntilDone();
+  // A result left by an earlier job or generation at this path says nothing about this one.
+  ::unlink(ResultPath((*process)->dist_file()).c_str());
+  const int code = (*process)->RunUntilDone();
+  WriteResult(**process, code);
+  return code;
 }
