@@ -183,6 +183,12 @@ class Job {
   // ranks done): what a status reader must never miss. Heartbeats leave it alone.
   uint64_t major_version() const { return published_.major_version(); }
   const JobConfig& config() const { return config_; }
+  // Before a reply: waits until what the job journaled so far is in the journal's file, at most
+  // kJournalWriteWait (journal_sink.h AwaitWritten). Call without holding the job's lock.
+  static constexpr absl::Duration kJournalWriteWait = absl::Milliseconds(200);
+  void AwaitJournalWritten() const {
+    if (config_.journal != nullptr) config_.journal->AwaitWritten(kJournalWriteWait);
+  }
 
  private:
   Job(JobConfig config, const Clock* clock, absl::Time start);

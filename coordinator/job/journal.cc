@@ -301,6 +301,21 @@ absl::Status Journal::Sync(absl::Duration timeout) {
   return s->failed;
 }
 
+void Journal::AwaitWritten(absl::Duration max) {
+  Shared* s = shared_.get();
+  absl::MutexLock lock(&s->mu);
+  if (s->write_since != absl::InfiniteFuture() && absl::Now() - s->write_since >= max) return;
+  const int64_t target = s->appended - s->dropped;
+  struct Written {
+    Shared* s;
+    int64_t target;
+    bool operator()() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return s->written >= target || !s->failed.ok();
+    }
+  } written{s, target};
+  s->mu.AwaitWithTimeout(absl::Condition(&written), max);
+}
+
 JournalHealth Journal::Health() const {
   Shared* s = shared_.get();
   absl::MutexLock lock(&s->mu);

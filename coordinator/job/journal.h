@@ -88,6 +88,7 @@ class Journal : public JournalSink {
   void StopRequested(const std::string& reason) override;
   void RankFinished(int rank, int pid, bool stopped) override;
   JournalHealth Health() const override;
+  void AwaitWritten(absl::Duration max) override;
 
   // Blocks until everything appended so far is written and fsynced, the journal failed, or
   // `timeout` passed (DEADLINE_EXCEEDED).

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/time/time.h"
 #include "common/coordinator_api.h"
 #include "common/job_status.h"
 #include "coordinator/job/membership.h"
@@ -33,6 +34,11 @@ class JournalSink {
   virtual void RankFinished(int rank, int pid, bool stopped) = 0;
   // Whether records still reach the disk (common/job_status.h); a recorder answers kNone.
   virtual JournalHealth Health() const { return {}; }
+  // Waits (never under the job's lock) until every record appended so far is in the file, at
+  // most `max`, and not at all while a write has been in flight longer than `max` (a stuck file
+  // system). The RPC layer calls it before each reply, so that what a reply tells a client
+  // survives the coordinator's SIGKILL right after it.
+  virtual void AwaitWritten(absl::Duration max) { (void)max; }
 };
 
 }  // namespace ddp

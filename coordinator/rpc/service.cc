@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/rpc/status_watcher.h"
 #include "coordinator/rpc/validation.h"
@@ -55,14 +56,25 @@ const UnaryCall::Method* CoordinatorService::AddMethodBody(const std::string& na
                                                            size_t max_request_bytes,
                                                            UnaryCall::Body body) {
   // The per-method bound is checked on the request's size before it is parsed.
-  UnaryCall::Body bounded = [name, max_request_bytes, body = std::move(body)](
-                                const CallInfo& call, grpc::ByteBuffer* request,
-                                UnaryCall::Reply reply) {
+  // A reply waits for the journal's writer to have put every record appended so far in the file
+  // (Job::AwaitJournalWritten): a client never acts on a state that a coordinator SIGKILLed right
+  // after the reply would not restore.
+  // The c10d store is not journaled: its replies do not wait.
+  const bool journaled = !absl::StartsWith(name, "Store");
+  UnaryCall::Body bounded = [job = job_, journaled, name, max_request_bytes,
+                             body = std::move(body)](const CallInfo& call,
+                                                     grpc::ByteBuffer* request,
+                                                     UnaryCall::Reply reply) {
     if (absl::Status st = CheckRequestSize(name, request->Length(), max_request_bytes); !st.ok()) {
       reply(st, grpc::ByteBuffer());
       return;
     }
-    body(call, request, std::move(reply));
+    if (!journaled) return body(call, request, std::move(reply));
+    body(call, request,
+         [job, reply = std::move(reply)](const absl::Status& st, grpc::ByteBuffer bytes) {
+           job->AwaitJournalWritten();
+           reply(st, std::move(bytes));
+         });
   };
   methods_.push_back(UnaryCall::Method{name, roles, std::move(bounded)});
   return &methods_.back();
