@@ -344,5 +344,18 @@ TEST_F(JournalTest, AppendsWhileAnFsyncRunsShareTheNextOne) {
   EXPECT_EQ(state->registered.size(), static_cast<size_t>(kThreads * kPerThread));
 }
 
+TEST_F(JournalTest, AwaitWrittenReturnsWithEveryRecordInTheFile) {
+  auto journal = Journal::Create(path_, Header(), nullptr);
+  ASSERT_TRUE(journal.ok());
+  for (int round = 1; round <= 50; ++round) {
+    (*journal)->Registered(Who(0, round, 100 + round));
+    (*journal)->AwaitWritten(absl::Seconds(5));
+    // Read while the journal stays open: what a SIGKILL right now would leave.
+    auto state = ParseJournal(ReadBytes(path_));
+    ASSERT_TRUE(state.ok()) << state.status();
+    ASSERT_EQ(state->registered.size(), static_cast<size_t>(round)) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace ddp
