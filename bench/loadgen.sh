@@ -16,14 +16,18 @@
 # tcmalloc it links (coordinator/CMakeLists.txt), TCPStore's servers with glibc's malloc, as
 # PyTorch's wheel ships them.
 #
-#   bench/loadgen.sh [--quick] [--no-python] [--python-max N] [--resolver] [N...]
-#                  (default sizes: 1024 4096 16384)
+#   bench/loadgen.sh [--quick] [--no-python] [--python-max N] [--resolver] [--plaintext]
+#                  [--no-tcpstore] [N...]   (default sizes: 1024 4096 16384)
 #     --quick      1024 ranks, 3 s windows, C++ TCPStore only (the CI smoke test runs this)
 #     --no-python  skip the Python TCPStore baseline
 #     --python-max the largest size the Python baseline runs at (default 4096: at 16384 its
 #                  Python threads keep a load average above 100 on a shared 2-core host)
 #     --resolver   also time TCPStore's connect with this host's resolver as it is, at the first
 #                  size (see docs/bench-status.md: c10d looks up every socket address in DNS)
+#     --plaintext  also run ddp-coordinator without TLS at each size (ddp-scalebench --plaintext,
+#                  a benchmark-only switch: no client of the product talks to such a server), and
+#                  print what TLS costs, like for like in the same run
+#     --no-tcpstore skip both TCPStore baselines
 #
 # TCPStore runs with "::ffff:127.0.0.1 localhost" added to /etc/hosts inside a private mount
 # namespace (unshare -m; needs root), so that its reverse lookups of the loopback address never
@@ -37,7 +41,7 @@ for b in ddp-scalebench ddp-rankgen ddp-coordinator; do
   [[ -x "$bin/$b" ]] || { echo "loadgen.sh: build $b first (cmake --build build --target $b)" >&2; exit 1; }
 done
 
-quick=0; python=1; resolver=0; python_max=4096; sizes=()
+quick=0; python=1; resolver=0; python_max=4096; plaintext=0; tcpstore=1; sizes=()
 while [[ $# -gt 0 ]]; do
   a="$1"; shift
   case "$a" in
@@ -45,7 +49,9 @@ while [[ $# -gt 0 ]]; do
     --no-python) python=0 ;;
     --python-max) python_max="$1"; shift ;;
     --resolver) resolver=1 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --plaintext) plaintext=1 ;;
+    --no-tcpstore) tcpstore=0; python=0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) sizes+=("$a") ;;
   esac
 done
@@ -60,7 +66,7 @@ if [[ $python == 1 ]]; then
   py="${DDP_TORCH_PYTHON:-$("$root/scripts/setup-deps.sh" --print-venv 2>/dev/null)/bin/python}"
   "$py" -c "import torch.distributed" 2>/dev/null || { echo "loadgen.sh: no torch in '$py'; skipping the Python baseline" >&2; py=""; }
 fi
-have_cpp=0; [[ -x "$bin/ddp-tcpstore-bench" ]] && have_cpp=1
+have_cpp=0; [[ $tcpstore == 1 && -x "$bin/ddp-tcpstore-bench" ]] && have_cpp=1
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/ddp-loadgen.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -105,6 +111,7 @@ echo "== $tcp_note"
 sb=("$bin/ddp-scalebench" --window "$window" --warmup "$warmup")
 for n in "${sizes[@]}"; do
   run "grpc-$n" "${sb[@]}" --target grpc --ranks "$n"
+  [[ $plaintext == 1 ]] && run "plain-$n" "${sb[@]}" --target grpc --ranks "$n" --plaintext
   if [[ $have_cpp == 1 ]]; then
     if [[ $nodns_ok == 1 ]]; then run "cpp-$n" nodns "${sb[@]}" --target tcpstore --ranks "$n"
     else run "cpp-$n" "${sb[@]}" --target tcpstore --ranks "$n"; fi
@@ -123,11 +130,12 @@ echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank; CPU seconds of the server and of all client processes during the rendezvous, and the host's idle and stolen CPU seconds meanwhile; the server's peak resident set over the whole run)"
 printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-10s %-11s %-12s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms rdzv_srv_cpu rdzv_cli_cpu rdzv_idle rdzv_steal srv_peak_mib listen_overfl load1
-for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n plain-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   r="${res[$key]:-}"
   [[ -z "$r" ]] && continue
   case "$key" in
-    grpc-*) name="ddp-coordinator (gRPC)" ;;
+    grpc-*) name="ddp-coordinator (gRPC, TLS)" ;;
+    plain-*) name="ddp-coordinator (plaintext)" ;;
     cpp-*) name="TCPStore, C++ client" ;;
     py-*) name="TCPStore, Python client" ;;
     cppdns-*) name="TCPStore, C++, resolver as is" ;;
@@ -142,9 +150,10 @@ done
 echo
 echo "ddp-coordinator under heartbeats (every rank at the coordinator's interval, 8 ranks per NodeHeartbeat; GetStatus from an operator process)"
 printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" ranks hb_per_s hb_failed hb_late hb_p99_ms st_p50_ms st_p99_ms coord_cores %core/1k_hb/s state
-for n in "${sizes[@]}"; do
-  r="${res[grpc-$n]:-}"
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n plain-$n"; done); do
+  r="${res[$key]:-}"
   [[ -z "$r" ]] && continue
+  n="${key#*-}"; [[ $key == plain-* ]] && n="$n/plain"
   printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" "$n" "$(col hb_per_s "$r")" \
     "$(col hb_failed "$r")" "$(col hb_late "$r")" "$(col hb_p99_ms "$r")" \
     "$(col status_p50_ms "$r")" "$(col status_p99_ms "$r")" "$(col coord_cores "$r")" \
@@ -162,6 +171,15 @@ for n in "${sizes[@]}"; do
     echo "  $n ranks, TCPStore $who client: connect $(ratio "$(field connect_s "$t")" "$(field connect_s "$g")"), rendezvous $(ratio "$(field rendezvous_s "$t")" "$(field rendezvous_s "$g")")"
   done
 done
+if [[ $plaintext == 1 ]]; then
+  echo
+  echo "What TLS costs (TLS / plaintext, same run; above 1x = TLS slower or costlier)"
+  for n in "${sizes[@]}"; do
+    g="${res[grpc-$n]:-}"; p="${res[plain-$n]:-}"
+    [[ -z "$g" || -z "$p" ]] && continue
+    echo "  $n ranks: connect $(ratio "$(field connect_s "$g")" "$(field connect_s "$p")"), rendezvous $(ratio "$(field rendezvous_s "$g")" "$(field rendezvous_s "$p")"), coordinator CPU in the rendezvous $(ratio "$(field rendezvous_server_cpu_s "$g")" "$(field rendezvous_server_cpu_s "$p")"), heartbeat p99 $(ratio "$(field hb_p99_ms "$g")" "$(field hb_p99_ms "$p")"), coordinator cores under heartbeats $(ratio "$(field coord_cores "$g")" "$(field coord_cores "$p")"), peak RSS $(ratio "$(field server_peak_rss_mib "$g")" "$(field server_peak_rss_mib "$p")")"
+  done
+fi
 for key in "${failures[@]}"; do
   e="$(field error "${res[$key]:-}")"; j="$(field job_failure "${res[$key]:-}")"
   echo "$key FAILED: ${e:-see above}${j:+ (job: $j)}" | tr '_' ' '
@@ -181,7 +199,7 @@ fi
 
 echo
 echo "== raw results (ddp-scalebench, one line per run)"
-for key in $(for n in "${sizes[@]}"; do echo "grpc-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n plain-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   [[ -n "${res[$key]:-}" ]] && echo "$key: ${res[$key]}"
 done
 if [[ ${#failures[@]} -gt 0 ]]; then
