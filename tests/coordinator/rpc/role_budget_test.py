@@ -276,7 +276,9 @@ def store_cancel(bin_dir, work):
             full = heartbeat()
         print("with %d parked StoreGet calls: heartbeat %s" % (budget, full))
         if "RESOURCE_EXHAUSTED" not in full or "worker calls in flight" not in full:
-            fail("the parked calls did not fill the worker budget: %s" % full)
+            ended = [str(f.exception()) for _, f in futures if f.done()]
+            fail("the parked calls did not fill the worker budget: heartbeat %s; %d of %d parked "
+                 "calls already ended: %s" % (full, len(ended), budget, ended[:2]))
 
         t0 = time.monotonic()
         for kind, f in futures:
@@ -291,7 +293,7 @@ def store_cancel(bin_dir, work):
             time.sleep(0.05)
         if answered is None:
             fail("no slot came back within 10 s of the calls' cancellation (the calls wait for "
-                 "their 60 s timeout)")
+                 "their 60 s timeout): heartbeat %s" % heartbeat())
         print("slots back %.2f s after the clients went away" % answered)
         if answered > 1.5:
             fail("slots came back only after %.2f s" % answered)
