@@ -269,10 +269,18 @@ def store_cancel(bin_dir, work):
             ch = cancel_ch if i % 2 == 0 else drop_ch
             futures.append((i % 2, go.unary(ch, "StoreGet").future(
                 go.store_get_request("never/%d" % i, 60000), metadata=md, timeout=120)))
+        # Until the budget is full: a probing heartbeat may take a slot first, and the parked
+        # call it displaced is then sent again.
         deadline = time.monotonic() + 10
-        full = heartbeat()
+        full = "not probed"
         while "RESOURCE_EXHAUSTED" not in full and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.2)
+            for n, (kind, f) in enumerate(futures):
+                if f.done():
+                    ch = cancel_ch if kind == 0 else drop_ch
+                    futures[n] = (kind, go.unary(ch, "StoreGet").future(
+                        go.store_get_request("never/%d" % n, 60000), metadata=md, timeout=120))
+            time.sleep(0.2)
             full = heartbeat()
         print("with %d parked StoreGet calls: heartbeat %s" % (budget, full))
         if "RESOURCE_EXHAUSTED" not in full or "worker calls in flight" not in full:
