@@ -126,5 +126,46 @@ def case_corrupt_journal(tmp):
              f"job exited {code}, want one of {LOST_COORDINATOR_EXITS}", out)
 
 
+def case_finished_ranks_kept(tmp):
+    """3 workers; rank 0 frozen before its final checkpoint while ranks 1 and 2 are done; the
+    coordinator SIGKILLed then. The restarted one must know from its journal that ranks 1 and 2
+    are done (they never call again), so the job SUCCEEDS once rank 0 is done."""
+    # The hold freezes rank 0's heartbeats too: a timeout longer than the test.
+    extra = ["--nprocs-per-node", "3", "--heartbeat-timeout", "60"]
+    # 512 samples over 3 ranks: 171 each (padded), batches of 16: 11 steps per epoch.
+    total = 3 * -(-(-(-512 // 3)) // 16)
+    ref = R.reference(extra)
+    job = R.Job(tmp, "crf", extra=extra, holds=[("checkpoint", 0, total)])
+    held = job.held(0)
+    job.wait_status(lambda s: [r["state"] for r in s["ranks"] if r["rank"] in (1, 2)] ==
+                    ["done", "done"])
+    victim = coordinator_pid(job)
+    os.kill(victim, signal.SIGKILL)
+    # The restarted coordinator answers before rank 0 goes on: it must show 1 and 2 done.
+    deadline = time.time() + 30
+    restored = None
+    while time.time() < deadline and job.p.poll() is None:
+        s = job.status() if incarnation(job.dist) >= 1 else None
+        if s is not None:
+            restored = s
+            break
+        time.sleep(0.05)
+    os.kill(held, signal.SIGCONT)
+    code, out = job.finish()
+    R.expect(restored is not None, "the restarted coordinator never answered", out)
+    states = {r["rank"]: r["state"] for r in restored["ranks"]}
+    R.expect(states.get(1) == "done" and states.get(2) == "done",
+             f"after the restart ranks 1 and 2 read {states.get(1)}, {states.get(2)}", out)
+    R.expect(code == 0, f"job exited {code}, want 0", out)
+    with open(job.dist + ".result") as f:
+        result = f.read()
+    R.expect("state=SUCCEEDED" in result.splitlines(), f"result file: {result}", out)
+    log = job.coordinator_log()
+    R.expect("job SUCCEEDED" in log and "lost" not in log.split("restored from the journal")[-1],
+             "the restarted coordinator did not see the job succeed", log)
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+    print("ranks 1, 2 done before the SIGKILL and after the restart; job SUCCEEDED")
+
+
 if __name__ == "__main__":
     R.run_case(globals(), "coordinator-restart")
