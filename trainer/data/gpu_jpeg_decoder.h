@@ -47,7 +47,8 @@ class GpuJpegDecoder {
   // Decodes every image to a [H, W, 3] uint8 tensor on the device, enqueued on the current CUDA
   // stream. The bytes must stay valid until the stream has consumed them (synchronize, or keep
   // the buffer until an event recorded after this call has completed). DataLoss names a file that
-  // neither nvJPEG nor libjpeg can decode.
+  // neither nvJPEG nor libjpeg can decode, or whose size claims more than kMaxJpegPixels pixels
+  // (CheckJpegPixels, before anything is allocated for it).
   absl::StatusOr<std::vector<at::Tensor>> DecodeBatch(const std::vector<EncodedJpeg>& images);
 
   // "hardware (7 engines)" or "gpu-hybrid".
