@@ -67,7 +67,9 @@ ddp_job() {
     *) ddp_log "error: unknown layout '$layout' (per-node, single-node, per-gpu)"; exit 1 ;;
   esac
   read -r -a extra <<<"$EXTRA_ARGS"
-  mkdir -p "$CHECKPOINT_DIR"
+  # Neither group nor others may write it, whatever the site's umask (the trainer refuses a
+  # checkpoint folder they could plant files in).
+  (umask 022 && mkdir -p "$CHECKPOINT_DIR")
   # The coordinator publishes the job's outcome beside the dist_file when the job ends; one left
   # by an earlier step at this path must not speak for this one.
   rm -f -- "$DIST_FILE.result"
