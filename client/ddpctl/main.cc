@@ -1,5 +1,7 @@
 // ddpctl: operator CLI for a slurm-ddp job. Global options say how to find the job; the
 // subcommands come from the table in tool.h.
+#include <grpc/support/log.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -71,6 +73,9 @@ absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectOperator(const GlobalOpti
 
 int main(int argc, char** argv) {
   ddp::UseReleaseMutexMode();
+  // Errors are one line of ours, which carries gRPC's reason (e.g. a failed TLS handshake);
+  // gRPC's own log lines only with GRPC_VERBOSITY set.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
   ddp::GlobalOptions global;
   if (const char* env = std::getenv("DDP_DIST_FILE")) global.dist_file = env;
   CLI::App app{"ddpctl: look at and control a slurm-ddp job"};
