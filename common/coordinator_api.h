@@ -97,6 +97,14 @@ struct ShardAssignment {
 // What a worker is doing overall (its rank's state in status follows it).
 enum class WorkerPhase { kStarting, kTraining, kEvaluating, kCheckpointing, kFinished };
 
+// A worker's time in each section of its steps since it started, and the steps counted
+// (ProgressReporter, from the phase marks; coordinator/job/straggler_watch.h scores the ranks on
+// the differences over a recent window).
+struct SectionTotals {
+  int64_t steps = 0;
+  double seconds[kNumStepSections] = {0, 0, 0, 0};  // by StepSection
+};
+
 // Progress a worker reports with each heartbeat (about once a second).
 struct ProgressReport {
   WorkerPhase phase = WorkerPhase::kStarting;
@@ -116,6 +124,7 @@ struct ProgressReport {
   double optimizer_ms = 0.0;
   double overlap_share = 0.0;  // fraction of allreduce time hidden behind backward
   bool stop_signaled = false;  // the worker received SIGTERM, SIGUSR1 or SIGINT
+  SectionTotals sections;      // filled by ProgressReporter from its phase marks
 };
 
 // What the coordinator tells a worker in a heartbeat reply. kExit: end the process now with

@@ -109,10 +109,31 @@ const char* StepPhaseName(StepPhase phase) {
 
 const char* RankFlagName(RankFlag flag) {
   // In the order of the enum (kAllRankFlags).
-  static constexpr const char* kNames[] = {"none", "failed", "lost", "stalled", "silent", "behind"};
+  static constexpr const char* kNames[] = {"none",   "failed", "lost",     "stalled",
+                                           "silent", "behind", "straggler"};
   static_assert(std::size(kNames) == std::size(kAllRankFlags));
   const auto i = static_cast<size_t>(flag);
   return i < std::size(kNames) ? kNames[i] : "unknown";
+}
+
+const char* StepSectionName(StepSection section) {
+  switch (section) {
+    case StepSection::kData:
+      return "data";
+    case StepSection::kCompute:
+      return "compute";
+    case StepSection::kCommunication:
+      return "communication";
+    case StepSection::kOptimizer:
+      return "optimizer";
+  }
+  return "unknown";
+}
+
+bool operator==(const RankScore& a, const RankScore& b) {
+  return a.measured == b.measured && a.relative == b.relative && a.individual == b.individual &&
+         std::equal(std::begin(a.sections), std::end(a.sections), std::begin(b.sections)) &&
+         a.straggler == b.straggler;
 }
 
 int64_t MedianStep(const JobStatus& s) {
@@ -142,6 +163,8 @@ RankVerdict JudgeRank(const RankStatus& r, int64_t median_step) {
     v.flag = RankFlag::kStalled;
   } else if (r.last_seen_seconds > 2 * kHeartbeatPeriodSeconds) {
     v.flag = RankFlag::kSilent;
+  } else if (r.score.straggler) {
+    v.flag = RankFlag::kStraggler;
   } else if (v.behind_by > 0) {
     v.flag = RankFlag::kBehind;
   }

@@ -94,7 +94,7 @@ inline constexpr StepPhase kAllStepPhases[] = {
 const char* StepPhaseName(StepPhase phase);
 
 // Why a screen points at a rank; at most one flag a rank, the first that applies in this order
-// (JudgeRank). kNone reads null in the JSON.
+// (JudgeRank; kStraggler before kBehind). kNone reads null in the JSON.
 enum class RankFlag {
   kNone,
   kFailed,   // state failed
@@ -102,13 +102,40 @@ enum class RankFlag {
   kStalled,  // state stalled
   kSilent,   // still working, but no heartbeat for over 2 heartbeat periods
   kBehind,   // still working, its step trails the working ranks' median (behind_by)
+  // Still working, named a straggler (score.straggler: coordinator/job/straggler_watch.h).
+  // Numbered last, judged before kBehind: in lockstep training a straggler's step does not trail.
+  kStraggler,
 };
 inline constexpr RankFlag kAllRankFlags[] = {
-    RankFlag::kNone,    RankFlag::kFailed, RankFlag::kLost,
-    RankFlag::kStalled, RankFlag::kSilent, RankFlag::kBehind,
+    RankFlag::kNone,   RankFlag::kFailed, RankFlag::kLost,      RankFlag::kStalled,
+    RankFlag::kSilent, RankFlag::kBehind, RankFlag::kStraggler,
 };
-// "none", "failed", "lost", "stalled", "silent", "behind".
+// "none", "failed", "lost", "stalled", "silent", "behind", "straggler".
 const char* RankFlagName(RankFlag flag);
+
+// The sections of a training step that straggler detection times (coordinator/job/
+// straggler_watch.h): loading data, compute (forward and backward), exposed communication (time
+// spent waiting in collectives) and the optimizer.
+enum class StepSection { kData, kCompute, kCommunication, kOptimizer };
+inline constexpr int kNumStepSections = 4;
+inline constexpr StepSection kAllStepSections[kNumStepSections] = {
+    StepSection::kData, StepSection::kCompute, StepSection::kCommunication,
+    StepSection::kOptimizer};
+// "data", "compute", "communication", "optimizer".
+const char* StepSectionName(StepSection section);
+
+// A rank's scores over the recent steps (straggler_watch.h; docs/operations.md, "Stragglers").
+// Busy time is a step's time less its exposed communication. Scores are 1 for the best.
+struct RankScore {
+  bool measured = false;    // false: too few recent steps (or a world of one) to score
+  double relative = 1.0;    // the best rank's busy time per step over this rank's
+  double individual = 1.0;  // this rank's own best busy time per step over its current one
+  // Per section: the best rank's time per step over this rank's.
+  double sections[kNumStepSections] = {1.0, 1.0, 1.0, 1.0};
+  bool straggler = false;  // named a straggler (its relative score stayed under the threshold)
+};
+bool operator==(const RankScore& a, const RankScore& b);
+inline bool operator!=(const RankScore& a, const RankScore& b) { return !(a == b); }
 
 struct RankStatus {
   int rank = 0;  // -1 while the world is not complete
@@ -128,6 +155,7 @@ struct RankStatus {
   RankFlag flag = RankFlag::kNone;
   int64_t behind_by = 0;  // steps behind the working ranks' median; 0 when not behind
   bool final = false;     // IsFinal(state)
+  RankScore score;        // JSON `score`: null unless measured
 };
 
 // A rank the job lost (in-job recovery): its typed cause, when, and whether a later membership
@@ -154,6 +182,40 @@ struct StallReport {
   double budget_seconds = 0.0;    // the budget it went past
   std::vector<PhaseCount> peers;  // what the other working ranks are doing, by phase
   bool present() const { return rank >= 0; }
+};
+
+// A rank named a straggler: its relative score stayed under --straggler-threshold for
+// --straggler-window. `section` is the cause: the section whose time per step exceeds the best
+// rank's the most.
+struct StragglerReport {
+  int rank = -1;
+  std::string host;
+  int node_rank = 0;
+  StepSection section = StepSection::kCompute;
+  double relative_score = 1.0;  // the rank's relative score (RankScore::relative)
+  double slower = 1.0;          // its time in `section` per step over the best rank's
+  double since_seconds = 0.0;   // job uptime when its score went under the threshold
+  double seconds = 0.0;         // how long it has been under the threshold
+};
+
+// Where a step's time goes: the slowest rank's (largest busy time) seconds per step in each
+// section, and the spread of each section across the ranks (largest less smallest).
+struct StepBreakdown {
+  int rank = -1;  // the slowest rank; -1: not measured
+  double seconds[kNumStepSections] = {0, 0, 0, 0};
+  double spread[kNumStepSections] = {0, 0, 0, 0};
+  double step_seconds() const { return seconds[0] + seconds[1] + seconds[2] + seconds[3]; }
+  bool measured() const { return rank >= 0; }
+};
+
+// Where the job's wall time since its start went (coordinator/job/time_account.h): training
+// (steps that count), start-up (until the first step), recoveries (and steps done again after
+// one), stalls, checkpoints, evaluation, and other (a graceful stop). The parts add up to wall.
+struct TimeUse {
+  double wall = 0, training = 0, startup = 0, recovery = 0, stall = 0, checkpoint = 0,
+         evaluation = 0, other = 0;
+  // Effective training time ratio: training over wall; -1 before any time passed.
+  double ettr() const { return wall > 0 ? training / wall : -1.0; }
 };
 
 // Whether the coordinator's journal (coordinator/job/journal.h) still records the job: what a
@@ -218,6 +280,12 @@ struct JobStatus {
   // Decided, not observed: the process exit code the job ends with (JobExitCode) once it has
   // ended, -1 before (the JSON's null). DecideStatus (or FromJson) fills it.
   int exit_code = -1;
+  // Straggler detection (wave 3): the ranks named stragglers (JSON `stragglers`, empty when
+  // none), where a step's time goes (JSON `breakdown`, null until measured), and where the job's
+  // wall time went (JSON `ettr` and `time_use`).
+  std::vector<StragglerReport> stragglers;
+  StepBreakdown breakdown;
+  TimeUse time_use;
 };
 
 // The screens' rules, decided once (docs/architecture.md, "Status JSON"). A rank still working

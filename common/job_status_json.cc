@@ -83,6 +83,61 @@ Json StallObject(const StallReport& st) {
   return o;
 }
 
+Json ScoreObject(const RankScore& sc) {
+  if (!sc.measured) return nullptr;
+  Json o = Json::object();
+  o["relative"] = Num(sc.relative);
+  o["individual"] = Num(sc.individual);
+  for (StepSection k : kAllStepSections)
+    o[StepSectionName(k)] = Num(sc.sections[static_cast<int>(k)]);
+  o["straggler"] = sc.straggler;
+  return o;
+}
+
+Json StragglersArray(const std::vector<StragglerReport>& stragglers) {
+  Json a = Json::array();
+  for (const StragglerReport& st : stragglers) {
+    Json o = Json::object();
+    o["rank"] = st.rank;
+    o["host"] = Str(st.host);
+    o["node"] = st.node_rank;
+    o["section"] = StepSectionName(st.section);
+    o["relative_score"] = Num(st.relative_score);
+    o["slower"] = Num(st.slower);
+    o["since"] = Num(st.since_seconds);
+    o["seconds"] = Num(st.seconds);
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+Json BreakdownObject(const StepBreakdown& b) {
+  if (!b.measured()) return nullptr;
+  Json o = Json::object();
+  o["rank"] = b.rank;
+  o["step_seconds"] = Num(b.step_seconds());
+  for (StepSection k : kAllStepSections)
+    o[StepSectionName(k)] = Num(b.seconds[static_cast<int>(k)]);
+  Json spread = Json::object();
+  for (StepSection k : kAllStepSections)
+    spread[StepSectionName(k)] = Num(b.spread[static_cast<int>(k)]);
+  o["spread"] = std::move(spread);
+  return o;
+}
+
+Json TimeUseObject(const TimeUse& t) {
+  Json o = Json::object();
+  o["wall"] = Num(t.wall);
+  o["training"] = Num(t.training);
+  o["startup"] = Num(t.startup);
+  o["recovery"] = Num(t.recovery);
+  o["stall"] = Num(t.stall);
+  o["checkpoint"] = Num(t.checkpoint);
+  o["evaluation"] = Num(t.evaluation);
+  o["other"] = Num(t.other);
+  return o;
+}
+
 // `dumped` with the null value of `key` (the first occurrence: keys are ours, and a string value
 // cannot hold an unescaped quote) replaced by `raw`.
 void SpliceAt(const std::string& dumped, absl::string_view key, absl::string_view raw,
@@ -123,8 +178,9 @@ void RankJsonParts(const RankStatus& r, const RankVerdict& v, std::string* head,
   o["flag"] = v.flag == RankFlag::kNone ? Json(nullptr) : Json(RankFlagName(v.flag));
   o["behind_by"] = v.behind_by;
   o["final"] = v.final;
+  o["score"] = ScoreObject(r.score);
   const std::string dumped = Dump(o);
-  // The last occurrence: only fixed names (phase, flag) follow it.
+  // The last occurrence: only fixed names (phase, flag, score) follow it.
   constexpr absl::string_view kSeen = "\"last_seen_seconds\":";
   const size_t at = dumped.rfind(absl::StrCat(kSeen, "null")) + kSeen.size();
   head->assign(dumped, 0, at);
@@ -201,6 +257,11 @@ void ToJson(const JobStatus& s, absl::string_view ranks, std::string* out) {
     journal["stuck_seconds"] = Num(s.journal.stuck_seconds);
   }
   o["journal"] = std::move(journal);
+  o["stragglers"] = StragglersArray(s.stragglers);
+  o["breakdown"] = BreakdownObject(s.breakdown);
+  const double ettr = s.time_use.ettr();
+  o["ettr"] = NumOrNull(ettr, ettr >= 0);
+  o["time_use"] = TimeUseObject(s.time_use);
   out->reserve(ranks.size() + 4096 + 256 * s.events.size());  // one copy of the ranks
   SpliceAt(Dump(o), "ranks", ranks, out);
 }
@@ -329,6 +390,15 @@ void ReadRank(Fields& f, RankStatus* r) {
   f.Enum("flag", kAllRankFlags, &RankFlagName, RankFlag::kNone, &r->flag);
   f.Int("behind_by", &r->behind_by);
   f.Bool("final", &r->final);
+  f.Object("score", [&](Fields& sc) {
+    r->score.measured = true;
+    sc.Dbl("relative", &r->score.relative, NAN);
+    sc.Dbl("individual", &r->score.individual, NAN);
+    for (StepSection k : kAllStepSections) {
+      sc.Dbl(StepSectionName(k), &r->score.sections[static_cast<int>(k)], NAN);
+    }
+    sc.Bool("straggler", &r->score.straggler);
+  });
 }
 
 }  // namespace
@@ -403,6 +473,38 @@ absl::StatusOr<JobStatus> FromJson(absl::string_view text) {
     jr.Int("pending", &s.journal.pending);
     jr.Int("dropped", &s.journal.dropped);
     jr.Dbl("stuck_seconds", &s.journal.stuck_seconds, NAN);
+  });
+  f.Objects("stragglers", [&](Fields& st) {
+    StragglerReport& r = s.stragglers.emplace_back();
+    st.Int("rank", &r.rank);
+    st.Str("host", &r.host);
+    st.Int("node", &r.node_rank);
+    st.Enum("section", kAllStepSections, &StepSectionName, StepSection::kCompute, &r.section);
+    st.Dbl("relative_score", &r.relative_score, NAN);
+    st.Dbl("slower", &r.slower, NAN);
+    st.Dbl("since", &r.since_seconds, NAN);
+    st.Dbl("seconds", &r.seconds, NAN);
+  });
+  f.Object("breakdown", [&](Fields& b) {
+    b.Int("rank", &s.breakdown.rank);
+    for (StepSection k : kAllStepSections) {
+      b.Dbl(StepSectionName(k), &s.breakdown.seconds[static_cast<int>(k)], NAN);
+    }
+    b.Object("spread", [&](Fields& sp) {
+      for (StepSection k : kAllStepSections) {
+        sp.Dbl(StepSectionName(k), &s.breakdown.spread[static_cast<int>(k)], NAN);
+      }
+    });
+  });
+  f.Object("time_use", [&](Fields& t) {
+    t.Dbl("wall", &s.time_use.wall, 0);
+    t.Dbl("training", &s.time_use.training, 0);
+    t.Dbl("startup", &s.time_use.startup, 0);
+    t.Dbl("recovery", &s.time_use.recovery, 0);
+    t.Dbl("stall", &s.time_use.stall, 0);
+    t.Dbl("checkpoint", &s.time_use.checkpoint, 0);
+    t.Dbl("evaluation", &s.time_use.evaluation, 0);
+    t.Dbl("other", &s.time_use.other, 0);
   });
   if (!error.ok()) return error;
   return s;

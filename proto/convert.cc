@@ -138,6 +138,7 @@ void ToProto(const RankStatus& r, pb::RankStatus* p) {
   p->set_loss(r.loss);
   p->set_samples_per_second(r.samples_per_second);
   p->set_last_seen_seconds(r.last_seen_seconds);
+  StragglerToProto(r.score, p);
 }
 
 void ToProto(const JobStatus& in, pb::JobStatus* out) {
@@ -169,6 +170,7 @@ void ToProtoWithoutRanks(const JobStatus& in, pb::JobStatus* out) {
   out->set_checkpoint_path(in.checkpoint_path);
   for (const std::string& e : in.events) out->add_events(e);
   RecoveryToProto(in, out);
+  StragglerToProto(in, out);
   if (in.stall.present()) {
     pb::StallReport* st = out->mutable_stall();
     st->set_rank(in.stall.rank);
@@ -221,9 +223,11 @@ JobStatus FromProto(const pb::JobStatus& in) {
     r.loss = p.loss();
     r.samples_per_second = p.samples_per_second();
     r.last_seen_seconds = p.last_seen_seconds();
+    StragglerFromProto(p, &r.score);
   }
   s.events.assign(in.events().begin(), in.events().end());
   RecoveryFromProto(in, &s);
+  StragglerFromProto(in, &s);
   if (in.has_stall()) {
     const pb::StallReport& st = in.stall();
     s.stall.rank = st.rank();
@@ -345,6 +349,7 @@ void ToProto(const ProgressReport& in, pb::Progress* out) {
   out->set_optimizer_ms(in.optimizer_ms);
   out->set_overlap_share(in.overlap_share);
   out->set_stop_signaled(in.stop_signaled);
+  StragglerToProto(in.sections, out);
 }
 
 ProgressReport FromProto(const pb::Progress& in) {
@@ -365,6 +370,7 @@ ProgressReport FromProto(const pb::Progress& in) {
   p.optimizer_ms = in.optimizer_ms();
   p.overlap_share = in.overlap_share();
   p.stop_signaled = in.stop_signaled();
+  StragglerFromProto(in, &p.sections);
   return p;
 }
 

@@ -91,6 +91,14 @@ void RecoveryToProto(const RankAssignment& in, slurm_ddp::v1::RegisterReply* out
 void RecoveryFromProto(const slurm_ddp::v1::RegisterReply& in, RankAssignment* out);
 void RecoveryToProto(const JobStatus& in, slurm_ddp::v1::JobStatus* out);
 void RecoveryFromProto(const slurm_ddp::v1::JobStatus& in, JobStatus* out);
+// Straggler detection (convert_straggler.cc; called by the functions above): a heartbeat's
+// section totals, a rank's score, and the job's stragglers, step breakdown and time use.
+void StragglerToProto(const SectionTotals& in, slurm_ddp::v1::Progress* out);
+void StragglerFromProto(const slurm_ddp::v1::Progress& in, SectionTotals* out);
+void StragglerToProto(const RankScore& in, slurm_ddp::v1::RankStatus* out);
+void StragglerFromProto(const slurm_ddp::v1::RankStatus& in, RankScore* out);
+void StragglerToProto(const JobStatus& in, slurm_ddp::v1::JobStatus* out);
+void StragglerFromProto(const slurm_ddp::v1::JobStatus& in, JobStatus* out);
 
 // --- RPC status ---------------------------------------------------------------------------------
 grpc::Status ToGrpc(const absl::Status& in);

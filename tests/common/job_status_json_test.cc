@@ -57,6 +57,16 @@ TEST(JobStatusTest, FromJsonReadsWhatToJsonWrites) {
     r.last_seen_seconds = 0.25 + r.rank;
     s.ranks.push_back(r);
   }
+  s.ranks[2].score.measured = true;
+  s.ranks[2].score.relative = 0.5;
+  s.ranks[2].score.individual = 0.625;
+  s.ranks[2].score.sections[static_cast<int>(StepSection::kCompute)] = 0.25;
+  s.ranks[2].score.straggler = true;
+  s.stragglers = {{2, "node2", 1, StepSection::kCompute, 0.5, 4, 30.5, 42}};
+  s.breakdown.rank = 2;
+  s.breakdown.seconds[static_cast<int>(StepSection::kCompute)] = 0.25;
+  s.breakdown.spread[static_cast<int>(StepSection::kCommunication)] = 0.125;
+  s.time_use = {100, 80, 10, 5, 0, 3, 2, 0};
   const std::string json = ToJson(s);
   absl::StatusOr<JobStatus> back = FromJson(json);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -74,6 +84,19 @@ TEST(JobStatusTest, FromJsonReadsWhatToJsonWrites) {
   }
   EXPECT_EQ(back->ranks[1].flag, RankFlag::kStalled);
   EXPECT_EQ(back->stall.peers.size(), 1u);
+  EXPECT_TRUE(back->ranks[2].score.straggler);
+  EXPECT_EQ(back->ranks[2].score, s.ranks[2].score);
+  EXPECT_FALSE(back->ranks[0].score.measured);
+  ASSERT_EQ(back->stragglers.size(), 1u);
+  EXPECT_EQ(back->stragglers[0].section, StepSection::kCompute);
+  EXPECT_EQ(back->stragglers[0].node_rank, 1);
+  EXPECT_DOUBLE_EQ(back->breakdown.seconds[static_cast<int>(StepSection::kCompute)], 0.25);
+  EXPECT_DOUBLE_EQ(back->time_use.ettr(), 0.8);
+  EXPECT_NE(json.find("\"ettr\":0.8"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"stragglers\":[{\"rank\":2,\"host\":\"node2\",\"node\":1,"
+                      "\"section\":\"compute\",\"relative_score\":0.5"),
+            std::string::npos)
+      << json;
 }
 
 // A screen shows the JSON's decisions as they are, even where the rules would say otherwise.

@@ -278,12 +278,30 @@ TEST(JobStatusTest, JudgeRankSaturatesInsteadOfOverflowing) {
 
 TEST(JobStatusTest, RankFlagNames) {
   const std::vector<std::pair<RankFlag, std::string>> flags = {
-      {RankFlag::kNone, "none"},       {RankFlag::kFailed, "failed"}, {RankFlag::kLost, "lost"},
-      {RankFlag::kStalled, "stalled"}, {RankFlag::kSilent, "silent"}, {RankFlag::kBehind, "behind"},
+      {RankFlag::kNone, "none"},           {RankFlag::kFailed, "failed"},
+      {RankFlag::kLost, "lost"},           {RankFlag::kStalled, "stalled"},
+      {RankFlag::kSilent, "silent"},       {RankFlag::kBehind, "behind"},
+      {RankFlag::kStraggler, "straggler"},
   };
   ASSERT_EQ(flags.size(), std::size(kAllRankFlags));
   for (const auto& [flag, name] : flags) EXPECT_EQ(RankFlagName(flag), name);
   EXPECT_STREQ(RankFlagName(static_cast<RankFlag>(99)), "unknown");
+}
+
+// A straggler is flagged as one before it is behind; a silent or stalled rank stays so.
+TEST(JobStatusTest, AStragglerIsFlaggedBeforeBehind) {
+  RankStatus r;
+  r.rank = 2;
+  r.state = RankState::kTraining;
+  r.step = 10;
+  r.score.measured = true;
+  r.score.straggler = true;
+  EXPECT_EQ(JudgeRank(r, 20).flag, RankFlag::kStraggler);
+  EXPECT_EQ(JudgeRank(r, 20).behind_by, 10);
+  r.last_seen_seconds = 5;
+  EXPECT_EQ(JudgeRank(r, 20).flag, RankFlag::kSilent);
+  r.state = RankState::kDone;
+  EXPECT_EQ(JudgeRank(r, 20).flag, RankFlag::kNone);
 }
 
 // The screens' rules, decided once: every rank state with and without silence and a gap.
@@ -364,11 +382,15 @@ TEST(JobStatusTest, RanksCarryTheirFlagAndWhetherTheyAreFinal) {
   s.ranks[2].state = RankState::kLost;
   s.ranks[3].last_seen_seconds = 3;
   const std::string json = ToJson(s);
+  EXPECT_THAT(
+      json,
+      HasSubstr(
+          "\"phase_seconds\":0,\"flag\":null,\"behind_by\":0,\"final\":false,\"score\":null}"));
   EXPECT_THAT(json,
-              HasSubstr("\"phase_seconds\":0,\"flag\":null,\"behind_by\":0,\"final\":false}"));
-  EXPECT_THAT(json, HasSubstr("\"flag\":\"behind\",\"behind_by\":50,\"final\":false}"));
-  EXPECT_THAT(json, HasSubstr("\"flag\":\"lost\",\"behind_by\":0,\"final\":true}"));
-  EXPECT_THAT(json, HasSubstr("\"flag\":\"silent\",\"behind_by\":0,\"final\":false}"));
+              HasSubstr("\"flag\":\"behind\",\"behind_by\":50,\"final\":false,\"score\":null}"));
+  EXPECT_THAT(json, HasSubstr("\"flag\":\"lost\",\"behind_by\":0,\"final\":true,\"score\":null}"));
+  EXPECT_THAT(json,
+              HasSubstr("\"flag\":\"silent\",\"behind_by\":0,\"final\":false,\"score\":null}"));
   EXPECT_THAT(json, HasSubstr("\"exit_code\":null"));
 }
 

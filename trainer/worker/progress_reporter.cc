@@ -103,6 +103,23 @@ void ProgressReporter::MarkCoordinatorLost() {
 namespace {
 constexpr int kPhaseShift = 56;
 constexpr uint64_t kTimeMask = (uint64_t{1} << kPhaseShift) - 1;
+
+// The step section time in `phase` counts for; -1: none (checkpoint, eval, recovery).
+int SectionOf(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::kData:
+      return static_cast<int>(StepSection::kData);
+    case StepPhase::kForward:
+    case StepPhase::kBackward:
+      return static_cast<int>(StepSection::kCompute);
+    case StepPhase::kAllreduce:
+      return static_cast<int>(StepSection::kCommunication);
+    case StepPhase::kOptimizer:
+      return static_cast<int>(StepSection::kOptimizer);
+    default:
+      return -1;
+  }
+}
 }  // namespace
 
 int64_t ProgressReporter::NanosSinceStart() const {
@@ -111,9 +128,30 @@ int64_t ProgressReporter::NanosSinceStart() const {
       .count();
 }
 
-void ProgressReporter::MarkPhase(StepPhase phase) {
+void ProgressReporter::MarkPhase(StepPhase phase) { Mark(phase, /*new_step=*/true); }
+
+void ProgressReporter::Mark(StepPhase phase, bool new_step) {
   const uint64_t at = static_cast<uint64_t>(NanosSinceStart()) & kTimeMask;
-  phase_mark_.store((static_cast<uint64_t>(phase) << kPhaseShift) | at, std::memory_order_relaxed);
+  const uint64_t previous = phase_mark_.exchange((static_cast<uint64_t>(phase) << kPhaseShift) | at,
+                                                 std::memory_order_relaxed);
+  if (previous == 0) return;
+  const int section = SectionOf(static_cast<StepPhase>(previous >> kPhaseShift));
+  const uint64_t since = previous & kTimeMask;
+  if (section >= 0 && at > since) {
+    section_nanos_[section].fetch_add(static_cast<int64_t>(at - since), std::memory_order_relaxed);
+  }
+  if (new_step && phase == StepPhase::kOptimizer) {
+    section_steps_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+SectionTotals ProgressReporter::sections() const {
+  SectionTotals t;
+  t.steps = section_steps_.load(std::memory_order_relaxed);
+  for (int i = 0; i < kNumStepSections; ++i) {
+    t.seconds[i] = static_cast<double>(section_nanos_[i].load(std::memory_order_relaxed)) * 1e-9;
+  }
+  return t;
 }
 
 StepPhase ProgressReporter::phase() const {
@@ -124,13 +162,15 @@ void ProgressReporter::MarkCollectiveWait(bool waiting) {
   if (waiting) {
     const uint64_t mark = phase_mark_.load(std::memory_order_relaxed);
     interrupted_.store(static_cast<StepPhase>(mark >> kPhaseShift), std::memory_order_relaxed);
-    MarkPhase(StepPhase::kAllreduce);
+    Mark(StepPhase::kAllreduce, /*new_step=*/false);
   } else {
-    MarkPhase(interrupted_.load(std::memory_order_relaxed));
+    // Back to the interrupted phase: not a new step's optimizer.
+    Mark(interrupted_.load(std::memory_order_relaxed), /*new_step=*/false);
   }
 }
 
 void ProgressReporter::AddPhase(ProgressReport* report) const {
+  report->sections = sections();
   const uint64_t mark = phase_mark_.load(std::memory_order_relaxed);
   if (mark == 0) return;
   const int64_t since = static_cast<int64_t>(mark & kTimeMask);

@@ -28,7 +28,12 @@
 //
 // Phases: the training thread calls MarkPhase() at each transition of a step (one relaxed atomic
 // store of phase and time, no host sync); each heartbeat carries the phase and the time in it, so
-// the coordinator sees a rank stuck in one phase although its heartbeats keep coming. A stop
+// the coordinator sees a rank stuck in one phase although its heartbeats keep coming. The same
+// marks time the sections of the steps (straggler detection): each mark adds the time since the
+// previous one to the previous phase's section (data; forward and backward: compute; a
+// collective wait: communication; optimizer, and what the loop does after it until the next
+// step: optimizer; checkpoint, eval and recovery: none), and entering the optimizer counts a
+// step. Heartbeats carry the totals since start (ProgressReport::sections). A stop
 // signal the worker received (WatchStopSignal) is carried too: the coordinator turns it into a
 // graceful stop of the job, which then ends within its --stop-timeout even if a rank is stuck.
 //
@@ -139,8 +144,12 @@ class ProgressReporter {
  private:
   void Loop();
   void SendOnce();
-  // Fills step_phase and phase_seconds from the last MarkPhase (if any).
+  // MarkPhase; `new_step`: entering kOptimizer counts a step (not when a collective wait ends).
+  void Mark(StepPhase phase, bool new_step);
+  // Fills step_phase and phase_seconds from the last MarkPhase (if any), and the section totals.
   void AddPhase(ProgressReport* report) const;
+  // The section totals so far (not the time in the phase now: it is added when it ends).
+  SectionTotals sections() const;
   int64_t NanosSinceStart() const;
   // Latches the loss when the grace has run out; returns whether the coordinator is lost.
   bool CheckLostLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -164,6 +173,9 @@ class ProgressReporter {
   // 0: never marked.
   std::atomic<uint64_t> phase_mark_{0};
   std::atomic<StepPhase> interrupted_{StepPhase::kNone};  // the phase a collective wait interrupted
+  // Nanoseconds in each step section (by StepSection) and the steps counted, since start.
+  std::atomic<int64_t> section_nanos_[kNumStepSections] = {};
+  std::atomic<int64_t> section_steps_{0};
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   absl::Mutex send_mu_;  // serializes heartbeats from Loop() and Flush()
   mutable absl::Mutex mu_;

@@ -147,6 +147,47 @@ TEST(ProgressReporter, ACollectiveWaitReadsAllreduceThenThePhaseItInterrupted) {
   EXPECT_LT(api.last()->phase_seconds, 0.2);
 }
 
+// Straggler detection's input: each phase's time goes to its step section, a collective wait to
+// communication (and ending it is no new step), checkpoint and eval to none.
+TEST(ProgressReporter, HeartbeatsCarryTheTimeInEachSectionOfTheSteps) {
+  FakeApi api;
+  ProgressReporter reporter(&api, Options());
+  for (int step = 0; step < 2; ++step) {
+    reporter.MarkPhase(StepPhase::kData);
+    absl::SleepFor(absl::Milliseconds(20));
+    reporter.MarkPhase(StepPhase::kForward);
+    absl::SleepFor(absl::Milliseconds(30));
+    reporter.MarkPhase(StepPhase::kBackward);
+    absl::SleepFor(absl::Milliseconds(30));
+    reporter.MarkCollectiveWait(true);
+    absl::SleepFor(absl::Milliseconds(50));
+    reporter.MarkCollectiveWait(false);
+    reporter.MarkPhase(StepPhase::kOptimizer);
+    absl::SleepFor(absl::Milliseconds(10));
+    reporter.MarkCollectiveWait(true);  // the loop's stop agreement after the step
+    absl::SleepFor(absl::Milliseconds(10));
+    reporter.MarkCollectiveWait(false);
+  }
+  reporter.MarkPhase(StepPhase::kCheckpoint);
+  absl::SleepFor(absl::Milliseconds(200));
+  reporter.MarkPhase(StepPhase::kEval);
+  absl::SleepFor(absl::Milliseconds(200));
+  reporter.MarkPhase(StepPhase::kData);
+  reporter.Flush();
+  const SectionTotals t = api.last()->sections;
+  EXPECT_EQ(t.steps, 2);
+  auto at = [&t](StepSection s) { return t.seconds[static_cast<int>(s)]; };
+  EXPECT_GE(at(StepSection::kData), 0.040);
+  EXPECT_GE(at(StepSection::kCompute), 0.120);
+  EXPECT_GE(at(StepSection::kCommunication), 0.120);
+  EXPECT_GE(at(StepSection::kOptimizer), 0.020);
+  // Nothing of the 0.4 s in checkpoint and eval counts (generous bounds for a loaded machine).
+  const double total = at(StepSection::kData) + at(StepSection::kCompute) +
+                       at(StepSection::kCommunication) + at(StepSection::kOptimizer);
+  EXPECT_LT(total, 0.300 + 0.25);
+  EXPECT_LT(at(StepSection::kOptimizer), 0.15);
+}
+
 TEST(ProgressReporter, AStopSignalIsReported) {
   FakeApi api;
   std::atomic<bool> signaled{false};
