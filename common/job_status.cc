@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iterator>
 
+#include "absl/strings/str_format.h"
 #include "common/exit_codes.h"
 
 namespace ddp {
@@ -128,6 +129,12 @@ const char* StepSectionName(StepSection section) {
       return "optimizer";
   }
   return "unknown";
+}
+
+std::string StragglerReason(const StragglerReport& s) {
+  const std::string slower = s.slower > 0 ? absl::StrFormat("%.1fx slower", s.slower) : "slower";
+  return absl::StrFormat("%s %s than the best rank for %.0f s (relative score %.2f)",
+                         StepSectionName(s.section), slower, s.seconds, s.relative_score);
 }
 
 bool operator==(const RankScore& a, const RankScore& b) {

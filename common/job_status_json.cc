@@ -130,9 +130,9 @@ Json TimeUseObject(const TimeUse& t) {
   o["wall"] = Num(t.wall);
   o["training"] = Num(t.training);
   o["startup"] = Num(t.startup);
-  o["recovery"] = Num(t.recovery);
-  o["stall"] = Num(t.stall);
-  o["checkpoint"] = Num(t.checkpoint);
+  o["recoveries"] = Num(t.recovery);
+  o["stalls"] = Num(t.stall);
+  o["checkpoints"] = Num(t.checkpoint);
   o["evaluation"] = Num(t.evaluation);
   o["other"] = Num(t.other);
   return o;
@@ -500,9 +500,9 @@ absl::StatusOr<JobStatus> FromJson(absl::string_view text) {
     t.Dbl("wall", &s.time_use.wall, 0);
     t.Dbl("training", &s.time_use.training, 0);
     t.Dbl("startup", &s.time_use.startup, 0);
-    t.Dbl("recovery", &s.time_use.recovery, 0);
-    t.Dbl("stall", &s.time_use.stall, 0);
-    t.Dbl("checkpoint", &s.time_use.checkpoint, 0);
+    t.Dbl("recoveries", &s.time_use.recovery, 0);
+    t.Dbl("stalls", &s.time_use.stall, 0);
+    t.Dbl("checkpoints", &s.time_use.checkpoint, 0);
     t.Dbl("evaluation", &s.time_use.evaluation, 0);
     t.Dbl("other", &s.time_use.other, 0);
   });

@@ -96,6 +96,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   config.recovery_timeout = options_.registration_timeout;
   config.stall.timeout = options_.stall_timeout;
   config.stop_timeout = options_.stop_timeout;
+  config.straggler = options_.straggler;
   config.suspend_threshold = absl::Seconds(2);  // the server ticks every 50 ms
   config.log = [this](const std::string& line) { Log(line); };
   config.journal = journal_.get();

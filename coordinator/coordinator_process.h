@@ -63,7 +63,8 @@ struct CoordinatorOptions {
   int min_nodes = 0;                                    // shrinking (JobConfig::min_nodes)
   absl::Duration stall_timeout = absl::ZeroDuration();  // zero: from the job's pace (stall_rule.h)
   absl::Duration stop_timeout = absl::Seconds(60);
-  int http_port = 0;  // 0: ephemeral; -1: no HTTP endpoint
+  StragglerOptions straggler;  // --straggler-threshold, --straggler-window
+  int http_port = 0;           // 0: ephemeral; -1: no HTTP endpoint
   // After a successful job; after one that failed or stopped, at least kOutcomeLinger.
   absl::Duration linger = absl::Seconds(10);
   std::string log_file;  // also append log lines here

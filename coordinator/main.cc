@@ -99,6 +99,25 @@ int main(int argc, char** argv) {
                  "exit and the job ends naming them: STOPPED (exit 3) with a committed "
                  "checkpoint, else FAILED (exit 1)")
       ->check(CLI::PositiveNumber);
+  double straggler_window_s = absl::ToDoubleSeconds(options.straggler.window);
+  std::string straggler_action = "warn";
+  app.add_option("--straggler-threshold", options.straggler.threshold,
+                 "A rank whose relative score (the best rank's busy time per step, the step less "
+                 "its exposed communication, over its own) stays under this for "
+                 "--straggler-window is a straggler: named with its slow section in the status, "
+                 "/metrics and an event")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--straggler-window", straggler_window_s,
+                 "Seconds a rank's relative score must stay under --straggler-threshold before it "
+                 "is a straggler (one slow step, a checkpoint or an evaluation never is)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--straggler-action", straggler_action,
+                 "What naming a straggler does: warn (the only action so far; replace and exclude "
+                 "are not implemented yet)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"warn"}));
   app.add_option("--http-port", options.http_port,
                  "HTTP port for the dashboard, /api/status and /metrics (0 = ephemeral, "
                  "-1 = no HTTP); the bound port is published in the dist_file")
@@ -181,6 +200,7 @@ int main(int argc, char** argv) {
   options.linger = absl::Seconds(linger_s);
   options.stall_timeout = absl::Seconds(stall_timeout_s);
   options.stop_timeout = absl::Seconds(stop_timeout_s);
+  options.straggler.window = absl::Seconds(straggler_window_s);
   options.call_budgets.worker_calls = max_worker_calls;
   options.call_budgets.first_message_timeout = absl::Seconds(first_message_timeout_s);
   auto process = ddp::CoordinatorProcess::Start(options, ddp::ProcessEnvironment());

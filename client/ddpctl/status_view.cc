@@ -57,6 +57,9 @@ std::string Flags(const RankStatus& r) {
   if (r.flag == RankFlag::kSilent) {
     parts.push_back(absl::StrFormat("silent %.1fs", r.last_seen_seconds));
   }
+  if (r.flag == RankFlag::kStraggler) {
+    parts.push_back(absl::StrFormat("straggler (score %.2f)", r.score.relative));
+  }
   if (r.flag != RankFlag::kNone && parts.empty()) parts.push_back(RankFlagName(r.flag));
   if (parts.empty()) return "";
   return absl::StrCat("<< ", absl::StrJoin(parts, ", "));
@@ -85,6 +88,40 @@ std::string StallText(const StallReport& st) {
   return out;
 }
 
+// "rank 5 (host n1): compute 1.9x slower than the best rank for 42 s (relative score 0.52)".
+std::string StragglerText(const StragglerReport& st) {
+  return absl::StrFormat("rank %d (host %s): %s", st.rank, Printable(st.host), StragglerReason(st));
+}
+
+// "step 0.190s (slowest rank 2): data 0.010s, compute 0.170s, communication 0.001s, optimizer
+// 0.010s; spread across ranks: ..." (one line).
+std::string BreakdownLine(const StepBreakdown& b) {
+  std::vector<std::string> parts;
+  std::vector<std::string> spread;
+  for (StepSection k : kAllStepSections) {
+    const int i = static_cast<int>(k);
+    parts.push_back(absl::StrFormat("%s %.3fs", StepSectionName(k), b.seconds[i]));
+    spread.push_back(absl::StrFormat("%s %.3fs", StepSectionName(k), b.spread[i]));
+  }
+  return absl::StrFormat("step %.3fs (slowest rank %d): %s; spread across ranks: %s",
+                         b.step_seconds(), b.rank, absl::StrJoin(parts, ", "),
+                         absl::StrJoin(spread, ", "));
+}
+
+// "ETTR 93.1% of 5m00s: training 4m39s, startup 12s, recovery 0s, ..." (one line).
+std::string EttrLine(const TimeUse& t) {
+  const std::pair<const char*, double> uses[] = {
+      {"training", t.training}, {"startup", t.startup},        {"recoveries", t.recovery},
+      {"stalls", t.stall},      {"checkpoints", t.checkpoint}, {"evaluation", t.evaluation},
+      {"other", t.other}};
+  std::vector<std::string> parts;
+  for (const auto& [use, seconds] : uses) {
+    parts.push_back(absl::StrCat(use, " ", FormatDuration(seconds)));
+  }
+  return absl::StrFormat("ETTR %.1f%% of %s: %s", 100 * t.ettr(), FormatDuration(t.wall),
+                         absl::StrJoin(parts, ", "));
+}
+
 }  // namespace
 
 std::string ProgressBar(double fraction, int width) {
@@ -105,6 +142,9 @@ std::string FormatDuration(double seconds) {
 std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   std::string out;
   if (s.stall.present()) absl::StrAppend(&out, "STALLED: ", StallText(s.stall), "\n");
+  for (const StragglerReport& st : s.stragglers) {
+    absl::StrAppend(&out, "STRAGGLER: ", StragglerText(st), "\n");
+  }
   if (s.journal.state == JournalCondition::kFailed) {
     absl::StrAppend(&out, "JOURNAL FAILED: ", Printable(s.journal.error), " (", s.journal.dropped,
                     " record(s) dropped; a restarted coordinator could not take the job over)\n");
@@ -152,7 +192,9 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
                                           total > 0 ? absl::StrCat("/", total) : std::string()));
     absl::StrAppend(&out, absl::StrFormat("loss %.4g  %.1f samples/s  eta %s\n", s.loss,
                                           s.samples_per_second, FormatDuration(s.eta_seconds)));
+    if (s.breakdown.measured()) absl::StrAppend(&out, BreakdownLine(s.breakdown), "\n");
   }
+  if (s.time_use.wall > 0) absl::StrAppend(&out, EttrLine(s.time_use), "\n");
   std::vector<const RankStatus*> rows;
   int flagged = 0;
   int final = 0;
@@ -240,6 +282,11 @@ std::string FormatLine(const JobStatus& s) {
     absl::StrAppend(&line, absl::StrFormat(" restarts %d/%d", s.restarts, s.max_restarts));
   }
   if (s.stall.present()) absl::StrAppend(&line, " stalled: ", StallText(s.stall));
+  for (const StragglerReport& st : s.stragglers) {
+    absl::StrAppend(&line, " straggler: ", StragglerText(st));
+  }
+  if (s.time_use.wall > 0)
+    absl::StrAppend(&line, absl::StrFormat(" ETTR %.1f%%", 100 * s.time_use.ettr()));
   if (s.state == JobState::kFailed) {
     absl::StrAppend(&line, " failed",
                     s.failure.rank >= 0 ? absl::StrCat(" rank ", s.failure.rank) : std::string(),

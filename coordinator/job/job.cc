@@ -24,7 +24,9 @@ Job::Job(JobConfig config, const Clock* clock, absl::Time start)
       events_(start, config_.max_events, config_.log),
       recovery_(config_.max_restarts, config_.recovery_timeout, start),
       spares_(config_.heartbeat_timeout),
-      stall_watch_(config_.stall, config_.world_size, start) {}
+      stall_watch_(config_.stall, config_.world_size, start),
+      straggler_watch_(config_.straggler),
+      time_account_(start) {}
 
 void Job::EventLocked(const std::string& line, Completions* out) {
   events_.Add(clock_->Now(), line, out);
@@ -52,6 +54,7 @@ void Job::NoteRegistrationLocked(const WorkerIdentity& who, bool replacing, Comp
 
 void Job::StateChangedLocked(const std::string& why, Completions* out) {
   lifecycle_.Stamp(clock_->Now());
+  if (lifecycle_.finished()) time_account_.Stop(clock_->Now());
   published_.set_command(lifecycle_.command());
   EventLocked(absl::StrCat("job ", JobStateName(lifecycle_.state()), why.empty() ? "" : ": ", why),
               out);
@@ -351,6 +354,7 @@ void Job::Tick() {
     if (!FinishedLocked() && lifecycle_.state() != JobState::kRecovering) {
       JudgeStallsLocked(now, &out);
     }
+    WatchTimeLocked(now, &out);
     if (lifecycle_.StopOverdue(now, config_.stop_timeout)) {
       EndStopLocked(StallRule::Holdouts(RankViewsLocked(now, /*observe=*/false)),
                     absl::StrCat("graceful stop not completed within ",

@@ -11,6 +11,8 @@
 //   failure_causes.h   how each observation becomes a FailureCause
 //   stall_watch.h      when and since when ranks are judged, the stalls found (stall_rule.h: the
 //                      rule; step_pace.h: the pace)
+//   straggler_watch.h  the ranks' scores from their step section times, the stragglers named
+//   time_account.h     where the job's wall time went (ETTR)
 //   published.h        what heartbeats and status readers read without the lock: the command,
 //                      the announced generation, stalled ranks told to exit (exit_orders.h), and
 //                      the versions
@@ -26,7 +28,8 @@
 // membership generation is complete (or the job fails). Callbacks and the log sink run without
 // the lock held. In-job recovery (proto/coordinator.proto, RECOVERY) runs through ReportLost,
 // Tick (silence, deadlines), Rejoin and Register: job_recovery.cc. Stalls and the stop deadline:
-// job_stall.cc; spares: job_spares.cc; Restore: job_restore.cc; Status: job_view.cc.
+// job_stall.cc; stragglers and the time account: job_straggler.cc; spares: job_spares.cc; Restore:
+// job_restore.cc; Status: job_view.cc.
 //
 // Thread safety: every public method is thread-safe. Job-wide state sits under `mu_`; each
 // rank's progress and liveness sit in Liveness under that rank's own lock. Each generation's
@@ -64,6 +67,8 @@
 #include "coordinator/job/shard_ledger.h"
 #include "coordinator/job/spares.h"
 #include "coordinator/job/stall_watch.h"
+#include "coordinator/job/straggler_watch.h"
+#include "coordinator/job/time_account.h"
 
 namespace ddp {
 
@@ -92,6 +97,9 @@ struct JobConfig {
   // The stall rule's budgets (stall_rule.h; --stall-timeout). A stalled rank fails the job
   // (kind kStall) while no restart is left; during a graceful stop it ends the stop at once.
   StallOptions stall;
+  // Straggler detection (straggler_watch.h; --straggler-threshold, --straggler-window). A
+  // straggler is reported (status, an event, /metrics): --straggler-action warn.
+  StragglerOptions straggler;
   // A graceful stop not completed this long after it was asked for ends the job (--stop-timeout):
   // STOPPED when a checkpoint was committed, else FAILED naming the rank(s) holding it up; every
   // rank still running gets Command::kExit with the job's exit code.
@@ -238,6 +246,14 @@ class Job {
   // Each rank as the stall rule sees it; with `observe`, feeds the job's pace the ranks' steps.
   std::vector<RankView> RankViewsLocked(absl::Time now, bool observe)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // --- stragglers and the time account (job_straggler.cc) ---------------------------------------
+  // At most every StragglerWatch::kCheckPeriod: feeds the watch every rank's section times,
+  // names and clears stragglers (an event each), and charges the time account.
+  void WatchTimeLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the job is doing now, for the time account.
+  TimeUseKind TimeUseLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Status: each rank's score, the stragglers, the step breakdown and the time use.
+  void StragglerStatusLocked(absl::Time now, JobStatus* s) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // With a restart left: `rank` (stalled) gets kExit in its heartbeat replies, with `why`.
   void OrderExitLocked(int rank, const std::string& why, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -264,6 +280,8 @@ class Job {
   Recovery recovery_ ABSL_GUARDED_BY(mu_);
   Spares spares_ ABSL_GUARDED_BY(mu_);
   StallWatch stall_watch_ ABSL_GUARDED_BY(mu_);
+  StragglerWatch straggler_watch_ ABSL_GUARDED_BY(mu_);
+  TimeAccount time_account_ ABSL_GUARDED_BY(mu_);
   // The journal's condition as last announced in an event.
   JournalCondition journal_noted_ ABSL_GUARDED_BY(mu_) = JournalCondition::kOk;
   // Thread-safe on its own; written under mu_ (the command mirrors lifecycle_).

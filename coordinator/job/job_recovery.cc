@@ -174,6 +174,7 @@ void Job::CompleteRecoveryLocked(Completions* out) {
   spares_.Settle();
   published_.exit_orders().Clear();  // no rank of the new generation is told to exit
   stall_watch_.NewGeneration(now);
+  straggler_watch_.Reset();  // ranks may be renumbered: scores start afresh
   lifecycle_.EndRecovery();
   AnnounceGenerationLocked();
   StateChangedLocked(

@@ -66,6 +66,7 @@ JobStatus Job::Status() const {
     s.stall = {st.rank, st.phase, absl::ToDoubleSeconds(st.in_phase),
                absl::ToDoubleSeconds(st.budget), st.peers};
   }
+  StragglerStatusLocked(now, &s);
   s.events = events_.Recent();
   return s;
 }

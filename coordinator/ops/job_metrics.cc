@@ -20,6 +20,18 @@ RankMetricLines RankMetricsOf(const RankStatus& r) {
       absl::StrCat("{rank=\"", r.rank, "\",host=\"", PromLabel(r.host), "\"} ");
   absl::StrAppend(&lines.step, "ddp_rank_step", labels, r.step, "\n");
   absl::StrAppend(&lines.seen, "ddp_rank_last_seen_seconds", labels);
+  if (r.score.measured) {
+    const std::string rank = absl::StrCat("{rank=\"", r.rank, "\"");
+    absl::StrAppend(&lines.score, "ddp_rank_score", rank, ",section=\"step\"} ",
+                    PromValue(r.score.relative), "\n");
+    for (StepSection k : kAllStepSections) {
+      absl::StrAppend(&lines.score, "ddp_rank_score", rank, ",section=\"", StepSectionName(k),
+                      "\"} ", PromValue(r.score.sections[static_cast<int>(k)]), "\n");
+    }
+    absl::StrAppend(&lines.individual, "ddp_rank_individual_score", rank, "} ",
+                    PromValue(r.score.individual), "\n", "ddp_rank_straggler", rank, "} ",
+                    r.score.straggler ? 1 : 0, "\n");
+  }
   return lines;
 }
 
@@ -37,6 +49,14 @@ void RenderRankMetrics(size_t ranks, absl::FunctionRef<const RankMetricLines&(si
     if (l.seen.empty()) continue;
     absl::StrAppend(out, l.seen, PromValue(last_seen(i)), "\n");
   }
+  AppendPromHeader(out, "ddp_rank_score", "gauge",
+                   "The best rank's time per step over this rank's, by section (step: busy time, "
+                   "the step less communication); 1 is the best, under --straggler-threshold slow");
+  for (size_t i = 0; i < ranks; ++i) out->append(lines(i).score);
+  AppendPromHeader(out, "ddp_rank_individual_score", "gauge",
+                   "Each rank's own best busy time per step over its current one");
+  AppendPromHeader(out, "ddp_rank_straggler", "gauge", "1 for a rank named a straggler");
+  for (size_t i = 0; i < ranks; ++i) out->append(lines(i).individual);
 }
 
 void RenderJobGauges(const JobStatus& s, std::string* out) {
@@ -99,6 +119,38 @@ void RenderJobGauges(const JobStatus& s, std::string* out) {
   AppendPromGauge(out, "ddp_stalled_rank",
                   "The rank stalled longest (stuck in a working phase while peers wait; -1 none)",
                   s.stall.present() ? s.stall.rank : -1);
+  AppendPromGauge(out, "ddp_stragglers", "Ranks named stragglers",
+                  static_cast<double>(s.stragglers.size()));
+  if (s.breakdown.measured()) {
+    AppendPromHeader(out, "ddp_step_section_seconds", "gauge",
+                     "The slowest rank's seconds per step in each section");
+    for (StepSection k : kAllStepSections) {
+      absl::StrAppend(out, "ddp_step_section_seconds{section=\"", StepSectionName(k), "\"} ",
+                      PromValue(s.breakdown.seconds[static_cast<int>(k)]), "\n");
+    }
+    AppendPromHeader(out, "ddp_step_section_spread_seconds", "gauge",
+                     "Each section's seconds per step, largest rank less smallest");
+    for (StepSection k : kAllStepSections) {
+      absl::StrAppend(out, "ddp_step_section_spread_seconds{section=\"", StepSectionName(k), "\"} ",
+                      PromValue(s.breakdown.spread[static_cast<int>(k)]), "\n");
+    }
+  }
+  AppendPromGauge(out, "ddp_ettr",
+                  "Effective training time ratio: training over wall time since the start (-1 "
+                  "before any)",
+                  s.time_use.ettr());
+  AppendPromHeader(out, "ddp_time_seconds", "gauge",
+                   "Wall time since the job's start by what it went to");
+  const std::pair<const char*, double> uses[] = {{"training", s.time_use.training},
+                                                 {"startup", s.time_use.startup},
+                                                 {"recoveries", s.time_use.recovery},
+                                                 {"stalls", s.time_use.stall},
+                                                 {"checkpoints", s.time_use.checkpoint},
+                                                 {"evaluation", s.time_use.evaluation},
+                                                 {"other", s.time_use.other}};
+  for (const auto& [use, seconds] : uses) {
+    absl::StrAppend(out, "ddp_time_seconds{use=\"", use, "\"} ", PromValue(seconds), "\n");
+  }
   AppendPromGauge(out, "ddp_stall_seconds",
                   "Seconds the stalled rank has been in its phase (0 none)",
                   s.stall.present() ? s.stall.seconds : 0.0);

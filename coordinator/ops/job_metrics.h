@@ -3,7 +3,11 @@
 // ddp_world_size, ddp_registered_ranks, ddp_lost_ranks, ddp_failed_ranks, ddp_ranks{state},
 // ddp_epoch, ddp_epochs, ddp_step, ddp_steps_per_epoch, ddp_loss, ddp_samples_per_second,
 // ddp_eta_seconds, ddp_uptime_seconds, ddp_checkpoint_step, ddp_rank_step{rank,host},
-// ddp_rank_last_seen_seconds{rank,host}. State labels are the enums' names
+// ddp_rank_last_seen_seconds{rank,host}; straggler detection: ddp_rank_score{rank,section}
+// (section data, compute, communication, optimizer, and step for the relative score of the
+// busy time), ddp_rank_individual_score{rank}, ddp_rank_straggler{rank}, ddp_stragglers; where
+// the time goes: ddp_step_section_seconds{section}, ddp_step_section_spread_seconds{section},
+// ddp_ettr, ddp_time_seconds{use}. State labels are the enums' names
 // (common/job_status.h; a stopped job is STOPPED here).
 //
 // Thread safety: a pure function.
@@ -30,6 +34,8 @@ struct RankMetricLines {
   std::string phase;
   std::string step;
   std::string seen;
+  std::string score;       // its ddp_rank_score lines (empty until scored)
+  std::string individual;  // its ddp_rank_individual_score and ddp_rank_straggler lines
 };
 RankMetricLines RankMetricsOf(const RankStatus& rank);
 void RenderJobGauges(const JobStatus& status, std::string* out);

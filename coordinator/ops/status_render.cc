@@ -18,7 +18,8 @@ bool SameRow(const RankStatus& a, const RankStatus& b) {
   return a.rank == b.rank && a.node_rank == b.node_rank && a.local_rank == b.local_rank &&
          a.pid == b.pid && a.state == b.state && a.phase == b.phase &&
          a.phase_seconds == b.phase_seconds && a.epoch == b.epoch && a.step == b.step &&
-         a.loss == b.loss && a.samples_per_second == b.samples_per_second && a.host == b.host;
+         a.loss == b.loss && a.samples_per_second == b.samples_per_second && a.host == b.host &&
+         a.score == b.score;
 }
 
 void AppendVarint(uint64_t v, std::string* out) {

@@ -70,6 +70,33 @@ TEST(StatusViewTest, RunningJob) {
             "RUNNING epoch 0/3 step 92/1800 loss 1.495 16390.0 samples/s ranks 2/2 working");
 }
 
+// A straggler is said first with its cause; the step breakdown and ETTR get one line each.
+TEST(StatusViewTest, AStragglerTheBreakdownAndEttrAreShown) {
+  JobStatus s = Running();
+  s.ranks[1].score.measured = true;
+  s.ranks[1].score.relative = 0.52;
+  s.ranks[1].score.straggler = true;
+  s.ranks[1].host = "n1";
+  s.stragglers = {{1, "n1", 1, StepSection::kCompute, 0.52, 1.9, 10, 42}};
+  s.breakdown.rank = 1;
+  s.breakdown.seconds[static_cast<int>(StepSection::kCompute)] = 0.17;
+  s.breakdown.seconds[static_cast<int>(StepSection::kData)] = 0.01;
+  s.breakdown.spread[static_cast<int>(StepSection::kCommunication)] = 0.09;
+  s.time_use = {300, 279, 12, 0, 0, 6, 3, 0};
+  DecideStatus(&s);
+  const std::string text = FormatStatus(s, ViewOptions());
+  EXPECT_THAT(text, StartsWith("STRAGGLER: rank 1 (host n1): compute 1.9x slower than the best "
+                               "rank for 42 s (relative score 0.52)\n"));
+  EXPECT_THAT(text, HasSubstr("step 0.180s (slowest rank 1): data 0.010s, compute 0.170s, "
+                              "communication 0.000s, optimizer 0.000s; spread across ranks: data "
+                              "0.000s, compute 0.000s, communication 0.090s, optimizer 0.000s\n"));
+  EXPECT_THAT(text, HasSubstr("ETTR 93.0% of 5m00s: training 4m39s, startup 12s, recoveries 0s, "
+                              "stalls 0s, checkpoints 6s, evaluation 3s, other 0s\n"));
+  EXPECT_THAT(text, HasSubstr("straggler (score 0.52)"));
+  EXPECT_THAT(FormatLine(s), HasSubstr(" straggler: rank 1 (host n1): compute 1.9x slower"));
+  EXPECT_THAT(FormatLine(s), HasSubstr(" ETTR 93.0%"));
+}
+
 TEST(StatusViewTest, AJournalThatFailedOrIsStuckIsSaidFirst) {
   JobStatus s = Running();
   s.journal = {JournalCondition::kOk, "", 40, 0, 0, 0.0};

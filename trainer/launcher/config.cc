@@ -21,6 +21,8 @@ absl::Status Validate(const TrainerConfig& c) {
       {"--heartbeat-timeout", c.heartbeat_timeout_s},
       {"--stall-timeout", c.stall_timeout_s},
       {"--stop-timeout", c.stop_timeout_s},
+      {"--straggler-threshold", c.straggler_threshold},
+      {"--straggler-window", c.straggler_window_s},
       {"--coordinator-grace", c.coordinator_grace_s},
       {"--pg-timeout", c.pg_timeout_s},
       {"--linger", c.linger_s},
@@ -33,6 +35,11 @@ absl::Status Validate(const TrainerConfig& c) {
       return absl::InvalidArgumentError(
           absl::StrCat(flag, " ", value, ": expected a finite number"));
     }
+  }
+  if (c.straggler_action != "warn") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--straggler-action ", c.straggler_action,
+                     ": only warn is implemented (replace and exclude are not yet)"));
   }
   if (c.backend != "auto" && c.backend != "nccl" && c.backend != "gloo") {
     return absl::InvalidArgumentError(
@@ -150,6 +157,25 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                               "before the ranks still running are ended: exit ",
                               kExitResumable, " with a checkpoint, else ", kExitFailed))
       ->check(CLI::PositiveNumber)
+      ->group(job);
+  app.add_option("--straggler-threshold", c.straggler_threshold,
+                 "A rank whose relative score (the best rank's busy time per step, the step less "
+                 "its time waiting in collectives, over its own) stays under this for "
+                 "--straggler-window is a straggler, named with the slow section (data, compute, "
+                 "optimizer) in ddpctl status, /metrics and an event")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str()
+      ->group(job);
+  app.add_option("--straggler-window", c.straggler_window_s,
+                 "Seconds a rank's relative score must stay under --straggler-threshold before "
+                 "it is named (one slow step, a checkpoint or an evaluation never is)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group(job);
+  app.add_option("--straggler-action", c.straggler_action,
+                 "What naming a straggler does: warn (the only action so far; replace and exclude "
+                 "are not implemented yet)")
+      ->capture_default_str()
       ->group(job);
   app.add_option("--coordinator-grace", c.coordinator_grace_s,
                  absl::StrCat("Seconds the workers train on while the coordinator cannot be "

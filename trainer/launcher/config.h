@@ -26,6 +26,11 @@ struct TrainerConfig {
   double heartbeat_timeout_s = 10;
   double stall_timeout_s = 0;  // 0: derived from the median step time (coordinator)
   double stop_timeout_s = 60;  // a graceful stop ends within this (coordinator)
+  // Straggler detection (coordinator): a rank whose relative score stays under the threshold
+  // for the window is a straggler; the action is warn (the only one so far).
+  double straggler_threshold = 0.75;
+  double straggler_window_s = 30;
+  std::string straggler_action = "warn";
   // Workers that cannot reach the coordinator for this long agree through their process group
   // to checkpoint and exit resumable (docs/operations.md, "When the coordinator is lost").
   double coordinator_grace_s = 60;
