@@ -96,6 +96,15 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done_as_is) {
     absl::StatusOr<Membership::JoinResult> joined = membership_.Join(who, done, refusal, &out);
     if (!joined.ok()) {
       error = joined.status();
+      // A replacement whose predecessor's loss went to the coordinator before this restored one:
+      // until the predecessor is reported again or misses its heartbeat timeout, retry.
+      if (absl::IsAlreadyExists(error) &&
+          clock_->Now() - restored_at_ < config_.heartbeat_timeout) {
+        error = absl::UnavailableError(
+            absl::StrCat(error.message(),
+                         ", not heard from since the coordinator restarted from its journal; "
+                         "retry until it is reported lost or its heartbeat timeout passes"));
+      }
     } else if (joined->new_slot) {
       const bool replacing = membership_.world_complete();
       if (!replacing && config_.journal != nullptr) config_.journal->Registered(who);

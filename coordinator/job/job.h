@@ -284,6 +284,10 @@ class Job {
   TimeAccount time_account_ ABSL_GUARDED_BY(mu_);
   // The journal's condition as last announced in an event.
   JournalCondition journal_noted_ ABSL_GUARDED_BY(mu_) = JournalCondition::kOk;
+  // When Restore took over a rank table from the journal (InfinitePast: never). For a heartbeat
+  // timeout after it, the job cannot tell a slot's live holder from one whose loss was reported
+  // to the coordinator before this one: Register answers a taken slot UNAVAILABLE (retry).
+  absl::Time restored_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Thread-safe on its own; written under mu_ (the command mirrors lifecycle_).
   Published published_;
 };

@@ -24,6 +24,7 @@ absl::Status Job::Restore(const JournalState& state) {
     }
     membership_.Restore(table);
     liveness_.Start(table.size(), now);  // every rank gets heartbeat_timeout to re-attach
+    restored_at_ = now;
     recovery_.RestoreRestarts(state.restarts);
     if (table.size() != config_.world_size) shards_.Reset(table.size());  // it had shrunk
     for (const auto& [epoch, request] : state.epochs) shards_.RestoreAgreed(epoch, request);

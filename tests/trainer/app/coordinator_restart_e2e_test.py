@@ -126,6 +126,24 @@ def case_corrupt_journal(tmp):
              f"job exited {code}, want one of {LOST_COORDINATOR_EXITS}", out)
 
 
+def case_killed_during_recovery(tmp):
+    """Rank 1 SIGKILLed at a random step, the coordinator SIGKILLed as soon as the job is
+    RECOVERING: the restarted coordinator knows the last complete generation only, yet the
+    replacement takes rank 1's place (its first Register may meet the dead process still
+    holding the slot: it retries until the loss is known), and the run ends exit 0, bit for bit."""
+    ref = R.reference()
+    step = random.Random().randint(3, TOTAL_STEPS - 6)
+    job = R.Job(tmp, "crr", holds=[("step", 1, step)])
+    os.kill(job.held(0), signal.SIGKILL)
+    job.wait_status(lambda s: s["state"] == "RECOVERING", every=0.02)
+    os.kill(coordinator_pid(job), signal.SIGKILL)
+    print(f"rank 1 killed after step {step}, the coordinator during the recovery")
+    code, out = job.finish()
+    R.expect(code == 0, f"job exited {code}, want 0", out)
+    R.expect(out.count("restarting it from its journal (1 of 3)") == 1, "no restart logged", out)
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+
+
 def case_finished_ranks_kept(tmp):
     """3 workers; rank 0 frozen before its final checkpoint while ranks 1 and 2 are done; the
     coordinator SIGKILLed then. The restarted one must know from its journal that ranks 1 and 2
