@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
     options.timeouts.coordinator_linger = absl::Seconds(config->linger_s);
     options.worker_command =
         ddp::WorkerCommand("/proc/self/exe", std::vector<std::string>(argv + 1, argv + argc));
+    options.block_stop_request_until_ready = true;  // worker.cc InstallStopSignals unblocks
     options.coordinator_command = ddp::CoordinatorCommand(*plan, *config, options.timeouts,
                                                           ExecutableDir() + "/ddp-coordinator");
     options.coordinator_resume_command = options.coordinator_command;

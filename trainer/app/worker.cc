@@ -102,6 +102,12 @@ void InstallStopSignals() {
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGTERM, SIGUSR1, SIGINT}) sigaction(sig, &sa, nullptr);
+  // The launcher starts workers with SIGUSR1 blocked (LauncherOptions::
+  // block_stop_request_until_ready): one that came before this handler is delivered now.
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_UNBLOCK, &usr1, nullptr);
 }
 
 // Seconds since this process was started (exec, dynamic loading of LibTorch and static

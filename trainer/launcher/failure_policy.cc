@@ -20,11 +20,13 @@ FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status, bo
   }
   d.failure = true;
   d.first = !stopping_;
-  // Only a death nobody asked for: not a worker being stopped, nor one after a forwarded signal.
-  d.report_lost = d.first && !forwarded_ && status.signaled();
+  // Only a death nobody asked for: not a worker being stopped, nor one after a forwarded signal
+  // that ends workers (OnSignalForwarded).
+  const bool asked = forwarded_ || (checkpoint_asked_ && !status.signaled());
+  d.report_lost = d.first && !asked && status.signaled();
   // kExitAborted: the coordinator failed the job; kExitUsage: a new start fails the same way.
   const bool respawnable = status.signaled() || (code != kExitAborted && code != kExitUsage);
-  if (d.first && !forwarded_ && recovery_ && (respawnable || (respawned && code == kExitUsage))) {
+  if (d.first && !asked && recovery_ && (respawnable || (respawned && code == kExitUsage))) {
     // In-job recovery: the coordinator decides (RESPAWN, STOP or WAIT).
     d.report_lost = true;
     d.ask = true;

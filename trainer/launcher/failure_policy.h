@@ -16,6 +16,8 @@
 #ifndef SLURM_DDP_TRAINER_LAUNCHER_FAILURE_POLICY_H_
 #define SLURM_DDP_TRAINER_LAUNCHER_FAILURE_POLICY_H_
 
+#include <csignal>
+
 #include "trainer/launcher/child_process.h"
 
 namespace ddp {
@@ -38,9 +40,18 @@ class FailurePolicy {
   explicit FailurePolicy(int max_restarts = 0)
       : recovery_(max_restarts > 0), restarts_left_(max_restarts) {}
 
-  // A signal (SIGTERM, SIGUSR1, SIGINT) was forwarded to the workers: deaths from now on were
-  // asked for, and are neither respawned nor reported as lost.
-  void OnSignalForwarded() { forwarded_ = true; }
+  // `signal` was forwarded to the workers. After SIGTERM or SIGINT every end was asked for, and
+  // is neither respawned nor reported as lost. SIGUSR1 asks for a checkpoint and a stop, which no
+  // worker dies of: a worker killed by a signal after it (a preemption and a fault at once) is a
+  // loss like any other, so the job recovers it and then stops at its next agreement; a worker
+  // that exits with a code after it ended by itself, as after SIGTERM.
+  void OnSignalForwarded(int signal) {
+    if (signal == SIGUSR1) {
+      checkpoint_asked_ = true;
+    } else {
+      forwarded_ = true;
+    }
+  }
   // `respawned`: this end is of a worker started again (a replacement); with recovery on, its
   // failed start (even bad flags or data, exit kExitUsage) is the coordinator's to judge.
   Decision OnWorkerExit(const ExitStatus& status, bool respawned = false);
@@ -61,8 +72,9 @@ class FailurePolicy {
 
   const bool recovery_;
   int restarts_left_;
-  bool forwarded_ = false;
-  bool stopping_ = false;  // a failure is stopping the other workers
+  bool forwarded_ = false;         // SIGTERM or SIGINT was forwarded
+  bool checkpoint_asked_ = false;  // SIGUSR1 was forwarded
+  bool stopping_ = false;          // a failure is stopping the other workers
   int result_ = 0;
 };
 

@@ -156,6 +156,7 @@ class LauncherRun {
       ChildSpec spec;
       spec.name = absl::StrCat("worker (local rank ", local_rank, ")");
       spec.spawn.argv = options_.worker_command;
+      if (options_.block_stop_request_until_ready) spec.blocked_at_start = {SIGUSR1};
       if (options_.heartbeat_socket) {
         absl::StatusOr<int> fd = options_.heartbeat_socket();
         if (fd.ok()) {
@@ -236,7 +237,7 @@ class LauncherRun {
     switch (e.kind) {
       case SupervisorEvent::Kind::kSignal:
         Log(task_, absl::StrCat("received ", strsignal(e.signal), "; forwarding to workers"));
-        policy_.OnSignalForwarded();
+        policy_.OnSignalForwarded(e.signal);
         supervisor_.Forward(e.signal);
         if (stop_deadline_ == absl::InfiniteFuture()) {
           stop_deadline_ = absl::Now() + options_.timeouts.signal_stop_deadline;

@@ -64,6 +64,10 @@ using HeartbeatSocket = std::function<absl::StatusOr<int>()>;
 struct LauncherOptions {
   // What each worker runs (WorkerCommand); the worker's placement travels in its environment.
   std::vector<std::string> worker_command;
+  // Workers start with SIGUSR1 blocked and unblock it once they handle it (ddp-trainer's own
+  // worker does, in InstallStopSignals): a checkpoint-and-stop forwarded to a worker started a
+  // moment before (a replacement) waits for its handler instead of killing it.
+  bool block_stop_request_until_ready = false;
   // What task 0 runs as the coordinator (CoordinatorCommand); ignored unless
   // plan.start_coordinator.
   std::vector<std::string> coordinator_command;

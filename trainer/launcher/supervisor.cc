@@ -48,7 +48,9 @@ Supervisor::~Supervisor() {
 
 absl::Status Supervisor::Launch(Entry* entry) {
   SpawnOptions spawn = entry->spec.spawn;
-  spawn.child_mask = original_mask_;
+  sigset_t mask = original_mask_;
+  for (int sig : entry->spec.blocked_at_start) sigaddset(&mask, sig);
+  spawn.child_mask = mask;
   auto process = ChildProcess::Spawn(std::move(spawn));
   if (!process.ok()) return process.status();
   entry->process = *std::move(process);

@@ -30,6 +30,9 @@ struct ChildSpec {
   std::string name;  // for logs: "coordinator", "worker 2"
   SpawnOptions spawn;
   bool forward_signals = true;  // Forward() reaches this child
+  // Signals the child starts with blocked (on top of this process's original mask); the child
+  // unblocks them itself once it handles them.
+  std::vector<int> blocked_at_start;
 };
 
 struct SupervisorEvent {

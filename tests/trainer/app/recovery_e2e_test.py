@@ -357,6 +357,33 @@ def case_kill_while_stopping(tmp):
     same_model(os.path.join(tmp, "ck", "final.pt"), ref)
 
 
+def case_killed_with_preemption(tmp):
+    """Rank 2 frozen after step 5, then SIGKILLed in the same instant as every other process of
+    the job gets SIGUSR1 (a preemption and a fault at once). The death is a loss all the same:
+    reported, respawned, the job recovers, stops at its next agreement (exit 3), and a resume
+    ends bitwise equal."""
+    ref = reference()
+    job = Job(tmp, "preempt", holds=[("step", 2, 5)])
+    victim = job.held(0)
+    others = [int(x) for x in subprocess.run(["pgrep", "-s", str(job.p.pid)],
+                                             stdout=subprocess.PIPE, text=True).stdout.split()]
+    os.kill(victim, signal.SIGKILL)
+    for pid in others:
+        if pid != victim:
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+    code, out = job.finish()
+    expect(code == 3, f"preempted job exited {code}, want 3", out)
+    expect("restart 1 of 3" in job.coordinator_log(), "no recovery", job.coordinator_log())
+    again = Job(tmp, "preempt2")
+    code, out = again.finish()
+    expect(code == 0, f"resumed job exited {code}", out)
+    expect("resuming from" in out, "the second run did not resume", out)
+    same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+
+
 # --- hangs: fenced, then replaced -----------------------------------------------------------------
 
 def fenced_ok(job, code, out, ref, victim, rank):

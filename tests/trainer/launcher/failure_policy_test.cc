@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ struct Step {
 struct Case {
   std::string name;
   int max_restarts;
-  bool forwarded;  // a signal was forwarded before the first end
+  int forwarded;  // the signal forwarded before the first end (0: none)
   std::vector<Step> steps;
   int task_exit_code;
 };
@@ -36,7 +37,7 @@ TEST(FailurePolicy, Sequences) {
   const std::vector<Case> cases = {
       {"all succeed",
        0,
-       false,
+       0,
        {{Exited(0), Action::kNone, false, false}, {Exited(0), Action::kNone, false, false}},
        kExitOk},
       {"stopped for requeue",
@@ -47,13 +48,13 @@ TEST(FailurePolicy, Sequences) {
        kExitResumable},
       {"one resumable, one done",
        0,
-       false,
+       0,
        {{Exited(0), Action::kNone, false, false},
         {Exited(kExitResumable), Action::kNone, false, false}},
        kExitResumable},
       {"killed worker: stop the others, report it lost",
        0,
-       false,
+       0,
        {{Killed(9), Action::kStopOthers, true, true},
         {Killed(15), Action::kNone, true, false},
         {Exited(kExitAborted), Action::kNone, true, false}},
@@ -66,49 +67,65 @@ TEST(FailurePolicy, Sequences) {
        kExitFailed},
       {"aborted by the coordinator first",
        0,
-       false,
+       0,
        {{Exited(kExitAborted), Action::kStopOthers, true, false},
         {Exited(kExitFailed), Action::kNone, true, false}},
        kExitAborted},
       {"bad flags", 0, false, {{Exited(kExitUsage), Action::kStopOthers, true, false}}, kExitUsage},
       {"a failure outranks an earlier resumable exit",
        0,
-       false,
+       0,
        {{Exited(kExitResumable), Action::kNone, false, false},
         {Exited(1), Action::kStopOthers, true, false}},
        kExitFailed},
       {"odd exit codes count as failed",
        0,
-       false,
+       0,
        {{Exited(127), Action::kStopOthers, true, false}},
        kExitFailed},
       {"respawn while respawns are left",
        1,
-       false,
+       0,
        {{Killed(9), Action::kRespawn, true, true},
         {Killed(9), Action::kStopOthers, true, true},
         {Exited(kExitAborted), Action::kNone, true, false}},
        kExitFailed},
       {"a crash is respawned (and reported) too",
        2,
-       false,
+       0,
        {{Exited(kExitFailed), Action::kRespawn, true, true}},
        kExitOk},
       {"no respawn for an aborted job or bad flags",
        2,
-       false,
+       0,
        {{Exited(kExitAborted), Action::kStopOthers, true, false}},
        kExitAborted},
       {"no respawn after a forwarded signal",
        3,
-       true,
+       SIGTERM,
+       {{Exited(1), Action::kStopOthers, true, false}},
+       kExitFailed},
+      {"nor of a kill after SIGTERM",
+       3,
+       SIGTERM,
+       {{Killed(9), Action::kStopOthers, true, false}},
+       kExitFailed},
+      {"a kill after SIGUSR1 (checkpoint and stop) is a loss: reported and respawned",
+       3,
+       SIGUSR1,
+       {{Killed(9), Action::kRespawn, true, true},
+        {Exited(kExitResumable), Action::kNone, false, false}},
+       kExitResumable},
+      {"an exit with a code after SIGUSR1 is not respawned",
+       3,
+       SIGUSR1,
        {{Exited(1), Action::kStopOthers, true, false}},
        kExitFailed},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     FailurePolicy policy(c.max_restarts);
-    if (c.forwarded) policy.OnSignalForwarded();
+    if (c.forwarded != 0) policy.OnSignalForwarded(c.forwarded);
     for (size_t i = 0; i < c.steps.size(); ++i) {
       SCOPED_TRACE(i);
       const Step& s = c.steps[i];
