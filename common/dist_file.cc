@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/dist_file_lock.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
@@ -212,6 +213,10 @@ absl::StatusOr<DistFileContents> WaitForDistFile(const std::string& path,
   while (true) {
     auto result = ReadDistFile(path, expect);
     if (result.ok() || absl::IsPermissionDenied(result.status())) return result;
+    // Another live job holds the path: this job's own file can never appear there.
+    if (!expect.job_id.empty()) {
+      if (absl::Status held = CheckNoOtherJobHolds(path, expect.job_id); !held.ok()) return held;
+    }
     const absl::Time now = absl::Now();
     if (now >= deadline) {
       return absl::Status(result.status().code(),

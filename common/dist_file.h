@@ -95,8 +95,9 @@ absl::StatusOr<DistFileContents> ReadDistFile(const std::string& path,
                                               const DistFileExpectation& expect);
 
 // Polls ReadDistFile until it succeeds or `timeout` passes. Permission problems fail at once (a
-// new publish cannot fix them); anything else is retried with jittered backoff, and the last
-// error is returned at the deadline ("...: gave up after 30s").
+// new publish cannot fix them), and so does a path whose lock another live job holds
+// (ALREADY_EXISTS, common/dist_file_lock.h); anything else is retried with jittered backoff, and
+// the last error is returned at the deadline ("...: gave up after 30s").
 absl::StatusOr<DistFileContents> WaitForDistFile(const std::string& path,
                                                  const DistFileExpectation& expect,
                                                  absl::Duration timeout);

@@ -10,8 +10,11 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace ddp {
 namespace {
@@ -40,9 +43,31 @@ bool SameFile(int fd, const std::string& path) {
 
 std::string DistFileLockPath(const std::string& dist_file) { return dist_file + ".lock"; }
 
+absl::Status CheckNoOtherJobHolds(const std::string& dist_file, const std::string& job_id) {
+  const std::string path = DistFileLockPath(dist_file);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return absl::OkStatus();  // no lock file (or not one we may read): nothing known
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    return absl::OkStatus();  // nobody holds it
+  }
+  const std::string holder = HolderOf(fd);
+  ::close(fd);
+  if (holder.empty() || absl::StartsWith(holder, absl::StrCat("job ", job_id, " "))) {
+    return absl::OkStatus();
+  }
+  return absl::AlreadyExistsError(
+      absl::StrCat("dist_file ", dist_file, " belongs to a job that is still running (", holder,
+                   "): job ", job_id, " cannot use it; give this job its own --dist-file"));
+}
+
 absl::StatusOr<std::unique_ptr<DistFileLock>> DistFileLock::Acquire(const std::string& dist_file,
                                                                     const std::string& owner) {
   const std::string path = DistFileLockPath(dist_file);
+  // A reader's probe (CheckNoOtherJobHolds) holds a shared lock for a moment: a refusal is
+  // decided only when the lock stays held this long.
+  const absl::Time give_up = absl::Now() + absl::Seconds(1);
   // A lock file removed by its job as it ended (Release) between our open and flock is no lock:
   // take the one at the path now.
   for (int attempt = 0; attempt < 8; ++attempt) {
@@ -65,6 +90,11 @@ absl::StatusOr<std::unique_ptr<DistFileLock>> DistFileLock::Acquire(const std::s
       const int err = errno;
       const std::string holder = HolderOf(fd);
       ::close(fd);
+      if (err == EWOULDBLOCK && absl::Now() < give_up) {
+        absl::SleepFor(absl::Milliseconds(20));
+        --attempt;  // the same lock, not a replaced file
+        continue;
+      }
       if (err != EWOULDBLOCK) {
         return absl::InternalError(
             absl::StrCat("cannot lock dist_file lock ", path, ": ", std::strerror(err)));

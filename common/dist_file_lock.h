@@ -22,6 +22,13 @@ namespace ddp {
 // "<dist_file>.lock"
 std::string DistFileLockPath(const std::string& dist_file);
 
+// For a reader waiting for its own job's dist_file (a task other than 0): ALREADY_EXISTS,
+// naming the holder, when a live job other than `job_id` holds `dist_file`'s lock (its own task 0
+// is refused then, and so is this task); OK when nobody holds it or `job_id` does. Probes with
+// a shared lock taken and dropped at once (which works across NFS clients too); Acquire retries
+// for a moment, so that a probe never makes task 0 refuse its own job.
+absl::Status CheckNoOtherJobHolds(const std::string& dist_file, const std::string& job_id);
+
 class DistFileLock {
  public:
   // Takes the lock of `dist_file` and writes `owner` (one line naming the job) into it.

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -95,6 +97,20 @@ TEST_F(DistFileOwnerTest, ASecondJobOnALiveJobsDistFileIsRefusedAndTouchesNothin
   EXPECT_EQ(ReadBytes(dist_file_), dist_before) << "job B replaced job A's dist_file";
   EXPECT_EQ(ReadBytes(dist_file_ + ".journal"), journal_before) << "job B touched A's journal";
   EXPECT_TRUE(ReadDistFile(dist_file_, {"job-a", 0}).ok());
+  // A task of job B other than task 0 waits for B's file there: it is told at once, not at its
+  // deadline, that another live job holds the path.
+  const absl::Time waited = absl::Now();
+  auto b_reader = WaitForDistFile(dist_file_, {"job-b", 0}, absl::Seconds(30));
+  EXPECT_TRUE(absl::IsAlreadyExists(b_reader.status())) << b_reader.status();
+  EXPECT_NE(b_reader.status().message().find("(job job-a generation 0"), std::string::npos)
+      << b_reader.status();
+  EXPECT_LT(absl::Now() - waited, absl::Seconds(5));
+  // While probes run, job A's own coordinator still takes its lock over (below): a probe's
+  // shared lock lasts a moment, and Acquire retries for a second before it refuses.
+  std::atomic<bool> probing{true};
+  std::thread prober([&] {
+    while (probing.load()) (void)WaitForDistFile(dist_file_, {"job-a", 0}, absl::Seconds(1));
+  });
 
   // Job A's coordinator dies; its own restart from the journal takes the lock over.
   ::kill(a_, SIGKILL);
@@ -107,6 +123,8 @@ TEST_F(DistFileOwnerTest, ASecondJobOnALiveJobsDistFileIsRefusedAndTouchesNothin
     if (resumed.ok() && resumed->incarnation == 1) break;
     absl::SleepFor(absl::Milliseconds(50));
   } while (absl::Now() < deadline);
+  probing = false;
+  prober.join();
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(resumed->incarnation, 1) << ReadBytes(dir_ + "/job-a.resumed.stderr");
   EXPECT_EQ(resumed->nonce, published->nonce);

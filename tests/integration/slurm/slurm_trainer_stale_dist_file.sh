@@ -57,7 +57,7 @@ case_shared_live() {
   mkdir -p "$w/a" "$w/b"
   note "shared: job A runs with --dist-file $w/shared; job B starts with the same file"
   srun --job-name=sharedA --chdir="$w/a" -N2 --ntasks-per-node=1 "$TR_TRAINER" --nprocs-per-node 1 \
-    --backend gloo --data synthetic:65536x1x8x8:10 --arch mlp --batch-size 16 --workers 0 --epochs 1 \
+    --backend gloo --data synthetic:65536x1x8x8:10 --arch mlp --batch-size 16 --workers 0 --epochs 100 \
     --print-freq 500 --heartbeat-timeout 5 --checkpoint-dir "$w/a/ckpt" --dist-file "$w/shared" \
     >"$w/a/out" 2>&1 &
   a_pid=$!
