@@ -77,12 +77,15 @@ class JournalTest : public ::testing::Test {
 };
 
 TEST_F(JournalTest, EveryRecordTypeRoundTripsAndRestoresTheLiveState) {
+  // The live job reads its journal's health in Status(): the journal outlives it.
+  std::unique_ptr<Journal> live_journal;
   std::unique_ptr<Job> live;
   {
     auto journal = Journal::Create(path_, Header(), nullptr);
     ASSERT_TRUE(journal.ok()) << journal.status();
-    live = DriveJob(journal->get());
-    ASSERT_TRUE((*journal)->Sync().ok());
+    live_journal = *std::move(journal);
+    live = DriveJob(live_journal.get());
+    ASSERT_TRUE(live_journal->Sync().ok());
   }
   struct stat sb;
   ASSERT_EQ(::stat(path_.c_str(), &sb), 0);
