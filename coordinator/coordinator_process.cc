@@ -68,8 +68,8 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   } else {
     ASSIGN_OR_RETURN(lock_, DistFileLock::Acquire(
                                 dist_file_, absl::StrCat("job ", identity.job_id, " generation ",
-                                                         identity.generation, ", ddp-coordinator pid ",
-                                                         ::getpid())));
+                                                         identity.generation,
+                                                         ", ddp-coordinator pid ", ::getpid())));
   }
   JournalState restored;
   if (options_.resume_from_journal) {

@@ -126,7 +126,7 @@ class CoordinatorProcess {
   TlsIdentity tls_;  // the key and certificate the server presents (the journal keeps them)
   std::unique_ptr<LineLogger> logger_;
   std::unique_ptr<DistFileLock> lock_;  // held from before the journal is touched to the end
-  std::unique_ptr<Journal> journal_;  // before job_: the job reports to it
+  std::unique_ptr<Journal> journal_;    // before job_: the job reports to it
   std::unique_ptr<Job> job_;
   KvStore store_;
   std::unique_ptr<CoordinatorServer> server_;

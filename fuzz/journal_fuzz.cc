@@ -18,9 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string message(parsed.status().message());
     FUZZ_CHECK(absl::IsDataLoss(parsed.status()), parsed.status().ToString());
     FUZZ_CHECK(!message.empty() && message.find('\n') == std::string::npos, message);
-    FUZZ_CHECK(message == "journal has no header record" ||
-                   message.find(" at byte ") != std::string::npos,
-               message);
+    FUZZ_CHECK(
+        message == "journal has no header record" || message.find(" at byte ") != std::string::npos,
+        message);
     return 0;
   }
   const ddp::JournalState& s = *parsed;
