@@ -9,7 +9,6 @@ namespace {
 
 constexpr int kData = static_cast<int>(StepSection::kData);
 constexpr int kCompute = static_cast<int>(StepSection::kCompute);
-constexpr int kCommunication = static_cast<int>(StepSection::kCommunication);
 constexpr int kOptimizer = static_cast<int>(StepSection::kOptimizer);
 // The sections a rank can be slow in by itself (communication is waiting for the others).
 constexpr int kWorking[] = {kData, kCompute, kOptimizer};
