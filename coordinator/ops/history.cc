@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,7 +28,7 @@ void History::Add(const JobStatus& s) {
   if (ended_) return;
   if (!samples_.empty() && s.uptime_seconds - samples_.back().t < interval_ && !s.finished) return;
   ended_ = s.finished;
-  samples_.push_back({s.uptime_seconds, s.step, s.epoch, s.loss, s.samples_per_second});
+  samples_.push_back({s.uptime_seconds, s.step, s.epoch, s.loss, s.samples_per_second, s.time_use});
   if (samples_.size() >= capacity_) {
     // Keep every other sample (and always the newest), double the spacing.
     std::vector<Sample> kept;
@@ -56,9 +57,27 @@ std::string History::ToJson() const {
     absl::StrAppend(&loss, sep, Num(x.loss));
     absl::StrAppend(&sps, sep, Num(x.samples_per_second));
   }
+  // Time use: one array per use, in the status JSON's order and words.
+  using Field = double TimeUse::*;
+  static constexpr std::pair<const char*, Field> kUses[] = {{"wall", &TimeUse::wall},
+                                                            {"training", &TimeUse::training},
+                                                            {"startup", &TimeUse::startup},
+                                                            {"recoveries", &TimeUse::recovery},
+                                                            {"stalls", &TimeUse::stall},
+                                                            {"checkpoints", &TimeUse::checkpoint},
+                                                            {"evaluation", &TimeUse::evaluation},
+                                                            {"other", &TimeUse::other}};
+  std::string uses;
+  for (const auto& [name, field] : kUses) {
+    absl::StrAppend(&uses, uses.empty() ? "" : ",", "\"", name, "\":[");
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      absl::StrAppend(&uses, i == 0 ? "" : ",", Num(samples_[i].time_use.*field));
+    }
+    uses.push_back(']');
+  }
   return absl::StrCat("{\"interval_seconds\":", Num(interval_), ",\"t\":[", t, "],\"step\":[", step,
                       "],\"epoch\":[", epoch, "],\"loss\":[", loss, "],\"samples_per_second\":[",
-                      sps, "]}");
+                      sps, "],\"time_use\":{", uses, "}}");
 }
 
 }  // namespace ddp

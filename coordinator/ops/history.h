@@ -1,5 +1,6 @@
-// Bounded time series of the job for the dashboard's charts (/api/history): step, loss and
-// throughput sampled from status snapshots. Memory stays bounded however long the job runs:
+// Bounded time series of the job for the dashboard's charts (/api/history): step, loss,
+// throughput and where the wall time went so far (the status's time_use, cumulative seconds by
+// use) sampled from status snapshots. Memory stays bounded however long the job runs:
 // when `capacity` samples are held, every other one is dropped and the sampling interval doubles,
 // so the series always spans the whole run at a coarser resolution.
 //
@@ -25,6 +26,7 @@ class History {
     int64_t epoch = 0;
     double loss = 0;
     double samples_per_second = 0;
+    TimeUse time_use;  // cumulative since the job's start
   };
 
   // `capacity` >= 4; `interval_seconds` > 0: the finest spacing of samples.
@@ -35,7 +37,9 @@ class History {
   void Add(const JobStatus& status);
   std::vector<Sample> Samples() const;
   // {"interval_seconds":..,"t":[..],"step":[..],"epoch":[..],"loss":[..],
-  //  "samples_per_second":[..]}
+  //  "samples_per_second":[..],"time_use":{"wall":[..],"training":[..],"startup":[..],
+  //  "recoveries":[..],"stalls":[..],"checkpoints":[..],"evaluation":[..],"other":[..]}}
+  // (time_use: cumulative seconds by use at each sample, the status JSON's words).
   std::string ToJson() const;
 
  private:

@@ -1,5 +1,7 @@
 #include "coordinator/ops/history.h"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -56,6 +58,47 @@ TEST(HistoryTest, StaysBoundedAndSpansTheRun) {
   EXPECT_GT(samples.back().t, 500);
   EXPECT_THAT(h.ToJson(), HasSubstr("\"interval_seconds\":"));
   EXPECT_THAT(h.ToJson(), HasSubstr("\"step\":[1,"));
+}
+
+// Each sample keeps the time use of its status (cumulative seconds by use); the JSON has one
+// array per use, as many values as samples, and decimation keeps them with their samples.
+TEST(HistoryTest, KeepsTheTimeUseOfEachSample) {
+  History h(8, 1.0);
+  for (int i = 1; i <= 20; ++i) {
+    // The last one ends the job: always sampled.
+    JobStatus s = At(i, i, i == 20 ? JobState::kSucceeded : JobState::kRunning);
+    s.time_use.wall = i;
+    s.time_use.startup = 1;
+    s.time_use.training = i - 1;
+    s.time_use.stall = i == 20 ? 0.5 : 0;
+    h.Add(s);
+  }
+  const std::vector<History::Sample> samples = h.Samples();
+  ASSERT_FALSE(samples.empty());
+  EXPECT_LT(samples.size(), 8u);
+  for (const History::Sample& x : samples) {
+    EXPECT_EQ(x.time_use.wall, x.t);
+    EXPECT_EQ(x.time_use.training, x.t - 1);
+  }
+  EXPECT_EQ(samples.back().time_use.stall, 0.5);
+  const std::string json = h.ToJson();
+  EXPECT_THAT(json, HasSubstr("\"time_use\":{\"wall\":[1,"));
+  EXPECT_THAT(json, HasSubstr("\"training\":[0,"));
+  EXPECT_THAT(json, HasSubstr("\"stalls\":[0,"));
+  EXPECT_THAT(json, HasSubstr(",0.5],\"checkpoints\":["));
+  for (const char* use : {"startup", "recoveries", "evaluation", "other"}) {
+    EXPECT_THAT(json, HasSubstr(std::string("\"") + use + "\":[")) << use;
+  }
+  // As many values per use as samples: count the training array's commas.
+  const size_t at = json.find("\"training\":[");
+  const std::string training = json.substr(at, json.find(']', at) - at);
+  EXPECT_EQ(static_cast<size_t>(std::count(training.begin(), training.end(), ',')) + 1,
+            samples.size());
+}
+
+TEST(HistoryTest, EmptyHistoryHasEmptyTimeUse) {
+  History h(8, 1.0);
+  EXPECT_THAT(h.ToJson(), HasSubstr("\"time_use\":{\"wall\":[],\"training\":[],"));
 }
 
 }  // namespace
