@@ -139,8 +139,11 @@ void RenderJobGauges(const JobStatus& s, std::string* out) {
                   "Effective training time ratio: training over wall time since the start (-1 "
                   "before any)",
                   s.time_use.ettr());
-  AppendPromHeader(out, "ddp_time_seconds", "gauge",
-                   "Wall time since the job's start by what it went to");
+  // Cumulative over the coordinator's life (it only grows): a counter, so rate() reads the share
+  // of recent wall time each use took.
+  AppendPromHeader(out, "ddp_time_seconds", "counter",
+                   "Wall time since the job's start by what it went to (use: training, startup, "
+                   "recoveries, stalls, checkpoints, evaluation, other)");
   const std::pair<const char*, double> uses[] = {{"training", s.time_use.training},
                                                  {"startup", s.time_use.startup},
                                                  {"recoveries", s.time_use.recovery},

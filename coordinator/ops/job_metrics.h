@@ -7,7 +7,7 @@
 // (section data, compute, communication, optimizer, and step for the relative score of the
 // busy time), ddp_rank_individual_score{rank}, ddp_rank_straggler{rank}, ddp_stragglers; where
 // the time goes: ddp_step_section_seconds{section}, ddp_step_section_spread_seconds{section},
-// ddp_ettr, ddp_time_seconds{use}. State labels are the enums' names
+// ddp_ettr, ddp_time_seconds{use} (a counter). State labels are the enums' names
 // (common/job_status.h; a stopped job is STOPPED here).
 //
 // Thread safety: a pure function.

@@ -111,5 +111,82 @@ TEST(JobMetricsTest, AStalledRankAndThePhases) {
   EXPECT_THAT(out, HasSubstr("ddp_ranks{state=\"stalled\"} 1"));
 }
 
+// Straggler detection and where the time goes: every rank's score by section (and "step" for
+// the relative score), the straggler count, the step breakdown by section, ETTR and the time use
+// by kind, with the status's words.
+TEST(JobMetricsTest, StragglersBreakdownAndTimeUse) {
+  JobStatus s;
+  s.state = JobState::kRunning;
+  RankStatus fast = Rank(0, RankState::kTraining, 10);
+  fast.score.measured = true;
+  RankStatus slow = Rank(5, RankState::kTraining, 10);
+  slow.score.measured = true;
+  slow.score.relative = 0.5;
+  slow.score.individual = 0.9;
+  slow.score.sections[static_cast<int>(StepSection::kCompute)] = 0.25;
+  slow.score.straggler = true;
+  RankStatus unscored = Rank(6, RankState::kTraining, 10);
+  s.ranks = {fast, slow, unscored};
+  StragglerReport st;
+  st.rank = 5;
+  s.stragglers = {st};
+  s.breakdown.rank = 5;
+  s.breakdown.seconds[static_cast<int>(StepSection::kData)] = 0.01;
+  s.breakdown.seconds[static_cast<int>(StepSection::kCompute)] = 0.2;
+  s.breakdown.spread[static_cast<int>(StepSection::kCompute)] = 0.1;
+  s.time_use.wall = 100;
+  s.time_use.training = 80;
+  s.time_use.startup = 15;
+  s.time_use.stall = 5;
+  std::string out;
+  RenderJobMetrics(s, &out);
+  for (const std::string want : {
+           "ddp_rank_score{rank=\"5\",section=\"step\"} 0.5\n",
+           "ddp_rank_score{rank=\"5\",section=\"compute\"} 0.25\n",
+           "ddp_rank_score{rank=\"5\",section=\"data\"} 1\n",
+           "ddp_rank_score{rank=\"0\",section=\"communication\"} 1\n",
+           "ddp_rank_score{rank=\"0\",section=\"optimizer\"} 1\n",
+           "ddp_rank_individual_score{rank=\"5\"} 0.9\n",
+           "ddp_rank_straggler{rank=\"5\"} 1\n",
+           "ddp_rank_straggler{rank=\"0\"} 0\n",
+           "ddp_stragglers 1\n",
+           "ddp_step_section_seconds{section=\"compute\"} 0.2\n",
+           "ddp_step_section_seconds{section=\"data\"} 0.01\n",
+           "ddp_step_section_seconds{section=\"optimizer\"} 0\n",
+           "ddp_step_section_spread_seconds{section=\"compute\"} 0.1\n",
+           "ddp_ettr 0.8\n",
+           "# TYPE ddp_time_seconds counter\n",
+           "ddp_time_seconds{use=\"training\"} 80\n",
+           "ddp_time_seconds{use=\"startup\"} 15\n",
+           "ddp_time_seconds{use=\"stalls\"} 5\n",
+           "ddp_time_seconds{use=\"recoveries\"} 0\n",
+       }) {
+    EXPECT_THAT(out, HasSubstr(want));
+  }
+  // An unscored rank has no score lines; each family has one header.
+  EXPECT_THAT(out, Not(HasSubstr("ddp_rank_score{rank=\"6\"")));
+  EXPECT_THAT(out, Not(HasSubstr("ddp_rank_straggler{rank=\"6\"")));
+  const auto count = [&out](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("# TYPE ddp_rank_score "), 1u);
+  EXPECT_EQ(count("ddp_rank_score{"), 10u);
+  EXPECT_EQ(count("ddp_time_seconds{use="), 7u);
+}
+
+// Before anything is measured: no breakdown families, ETTR -1, no stragglers.
+TEST(JobMetricsTest, NothingMeasuredYet) {
+  JobStatus s;
+  s.state = JobState::kRegistering;
+  std::string out;
+  RenderJobMetrics(s, &out);
+  EXPECT_THAT(out, HasSubstr("ddp_ettr -1\n"));
+  EXPECT_THAT(out, HasSubstr("ddp_stragglers 0\n"));
+  EXPECT_THAT(out, Not(HasSubstr("ddp_step_section_seconds")));
+  EXPECT_THAT(out, Not(HasSubstr("ddp_rank_score{")));
+}
+
 }  // namespace
 }  // namespace ddp
