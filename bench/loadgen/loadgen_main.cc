@@ -5,7 +5,11 @@
 // command (CHECKPOINT_AND_STOP: ReportDone CANCELLED; ABORT: exit), and with --finish every
 // worker reports done after --epochs x --steps-per-epoch steps. Workers share --channels
 // connections (default one per 8 workers). Used by bench/status.sh, the ops tests and the
-// dashboard screenshot. Scale measurements with one connection per rank and the coordinator's
+// dashboard screenshot. With --step-sections (or --slow-rank) the workers also report the time
+// their steps spent in each section (data, compute, communication, optimizer), as the real
+// trainer's heartbeats do, and --slow-rank is --slow-factor times slower in --slow-section: its
+// peers wait for it in communication, so the coordinator's straggler watch names it (the
+// dashboard and ops tests). Scale measurements with one connection per rank and the coordinator's
 // CPU: ddp-scalebench (bench/loadgen.sh).
 #include <grpcpp/grpcpp.h>
 
@@ -43,7 +47,11 @@ struct Flags {
   int64_t steps_per_epoch = 100;
   int batch_size = 64;
   bool finish = false;
-  int lag_rank = -1;  // this rank runs behind (dashboards, tests)
+  int lag_rank = -1;           // this rank runs behind (dashboards, tests)
+  bool step_sections = false;  // report section times (implied by --slow-rank)
+  int slow_rank = -1;          // this rank is slow in slow_section (a straggler)
+  std::string slow_section = "compute";
+  double slow_factor = 2;
   double heartbeat_s = 1;
 };
 
@@ -85,6 +93,54 @@ pb::Progress Simulate(const Flags& f, int rank, double elapsed_s) {
   p.set_samples_per_second(f.steps_per_second * f.batch_size * (0.6 + 0.4 * warm) *
                            (1.0 + 0.03 * std::sin(elapsed_s + rank)));
   return p;
+}
+
+// The simulated step's sections, in units of the base step: a rank's busy sections, and the
+// exposed communication that the fastest collective takes. The step takes as long as the
+// busiest rank's busy time plus that communication; every other rank waits the difference in
+// communication (synchronous DDP: the allreduce ends when the last rank joins it).
+constexpr double kDataShare = 0.10;
+constexpr double kComputeShare = 0.55;
+constexpr double kOptimizerShare = 0.10;
+constexpr double kMinCommShare = 0.05;
+
+struct Sections {
+  double data = kDataShare, compute = kComputeShare, optimizer = kOptimizerShare;
+  double busy() const { return data + compute + optimizer; }
+};
+
+Sections BusyOf(const Flags& f, int rank) {
+  Sections x;
+  // A small, steady difference between ranks (not enough to score under any sane threshold).
+  const double jitter = 1.0 + 0.02 * std::sin(1.7 * rank);
+  x.data *= jitter;
+  x.compute *= jitter;
+  x.optimizer *= jitter;
+  if (rank == f.slow_rank) {
+    if (f.slow_section == "data") x.data *= f.slow_factor;
+    if (f.slow_section == "compute") x.compute *= f.slow_factor;
+    if (f.slow_section == "optimizer") x.optimizer *= f.slow_factor;
+  }
+  return x;
+}
+
+// Fills the cumulative section times of `p` (section_steps and the four sections' seconds) for
+// a rank that has done p.step() steps of 1 / --steps-per-second seconds each.
+void SimulateSections(const Flags& f, int rank, int world, pb::Progress* p) {
+  // Every rank's jitter is at most 2%; the slow rank (if any) may be busier still.
+  double slowest = (kDataShare + kComputeShare + kOptimizerShare) * 1.02;
+  if (f.slow_rank >= 0 && f.slow_rank < world) {
+    slowest = std::max(slowest, BusyOf(f, f.slow_rank).busy());
+  }
+  const double units = slowest + kMinCommShare;
+  const double unit_s = 1.0 / (f.steps_per_second * units);  // seconds per unit of a step
+  const Sections x = BusyOf(f, rank);
+  const double steps = static_cast<double>(p->step());
+  p->set_section_steps(p->step());
+  p->set_data_seconds(steps * x.data * unit_s);
+  p->set_compute_seconds(steps * x.compute * unit_s);
+  p->set_optimizer_seconds(steps * x.optimizer * unit_s);
+  p->set_communication_seconds(steps * (units - x.busy()) * unit_s);
 }
 
 int Main(const Flags& f) {
@@ -225,6 +281,7 @@ int Main(const Flags& f) {
           continue;
         }
         pb::Progress progress = Simulate(f, rank, absl::ToDoubleSeconds(absl::Now() - train_start));
+        if (f.step_sections || f.slow_rank >= 0) SimulateSections(f, rank, f.workers, &progress);
         if (f.finish && progress.step() >= total_steps) {
           report_done(w, true, 0, "");
           continue;
@@ -294,6 +351,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   app.add_flag("--finish", f.finish, "Report done after the last step");
   app.add_option("--lag-rank", f.lag_rank, "This rank trails the others");
+  app.add_flag("--step-sections", f.step_sections,
+               "Report each step's time in data, compute, communication and optimizer");
+  app.add_option("--slow-rank", f.slow_rank,
+                 "This rank is --slow-factor times slower in --slow-section (a straggler; implies "
+                 "--step-sections)");
+  app.add_option("--slow-section", f.slow_section, "The slow rank's slow section")
+      ->check(CLI::IsMember({"data", "compute", "optimizer"}));
+  app.add_option("--slow-factor", f.slow_factor, "How many times slower the slow rank is")
+      ->check(CLI::Range(1.0, 100.0));
   app.add_option("--heartbeat", f.heartbeat_s, "Seconds between heartbeats")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
