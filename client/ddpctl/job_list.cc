@@ -197,17 +197,16 @@ JobRow Inspect(const JobRef& ref, absl::Duration deadline) {
   } else if (!result.ok() && !absl::IsNotFound(result.status())) {
     row.error = std::string(result.status().message());
   }
-  bool unreadable = false;
   if (Exists(ref.dist_file)) {
     auto contents = ReadDistFile(ref.dist_file, {expected, 0});
     if (!contents.ok()) {
-      unreadable = true;
+      row.dist_file_unreadable = true;
       if (row.state_source.empty()) row.error = std::string(contents.status().message());
     } else if (row.ref.job_id.empty()) {
       row.ref.job_id = contents->job_id;
     }
   }
-  if (Exists(ref.dist_file) && !unreadable) {
+  if (Exists(ref.dist_file) && !row.dist_file_unreadable) {
     ConnectOptions options;
     options.dist_file = ref.dist_file;
     options.role = TokenRole::kView;
@@ -237,7 +236,7 @@ JobRow Inspect(const JobRef& ref, absl::Duration deadline) {
       row.state = ref.slurm_state;
       row.state_source = "slurm";
     } else {
-      row.state = unreadable                                    ? "UNREADABLE"
+      row.state = row.dist_file_unreadable                      ? "UNREADABLE"
                   : ref.dist_file_only && Exists(ref.dist_file) ? "UNREACHABLE"
                                                                 : "UNKNOWN";
       row.state_source = "none";

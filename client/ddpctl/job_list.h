@@ -46,6 +46,7 @@ struct JobRow {
   std::string dashboard_url;           // empty when none
   double checkpoint_age_seconds = -1;  // mtime of the last checkpoint's file; -1 unknown
   int result_exit_code = -1;           // from the result file; -1 when none
+  bool dist_file_unreadable = false;   // the dist_file is there but not trusted or readable
   std::string error;                   // why the coordinator or a file could not be read
 };
 

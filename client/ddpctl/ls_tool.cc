@@ -70,7 +70,7 @@ std::string Progress(const JobRow& row) {
 std::string Dashboard(const JobRow& row) {
   if (!row.dashboard_url.empty()) return Cell(row.dashboard_url, 512);
   if (row.have_status) return "-";
-  if (row.state == "UNREADABLE") return "(dist_file not readable: ddpctl ls --json says why)";
+  if (row.dist_file_unreadable) return "(dist_file not trusted: ls --json says why)";
   if (!row.error.empty()) return "(coordinator unreachable)";
   return "-";
 }
