@@ -3,9 +3,11 @@
 # crafted status JSON has every rank state, every flag (and none) and both final values, several
 # of them against what the rules would decide (a training rank flagged lost and final, a failed
 # rank unflagged and not final, a rank behind by 42 at the median step, a FAILED job that exits
-# 3). Headless Chromium loads the embedded dashboard page (dashboard_page_dump) from a small
+# 3), a straggler named for its data section (the JSON's cause, though its scores would say
+# otherwise), the step breakdown and where the time went. Headless Chromium loads the embedded dashboard page (dashboard_page_dump) from a small
 # server that answers /api/status with that JSON, and `ddpctl status --from` reads the same file;
-# both must show each rank's flag and finality, and the job's exit code, as the JSON has them.
+# both must show each rank's flag and finality, the job's exit code, the straggler with its cause
+# and ETTR as the JSON has them; the dashboard also the time use and the step breakdown.
 # usage: dashboard_flags_test.sh DASHBOARD_PAGE_DUMP
 source "$(dirname "$0")/lib.sh"
 page_dump="${1:?usage: dashboard_flags_test.sh DASHBOARD_PAGE_DUMP}"
@@ -36,6 +38,9 @@ ranks = [
     rank(10, "finished", None, True),            # rules: not final
     rank(11, "starting", "behind", False, behind_by=3, last_seen_seconds=5.5),
     rank(12, "registered", None, False),
+    rank(13, "training", "straggler", False,
+         score={"relative": 0.4, "individual": 0.9, "data": 0.9, "compute": 0.5,
+                "communication": 1, "optimizer": 1, "straggler": True}),
 ]
 status = {"job_id": "crafted", "state": "FAILED", "finished": True, "generation": 0,
           "world_size": len(ranks), "registered": len(ranks), "num_nodes": 4, "epoch": 1,
@@ -46,7 +51,16 @@ status = {"job_id": "crafted", "state": "FAILED", "finished": True, "generation"
           "stop_reason": "", "checkpoint": None, "ranks": ranks, "events": ["+1.0s started"],
           "restarts": 0, "max_restarts": 0, "last_recovery_seconds": None,
           "membership_generation": 0, "lost_ranks": [], "spare_nodes": 0,
-          "exit_code": 3}                      # rules: a FAILED job exits 1
+          "exit_code": 3,                      # rules: a FAILED job exits 1
+          "stragglers": [{"rank": 13, "host": "node3", "node": 3, "section": "data",
+                          "relative_score": 0.4, "slower": 3.0, "since": 18, "seconds": 42}],
+          "breakdown": {"rank": 13, "step_seconds": 0.5, "data": 0.3, "compute": 0.15,
+                        "communication": 0.03, "optimizer": 0.02,
+                        "spread": {"data": 0.2, "compute": 0.01, "communication": 0.2,
+                                   "optimizer": 0}},
+          "ettr": 0.75,
+          "time_use": {"wall": 60, "training": 45, "startup": 6, "recoveries": 3, "stalls": 4,
+                       "checkpoints": 2, "evaluation": 0, "other": 0}}
 json.dump(status, open(sys.argv[1], "w"))
 PY
 
@@ -92,8 +106,11 @@ status = json.load(open(sys.argv[1]))
 dom = open(sys.argv[2]).read()
 text = open(sys.argv[3]).read()
 
-def note(r):  # the words both screens use for a rank's flag
+def note(r, dashboard):  # the words the screens use for a rank's flag
     parts = []
+    if r["flag"] == "straggler":  # ddpctl: its score; the dashboard: the straggler's cause
+        parts.append("straggler: data 3.0x slower than the best rank for 42 s" if dashboard
+                     else "straggler (score %.2f)" % r["score"]["relative"])
     if r["flag"] == "stalled":
         parts.append("in %s %.1fs" % (r["phase"], r["phase_seconds"]))
     if r["behind_by"] > 0:
@@ -117,7 +134,7 @@ for cls, rank, flag, cells in rows:
     assert ("flag-" + r["flag"] in classes) if r["flag"] else not any(c.startswith("flag-") for c in classes), (rank, cls)
     assert ("final" in classes) == r["final"], (rank, cls, r["final"])
     assert tds[3] == r["state"] + (" \u2713" if r["final"] else ""), (rank, tds[3])
-    assert tds[-1] == note(r), (rank, tds[-1], note(r))
+    assert tds[-1] == note(r, True), (rank, tds[-1], note(r, True))
     seen_unflagged |= not r["flag"]
     assert not (seen_unflagged and r["flag"]), ("flagged rank after an unflagged one", rank)
 working = sum(1 for r in status["ranks"] if not r["final"])
@@ -125,16 +142,34 @@ assert re.search(r'id="ranks">%d/%d<' % (working, status["world_size"]), dom), "
 assert "exit code %d" % status["exit_code"] in dom, "exit code in the header"
 flagged = sum(1 for r in status["ranks"] if r["flag"])
 assert "%d flagged" % flagged in dom, "flagged count"
+def text_of(fragment):
+    return html.unescape(re.sub(r"<[^>]*>", "", fragment))
+straggler = ("STRAGGLER: rank 13 (host node3): data 3.0x slower than the best rank for 42 s "
+             "(relative score 0.40)")
+banner = re.search(r'<div id="stragglers"[^>]*>(.*?)</div></div>', dom)
+assert banner and text_of(banner.group(1)) == straggler, ("straggler banner", banner)
+assert 'id="ettr">75.0%<' in dom, "ETTR card"
+legend = dict(re.findall(r'<li data-use="([a-z]+)">(.*?)</li>', dom))
+assert text_of(legend["training"]) == "training 75.0% \u00b7 45s", legend
+assert text_of(legend["stalls"]) == "stalls 6.7% \u00b7 4s", legend
+assert text_of(legend["evaluation"]) == "evaluation 0.0% \u00b7 0s", legend
+sections = dict(re.findall(r'<li data-section="([a-z]+)">(.*?)</li>', dom))
+assert text_of(sections["data"]) == "data 0.300s (60.0%) \u00b7 spread 0.200s", sections
+assert text_of(sections["optimizer"]) == "optimizer 0.020s (4.0%) \u00b7 spread 0.000s", sections
+assert re.search(r'<div data-section="compute" style="width:30.00%', dom), "compute bar"
+assert 'id="breakdown-note">step 0.500s (slowest rank 13)<' in dom, "breakdown note"
 
 # ddpctl status --from: the same decisions, in its own words.
 assert "FAILED (finished, exit %d)" % status["exit_code"] in text, text
+assert straggler + "\n" in text, text
+assert "ETTR 75.0% of 1m00s" in text, text
 finals = sum(1 for r in status["ranks"] if r["final"])
 assert "; %d flagged; %d final\n" % (flagged, finals) in text, text
 lines = [l for l in text.splitlines() if re.match(r"^\d+ +node", l)]
 assert len(lines) == len(status["ranks"]), text
 for i, line in enumerate(lines):
     r = by_rank[int(line.split()[0])]
-    want = note(r)
+    want = note(r, False)
     assert line.endswith("<< " + want) if want else "<<" not in line, (line, want)
     assert line.split()[5] == r["state"], line
     if i > 0 and r["flag"]:
