@@ -43,6 +43,24 @@ GPUS_PER_NODE=${GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-1}}
 SPARE_NODES=${SPARE_NODES:-0}
 MIN_NODES=${MIN_NODES:-0}
 
+# ddp_record_dist_file: records where the job's dist_file is in its Slurm Comment, as
+# "ddp:dist_file=<absolute path>" after whatever the user's comment says (an earlier generation's
+# record is replaced), so that `ddpctl ls` finds the job. A failure only warns: the job runs the
+# same without it (ddpctl ls then looks for <WorkDir>/dist_file.<job id>).
+ddp_record_dist_file() {
+  local path=$DIST_FILE comment record
+  [[ $path == /* ]] || path=$PWD/$path
+  record="ddp:dist_file=$path"
+  comment=$(squeue --noheader --jobs="$SLURM_JOB_ID" --format=%k 2>/dev/null) || comment=""
+  [[ $comment == "(null)" ]] && comment=""
+  [[ $comment == *"$record" ]] && return 0
+  comment=${comment%%ddp:dist_file=*}
+  comment=${comment%"${comment##*[! ]}"}  # trailing spaces
+  if ! scontrol update JobId="$SLURM_JOB_ID" Comment="${comment:+$comment }$record" >/dev/null 2>&1; then
+    ddp_log "warning: could not record the dist_file in the job's comment (ddpctl ls finds the job by its WorkDir only)"
+  fi
+}
+
 # ddp_job LAYOUT: runs the training step in LAYOUT and exits the batch script with the outcome
 # (lib/requeue.sh: ddp_run_step, ddp_finish).
 ddp_job() {
@@ -73,6 +91,7 @@ ddp_job() {
   # The coordinator publishes the job's outcome beside the dist_file when the job ends; one left
   # by an earlier step at this path must not speak for this one.
   rm -f -- "$DIST_FILE.result"
+  ddp_record_dist_file
   # --kill-on-bad-exit=0: the coordinator, not Slurm, decides when a failed rank ends the job
   # (and a task that exits resumable must not kill others still checkpointing).
   ddp_run_step srun "${srun_args[@]}" --kill-on-bad-exit=0 \

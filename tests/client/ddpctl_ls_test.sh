@@ -7,6 +7,7 @@
 #     the kit records, from <WorkDir>/dist_file.<id>, a dist_file of another job refused, Slurm's
 #     state for the rest; no squeue on PATH and a failing squeue: one line, exit DDP_EXIT_FAILED;
 #   stragglers: the live job's (none), and --exclude-list from a hand-written exclude file.
+# shellcheck source=../ops/lib.sh
 source "$(dirname "$0")/../ops/lib.sh"
 ctl() { "$bin/ddpctl" "$@"; }
 # json_check JSON PYTHON...: runs the Python assertions with `jobs` = {job_id: row}.
