@@ -4,7 +4,8 @@
 # workers (ddp-loadgen) at the kit's dist_file: two keep running, one finishes. The kit records
 # each dist_file in the job's Comment (after the user's own comment, which stays); `ddpctl ls`
 # finds the jobs through squeue alone, shows the running ones' progress from their coordinators
-# and the finished one's outcome from its result file while Slurm still lists it COMPLETED.
+# and the finished one's outcome from its result file while Slurm still lists it COMPLETED. A job
+# whose Comment cannot be updated runs all the same (a warning), and ls finds it by its WorkDir.
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=kit_lib.sh
 source "$(dirname "$0")/kit_lib.sh"
@@ -33,7 +34,7 @@ $*
 }
 
 body() {
-  local ctl bindir a b c json table
+  local ctl bindir a b c d json table
   ctl=$(ddp_find_bin ddpctl) || fail "ddpctl not built"
   bindir=$(dirname "$ctl")
   [[ -x $bindir/ddp-coordinator && -x $bindir/ddp-loadgen ]] || fail "ddp-coordinator or ddp-loadgen not built in $bindir"
@@ -52,13 +53,27 @@ EOF
 
   note "submit: a job that finishes, two that keep running (one with a comment of its own)"
   c=$(ls_submit ls-done "--steps-per-second 50 --epochs 1 --steps-per-epoch 20 --finish") || fail "sbatch ls-done"
+  # A job whose Comment cannot be updated (scontrol refuses): it runs all the same, and ls finds
+  # it by its WorkDir.
+  mkdir -p "$T_WORK/deny-bin"
+  printf '#!/bin/sh
+[ "$1" = update ] && { echo "scontrol: Access/permission denied" >&2; exit 1; }
+exec %q "$@"
+' \
+    "$(command -v scontrol)" >"$T_WORK/deny-bin/scontrol"
+  chmod +x "$T_WORK/deny-bin/scontrol"
+  d=$(PATH="$T_WORK/deny-bin:$PATH" ls_submit ls-nocomment "--steps-per-second 50 --epochs 1 --steps-per-epoch 20 --finish") ||
+    fail "sbatch ls-nocomment"
   a=$(ls_submit ls-run-a "--steps-per-second 10 --epochs 90 --steps-per-epoch 100" --comment="my own note") || fail "sbatch ls-run-a"
   b=$(ls_submit ls-run-b "--steps-per-second 5 --epochs 3 --steps-per-epoch 1000") || fail "sbatch ls-run-b"
   wait_until 40 "job $c done" job_done "$c" || { dump_case ls-done "$c"; fail "job $c did not end"; }
   job_state_is "$c" COMPLETED || { dump_case ls-done "$c"; fail "job $c: $(job_field "$c" JobState)"; }
+  wait_until 40 "job $d done" job_done "$d" || { dump_case ls-nocomment "$d"; fail "job $d did not end"; }
+  job_state_is "$d" COMPLETED || { dump_case ls-nocomment "$d"; fail "job $d: $(job_field "$d" JobState)"; }
+  expect_file_has "$T_WORK/ls-nocomment/job.out" "warning: could not record the dist_file"
 
   note "ddpctl ls: both running jobs answer, the finished one reads SUCCEEDED"
-  local check="a, b, c = jobs['$a'], jobs['$b'], jobs['$c']"'
+  local check="a, b, c, d = jobs['$a'], jobs['$b'], jobs['$c'], jobs['$d']"'
 for r in (a, b):
     assert r["state"] == "RUNNING" and r["state_source"] == "coordinator", r
     assert r["slurm_state"] == "RUNNING" and r["step"] > 0, r
@@ -67,6 +82,7 @@ assert a["name"] == "ls-run-a" and a["epochs"] == 90 and a["steps_per_epoch"] ==
 assert b["name"] == "ls-run-b" and b["epochs"] == 3 and b["steps_per_epoch"] == 1000, b
 assert c["name"] == "ls-done" and c["slurm_state"] == "COMPLETED", c
 assert c["state"] == "SUCCEEDED" and c["state_source"] == "result" and c["exit_code"] == 0, c
+assert d["state"] == "SUCCEEDED" and d["state_source"] == "result" and d["slurm_state"] == "COMPLETED", d
 '
   wait_eval 40 "ls shows both running jobs with progress" \
     'ls_json_ok "$("$ctl" ls --json)" "$check"' || {
