@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Headless Chromium loads the dashboard with the token; the page's script must have filled in
 # the current step and one table row per rank in the dumped DOM. With DDP_SCREENSHOT=path it
-# also saves a 1280x900 screenshot (docs/dashboard.png is made that way).
+# also saves a 1280x900 screenshot (docs/dashboard.png is made that way by
+# dashboard_straggler_test.sh, whose job has a straggler to show).
 source "$(dirname "$0")/lib.sh"
 chrome="$(command -v chromium || command -v chromium-browser || true)"
 [[ -n "$chrome" ]] || { echo "SKIP: chromium not installed"; exit 77; }
