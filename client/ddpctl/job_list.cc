@@ -264,8 +264,8 @@ std::vector<JobRef> ParseSlurmJobs(absl::string_view text) {
     ref.raw_job_id = std::string(absl::StripAsciiWhitespace(f[0]));
     ref.job_id = std::string(absl::StripAsciiWhitespace(f[1]));
     // sacct: "CANCELLED by 1000".
-    ref.slurm_state = std::string(
-        absl::StripAsciiWhitespace(f[2]).substr(0, absl::StripAsciiWhitespace(f[2]).find(' ')));
+    const absl::string_view state = absl::StripAsciiWhitespace(f[2]);
+    ref.slurm_state = std::string(state.substr(0, state.find(' ')));
     const absl::string_view work_dir = absl::StripAsciiWhitespace(f[3]);
     ref.name = std::string(absl::StripAsciiWhitespace(f[4]));
     const absl::string_view comment = f.size() > 5 ? f[5] : absl::string_view();

@@ -51,7 +51,8 @@ struct JobRow {
 };
 
 // Parses `squeue --format=` output of SqueueFormat() (or sacct's with the same separator and
-// fields: raw id, id, state, work dir, name, comment).
+// fields: raw id, id, state, work dir, name, comment). A job whose comment has no record gets the
+// kit's default path when a dist_file or result file is there (the only file system access).
 std::vector<JobRef> ParseSlurmJobs(absl::string_view text);
 // squeue's --format argument for ParseSlurmJobs.
 std::string SqueueFormat();
