@@ -44,6 +44,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     if (self.pid == 0) self.pid = static_cast<int>(::getpid());
     if (self.nonce.empty()) self.nonce = ch_->endpoint().nonce;
     self.host = WireText(self.host, 255);
+    self.node_name = WireText(self.node_name, 255);
     pb::RegisterRequest req;
     ToProto(self, &req);
     pb::RegisterReply reply;

@@ -28,7 +28,8 @@ struct WorkerIdentity {
   int local_rank = 0;        // index of this worker on its node (GPU index)
   int local_world_size = 1;  // workers on this node
   int pid = 0;
-  std::string nonce;  // generation nonce read from the dist_file (verified by the server)
+  std::string nonce;      // generation nonce read from the dist_file (verified by the server)
+  std::string node_name;  // SLURMD_NODENAME (empty outside Slurm): what an exclude list names
 };
 
 // What registration returns once the whole world has joined.
@@ -169,6 +170,8 @@ enum class LostAction {
   kRespawn,  // start the worker again: same node, local rank and GPU
   kWait,     // nothing now (a replacement that died before registering; the job's deadline
              // decides)
+  kLeave,    // the node's ranks were handed to a spare (--straggler-action replace): stop the
+             // node's other workers and leave, exit 0
 };
 
 struct LostDecision {

@@ -24,6 +24,8 @@ const char* FailureKindName(FailureKind kind) {
       return "coordinator_lost";
     case FailureKind::kOperatorStop:
       return "operator_stop";
+    case FailureKind::kStragglerReplaced:
+      return "straggler_replaced";
   }
   return "unknown";
 }

@@ -23,6 +23,7 @@ enum class FailureKind {
   kRegistrationTimeout,  // ranks that never registered before the deadline
   kCoordinatorLost,      // the coordinator could not be reached within its grace period
   kOperatorStop,         // an operator (ddpctl stop --now, a signal) ended the job
+  kStragglerReplaced,    // a straggler's node handed to a spare (--straggler-action replace)
 };
 
 inline constexpr FailureKind kAllFailureKinds[] = {
@@ -36,6 +37,7 @@ inline constexpr FailureKind kAllFailureKinds[] = {
     FailureKind::kRegistrationTimeout,
     FailureKind::kCoordinatorLost,
     FailureKind::kOperatorStop,
+    FailureKind::kStragglerReplaced,
 };
 
 // The stable lowercase name used in the status JSON ("signal", "lost_heartbeat", ...; "none").

@@ -1,16 +1,22 @@
 #include "coordinator/coordinator_process.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/exclude_list.h"
+#include "common/file_util.h"
 #include "common/heap_reserve.h"
 #include "common/status_macros.h"
+#include "coordinator/line_logger.h"
 
 namespace ddp {
 namespace {
@@ -23,6 +29,9 @@ std::string OutcomeName(JobState state) {
 std::string OutcomeReason(const JobStatus& s) {
   return s.state == JobState::kFailed ? s.failure.text : s.stop_reason;
 }
+
+// --straggler-action exclude writes here (common/exclude_list.h); ddpctl stragglers reads it.
+std::string ExcludeListPath(const std::string& dist_file) { return dist_file + ".exclude"; }
 
 }  // namespace
 
@@ -99,6 +108,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   config.straggler = options_.straggler;
   config.suspend_threshold = absl::Seconds(2);  // the server ticks every 50 ms
   config.log = [this](const std::string& line) { Log(line); };
+  config.exclude = [this](const NodeExclusion& e) { AppendExclusion(e); };
   config.journal = journal_.get();
   job_ = std::make_unique<Job>(config, MonotonicClock::Get());
   if (options_.resume_from_journal) {
@@ -261,6 +271,32 @@ CoordinatorProcess::~CoordinatorProcess() {
   signals_.reset();  // join the watcher before anything its callback uses goes away
   if (http_) http_->Stop();
   if (server_) server_->Shutdown(absl::Seconds(1));
+}
+
+void CoordinatorProcess::AppendExclusion(const NodeExclusion& e) {
+  const std::string path = ExcludeListPath(dist_file_);
+  if (!IsValidExcludeNode(e.node)) {
+    Log(absl::StrCat("cannot put node \"", EscapeControlCharacters(e.node), "\" on ", path,
+                     ": not a Slurm node name"));
+    return;
+  }
+  ExcludeEntry entry;
+  entry.node = e.node;
+  entry.section = e.section;
+  entry.relative_score = e.relative_score;
+  entry.time = absl::ToUnixSeconds(absl::Now());
+  entry.job = job_->config().job_id;
+  const std::string line = FormatExcludeLine(entry) + "\n";
+  // Appended, never rewritten: a requeued job's coordinator adds to what earlier ones named.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const bool ok = fd >= 0 &&
+                  ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                  ::fsync(fd) == 0;
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  Log(ok ? absl::StrCat("exclude list ", path, ": added node ", e.node)
+         : absl::StrCat("cannot add node ", e.node, " to the exclude list ", path, ": ",
+                        std::strerror(err)));
 }
 
 }  // namespace ddp

@@ -119,6 +119,8 @@ class CoordinatorProcess {
   absl::Status ResumeJournal(const JobIdentity& identity, JournalState* state);
   void OnSignal(int sig);
   void Log(const std::string& line) { logger_->Log(line); }
+  // --straggler-action exclude: appends the node to <dist_file>.exclude (common/exclude_list.h).
+  void AppendExclusion(const NodeExclusion& e);
 
   const CoordinatorOptions options_;
   std::string dist_file_;

@@ -113,11 +113,14 @@ int main(int argc, char** argv) {
                  "is a straggler (one slow step, a checkpoint or an evaluation never is)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--straggler-action", straggler_action,
-                 "What naming a straggler does: warn (the only action so far; replace and exclude "
-                 "are not implemented yet)")
+  app.add_option(
+         "--straggler-action", straggler_action,
+         "What naming a straggler does besides reporting it: warn (nothing more), replace (hand "
+         "its node to a spare node standing by, inside the job: --spare-nodes), exclude "
+         "(write its node to <dist_file>.exclude, which the sbatch kit's requeue passes "
+         "to Slurm as --exclude)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"warn"}));
+      ->check(CLI::IsMember({"warn", "replace", "exclude"}));
   app.add_option("--http-port", options.http_port,
                  "HTTP port for the dashboard, /api/status and /metrics (0 = ephemeral, "
                  "-1 = no HTTP); the bound port is published in the dist_file")
@@ -201,6 +204,9 @@ int main(int argc, char** argv) {
   options.stall_timeout = absl::Seconds(stall_timeout_s);
   options.stop_timeout = absl::Seconds(stop_timeout_s);
   options.straggler.window = absl::Seconds(straggler_window_s);
+  options.straggler.action = straggler_action == "replace"   ? ddp::StragglerAction::kReplace
+                             : straggler_action == "exclude" ? ddp::StragglerAction::kExclude
+                                                             : ddp::StragglerAction::kWarn;
   options.call_budgets.worker_calls = max_worker_calls;
   options.call_budgets.first_message_timeout = absl::Seconds(first_message_timeout_s);
   auto process = ddp::CoordinatorProcess::Start(options, ddp::ProcessEnvironment());

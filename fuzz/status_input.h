@@ -30,7 +30,7 @@ inline JobStatus ReadJobStatus(ByteReader& in) {
   s.eta_seconds = in.Double();
   s.uptime_seconds = in.Double();
   s.failure.rank = static_cast<int>(in.Int());
-  s.failure.kind = static_cast<FailureKind>(in.Byte() % 11);  // 10 is no cause at all
+  s.failure.kind = static_cast<FailureKind>(in.Byte() % 12);  // 11 is no cause at all
   s.failure.text = in.Str(200);
   s.stop_reason = in.Str(200);
   s.checkpoint_epoch = in.Int();
@@ -63,7 +63,7 @@ inline void ReadDecided(ByteReader& in, JobStatus* s) {
   DecideStatus(s);
   for (RankStatus& r : s->ranks) {
     if (in.remaining() == 0) return;
-    r.flag = static_cast<RankFlag>(in.Byte() % 7);  // 6 is no flag at all
+    r.flag = static_cast<RankFlag>(in.Byte() % 8);  // 7 is no flag at all
     r.behind_by = in.Int();
     r.final = in.Bool();
   }

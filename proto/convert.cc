@@ -80,6 +80,7 @@ constexpr std::pair<FailureKind, pb::FailureKind> kFailureKinds[] = {
     {FailureKind::kRegistrationTimeout, pb::FAILURE_KIND_REGISTRATION_TIMEOUT},
     {FailureKind::kCoordinatorLost, pb::FAILURE_KIND_COORDINATOR_LOST},
     {FailureKind::kOperatorStop, pb::FAILURE_KIND_OPERATOR_STOP},
+    {FailureKind::kStragglerReplaced, pb::FAILURE_KIND_STRAGGLER_REPLACED},
 };
 
 constexpr std::pair<Command, pb::Command> kCommands[] = {
@@ -247,6 +248,7 @@ void ToProto(const WorkerIdentity& in, pb::RegisterRequest* out) {
   out->set_local_world_size(in.local_world_size);
   out->set_pid(in.pid);
   out->set_nonce(in.nonce);
+  out->set_node_name(in.node_name);
 }
 
 WorkerIdentity FromProto(const pb::RegisterRequest& in) {
@@ -257,6 +259,7 @@ WorkerIdentity FromProto(const pb::RegisterRequest& in) {
   w.local_world_size = in.local_world_size();
   w.pid = in.pid();
   w.nonce = in.nonce();
+  w.node_name = in.node_name();
   return w;
 }
 

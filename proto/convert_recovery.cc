@@ -16,6 +16,7 @@ constexpr std::pair<LostAction, pb::LostAction> kLostActions[] = {
     {LostAction::kStop, pb::LOST_ACTION_STOP},
     {LostAction::kRespawn, pb::LOST_ACTION_RESPAWN},
     {LostAction::kWait, pb::LOST_ACTION_WAIT},
+    {LostAction::kLeave, pb::LOST_ACTION_LEAVE},
 };
 
 constexpr std::pair<SpareAction, pb::StandByAction> kSpareActions[] = {

@@ -238,6 +238,14 @@ absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
   if (!st.ok()) return st;
   Completions out;
   absl::MutexLock lock(&mu_);
+  if (const WorkerIdentity w = membership_.who(rank);
+      retired_workers_.count({w.node_rank, w.local_rank, pid}) > 0) {
+    // A worker of a node handed to a spare, ending before its task fenced it: not the job's.
+    events_.LogOnly(absl::StrCat("rank ", rank, " (pid ", pid, "), replaced, ends: ",
+                                 outcome.ok() ? "done" : outcome.message(), "; ignored"),
+                    &out);
+    return absl::OkStatus();
+  }
   const absl::Time now = clock_->Now();
   const bool stopped = absl::IsCancelled(outcome);
   const RankState final_state =

@@ -42,7 +42,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -74,6 +77,14 @@ namespace ddp {
 
 inline constexpr int kMaxWorldSize = 65536;
 
+// A node named for the exclude list (--straggler-action exclude).
+struct NodeExclusion {
+  std::string node;     // its Slurm node name (SLURMD_NODENAME), else its host name
+  std::string section;  // the straggler's cause: "data", "compute" or "optimizer"
+  double relative_score = 1.0;
+  int rank = -1;  // the straggler rank that named it
+};
+
 struct JobConfig {
   std::string job_id;
   int64_t generation = 0;
@@ -97,9 +108,13 @@ struct JobConfig {
   // The stall rule's budgets (stall_rule.h; --stall-timeout). A stalled rank fails the job
   // (kind kStall) while no restart is left; during a graceful stop it ends the stop at once.
   StallOptions stall;
-  // Straggler detection (straggler_watch.h; --straggler-threshold, --straggler-window). A
-  // straggler is reported (status, an event, /metrics): --straggler-action warn.
+  // Straggler detection (straggler_watch.h; --straggler-threshold, --straggler-window,
+  // --straggler-action). A straggler is reported (status, an event, /metrics); with action
+  // replace its node is handed to a spare standing by, with exclude it is passed to `exclude`.
   StragglerOptions straggler;
+  // --straggler-action exclude: receives each node to leave out of the job's next allocation,
+  // outside the job's lock (the coordinator appends it to <dist_file>.exclude). May be empty.
+  std::function<void(const NodeExclusion&)> exclude;
   // A graceful stop not completed this long after it was asked for ends the job (--stop-timeout):
   // STOPPED when a checkpoint was committed, else FAILED naming the rank(s) holding it up; every
   // rank still running gets Command::kExit with the job's exit code.
@@ -252,6 +267,12 @@ class Job {
   void WatchTimeLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the job is doing now, for the time account.
   TimeUseKind TimeUseLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // --straggler-action replace or exclude on the stragglers named now, each (node, cause) once;
+  // a replacement not possible yet (a recovery under way) is tried again at the next check.
+  void ActOnStragglersLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands `st`'s node to a spare standing by; false (and why, once per reason) when it cannot.
+  bool ReplaceStragglerNodeLocked(const StragglerReport& st, absl::Time now, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Status: each rank's score, the stragglers, the step breakdown and the time use.
   void StragglerStatusLocked(absl::Time now, JobStatus* s) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // With a restart left: `rank` (stalled) gets kExit in its heartbeat replies, with `why`.
@@ -282,6 +303,13 @@ class Job {
   StallWatch stall_watch_ ABSL_GUARDED_BY(mu_);
   StragglerWatch straggler_watch_ ABSL_GUARDED_BY(mu_);
   TimeAccount time_account_ ABSL_GUARDED_BY(mu_);
+  // --straggler-action: the (node, cause) pairs acted on (never twice without new evidence: a
+  // new cause or, after a replacement, another machine), and the refusals already logged.
+  std::set<std::pair<std::string, int>> straggler_acted_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> straggler_refusals_ ABSL_GUARDED_BY(mu_);
+  // Workers of nodes handed to a spare, as (node, local rank, pid): their task fences them
+  // (Fences) and is told to leave (ReportLost answers kLeave).
+  std::set<std::tuple<int, int, int>> retired_workers_ ABSL_GUARDED_BY(mu_);
   // The journal's condition as last announced in an event.
   JournalCondition journal_noted_ ABSL_GUARDED_BY(mu_) = JournalCondition::kOk;
   // When Restore took over a rank table from the journal (InfinitePast: never). For a heartbeat

@@ -79,15 +79,91 @@ void Job::WatchTimeLocked(absl::Time now, Completions* out) {
     const StragglerReport r =
         ReportOf(c.straggler, membership_.who(c.straggler.rank), lifecycle_.start(), now);
     if (c.appeared) {
-      EventLocked(absl::StrCat(membership_.Describe(r.rank), " is a straggler: ",
-                               StragglerReason(r), "; --straggler-action warn"),
-                  out);
+      EventLocked(
+          absl::StrCat(membership_.Describe(r.rank), " is a straggler: ", StragglerReason(r),
+                       "; --straggler-action ", StragglerActionName(config_.straggler.action)),
+          out);
     } else {
       EventLocked(absl::StrFormat("%s is no longer a straggler (relative score %.2f, after %.0f s)",
                                   membership_.Describe(r.rank), r.relative_score, r.seconds),
                   out);
     }
   }
+  ActOnStragglersLocked(now, out);
+}
+
+void Job::ActOnStragglersLocked(absl::Time now, Completions* out) {
+  const StragglerAction action = config_.straggler.action;
+  if (action == StragglerAction::kWarn || FinishedLocked()) return;
+  for (const Straggler& st : straggler_watch_.stragglers()) {
+    if (st.rank < 0 || st.rank >= membership_.num_ranks()) continue;
+    const WorkerIdentity& who = membership_.who(st.rank);
+    const StragglerReport r = ReportOf(st, who, lifecycle_.start(), now);
+    const std::string node = who.node_name.empty() ? who.host : who.node_name;
+    const std::pair<std::string, int> key(node, static_cast<int>(st.section));
+    if (straggler_acted_.count(key) > 0) continue;
+    if (action == StragglerAction::kExclude) {
+      straggler_acted_.insert(key);
+      if (config_.exclude) {
+        const NodeExclusion e{node, StepSectionName(st.section), st.relative_score, st.rank};
+        out->Add([f = config_.exclude, e] { f(e); });
+      }
+      EventLocked(absl::StrCat("--straggler-action exclude: node ", node, " (",
+                               membership_.DescribeNode(r.node_rank),
+                               ") goes on the exclude list for the job's next allocation: ",
+                               StepSectionName(st.section), " is slow there"),
+                  out);
+      continue;
+    }
+    if (ReplaceStragglerNodeLocked(r, now, out)) straggler_acted_.insert(key);
+  }
+}
+
+bool Job::ReplaceStragglerNodeLocked(const StragglerReport& st, absl::Time now, Completions* out) {
+  const int node = st.node_rank;
+  const int slots = membership_.SlotsOnNode(node);
+  // Not while ranks are missing: a recovery, or a registration, under way. Tried again later.
+  if (lifecycle_.state() != JobState::kRunning || recovery_.in_progress() ||
+      !membership_.world_complete()) {
+    return false;
+  }
+  std::string refused;
+  if (node == 0) {
+    refused = "node 0 runs the coordinator and is never handed over";
+  } else if (recovery_.restarts() + slots > recovery_.max_restarts()) {
+    refused = absl::StrCat("its ", slots, " rank(s) would need ", slots, " restart(s) and ",
+                           recovery_.max_restarts() - recovery_.restarts(), " are left");
+  } else if (!spares_.CanAssign(slots, now)) {
+    refused = absl::StrCat("no spare node with ", slots, " worker(s) stands by");
+  }
+  if (!refused.empty()) {
+    const std::string line =
+        absl::StrCat("--straggler-action replace: ", membership_.DescribeNode(node),
+                     " is not replaced: ", refused, "; warned only");
+    if (straggler_refusals_.insert(line).second) EventLocked(line, out);
+    return false;
+  }
+  std::vector<int> ranks;
+  for (int local = 0; local < slots; ++local) {
+    const int rank = membership_.RankOf(node, local);
+    if (rank < 0) continue;
+    ranks.push_back(rank);
+    retired_workers_.insert({node, local, membership_.who(rank).pid});
+  }
+  const std::string described = membership_.DescribeNode(node);
+  const Spares::Spare* spare = spares_.Assign(node, slots, now);
+  EventLocked(absl::StrCat("--straggler-action replace: ", described, " is handed to spare node ",
+                           spare->report.node_rank, " (host ", spare->report.host, ", pid ",
+                           spare->report.pid, "), in the job: ", StragglerReason(st),
+                           "; its workers are fenced and its task leaves"),
+              out);
+  for (int rank : ranks) {
+    const FailureCause cause{rank, FailureKind::kStragglerReplaced,
+                             absl::StrCat(membership_.Describe(rank), " replaced: its node is a ",
+                                          StepSectionName(st.section), " straggler")};
+    if (LoseRankLocked(rank, cause, out) == LostAction::kStop) break;
+  }
+  return true;
 }
 
 void Job::StragglerStatusLocked(absl::Time now, JobStatus* s) const {

@@ -25,6 +25,13 @@ const Spares::Spare* Spares::Assign(int node, int local_world_size, absl::Time n
   return best;
 }
 
+bool Spares::CanAssign(int local_world_size, absl::Time now) const {
+  for (const auto& [id, s] : spares_) {
+    if (Available(s, now) && s.report.local_world_size == local_world_size) return true;
+  }
+  return false;
+}
+
 bool Spares::TakingOver(int node) const {
   for (const auto& [id, s] : spares_) {
     if (s.taking_over == node && !s.settled) return true;

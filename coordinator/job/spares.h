@@ -37,6 +37,8 @@ class Spares {
   // workers (the one heard from last, then the lowest node id), now given `node`; nullptr
   // when there is none.
   const Spare* Assign(int node, int local_world_size, absl::Time now);
+  // Whether Assign(any node, local_world_size, now) would find a spare.
+  bool CanAssign(int local_world_size, absl::Time now) const;
   // Whether a takeover of `node` is under way (given, not settled).
   bool TakingOver(int node) const;
   // The recovery completed: every takeover under way is settled.

@@ -37,6 +37,18 @@ bool WentBack(const SectionTotals& a, const SectionTotals& b) {
 
 }  // namespace
 
+const char* StragglerActionName(StragglerAction action) {
+  switch (action) {
+    case StragglerAction::kWarn:
+      return "warn";
+    case StragglerAction::kReplace:
+      return "replace";
+    case StragglerAction::kExclude:
+      return "exclude";
+  }
+  return "warn";
+}
+
 StragglerWatch::StragglerWatch(StragglerOptions options)
     : options_(options),
       span_(std::clamp(options.window / 3, absl::Milliseconds(500), absl::Seconds(10))) {}

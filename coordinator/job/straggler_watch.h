@@ -39,9 +39,18 @@
 
 namespace ddp {
 
+// What naming a straggler does besides reporting it (--straggler-action; docs/operations.md,
+// "Acting on a straggler"): nothing more, hand its node to a spare standing by, or write the
+// node to the exclude list beside the dist_file for the next allocation.
+enum class StragglerAction { kWarn, kReplace, kExclude };
+
+// "warn", "replace", "exclude".
+const char* StragglerActionName(StragglerAction action);
+
 struct StragglerOptions {
-  double threshold = 0.75;                    // --straggler-threshold
-  absl::Duration window = absl::Seconds(30);  // --straggler-window
+  double threshold = 0.75;                          // --straggler-threshold
+  absl::Duration window = absl::Seconds(30);        // --straggler-window
+  StragglerAction action = StragglerAction::kWarn;  // --straggler-action
 };
 
 // A straggler as the watch sees it (the status adds host and node).

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/utf8.h"
 #include "coordinator/job/job.h"
@@ -35,6 +36,14 @@ absl::Status ValidateIdentity(const WorkerIdentity& who, int world_size) {
   }
   if (who.pid < 0) return Invalid("pid must be >= 0");
   if (who.nonce.size() > 256) return Invalid("nonce too long");
+  if (who.node_name.size() > kMaxHostBytes) {
+    return Invalid(absl::StrCat("node name must have 0..", kMaxHostBytes, " bytes"));
+  }
+  for (const char c : who.node_name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return Invalid("node name may hold only letters, digits, '.', '_' and '-'");
+    }
+  }
   if (absl::Status st = Utf8(who.host, "host name"); !st.ok()) return st;
   return Utf8(who.nonce, "nonce");
 }

@@ -22,6 +22,7 @@ TEST(FailureCauseTest, StableNames) {
       {FailureKind::kRegistrationTimeout, "registration_timeout"},
       {FailureKind::kCoordinatorLost, "coordinator_lost"},
       {FailureKind::kOperatorStop, "operator_stop"},
+      {FailureKind::kStragglerReplaced, "straggler_replaced"},
   };
   ASSERT_EQ(want.size(), std::size(kAllFailureKinds));
   std::set<std::string> seen;

@@ -36,10 +36,10 @@ absl::Status Validate(const TrainerConfig& c) {
           absl::StrCat(flag, " ", value, ": expected a finite number"));
     }
   }
-  if (c.straggler_action != "warn") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--straggler-action ", c.straggler_action,
-                     ": only warn is implemented (replace and exclude are not yet)"));
+  if (c.straggler_action != "warn" && c.straggler_action != "replace" &&
+      c.straggler_action != "exclude") {
+    return absl::InvalidArgumentError(absl::StrCat("--straggler-action ", c.straggler_action,
+                                                   ": expected warn, replace or exclude"));
   }
   if (c.backend != "auto" && c.backend != "nccl" && c.backend != "gloo") {
     return absl::InvalidArgumentError(
@@ -172,9 +172,12 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->group(job);
-  app.add_option("--straggler-action", c.straggler_action,
-                 "What naming a straggler does: warn (the only action so far; replace and exclude "
-                 "are not implemented yet)")
+  app.add_option(
+         "--straggler-action", c.straggler_action,
+         "What naming a straggler does besides reporting it: warn (nothing more), replace (hand "
+         "its node to a spare node standing by, inside the job: --spare-nodes), exclude "
+         "(write its node to <dist_file>.exclude, which the sbatch kit's requeue passes "
+         "to Slurm as --exclude)")
       ->capture_default_str()
       ->group(job);
   app.add_option("--coordinator-grace", c.coordinator_grace_s,

@@ -13,7 +13,7 @@ void FailurePolicy::RecordFailure(int code) {
 FailurePolicy::Decision FailurePolicy::OnWorkerExit(const ExitStatus& status, bool respawned) {
   Decision d;
   const int code = status.code();
-  if (code == kExitOk) return d;
+  if (code == kExitOk || leaving_) return d;
   if (code == kExitResumable) {
     if (result_ == kExitOk) result_ = kExitResumable;
     return d;

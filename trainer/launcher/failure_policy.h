@@ -64,6 +64,14 @@ class FailurePolicy {
   // that worker's code (its failure is the job's).
   void OnRespawnDeclined(const ExitStatus& status, bool stop_others, bool job_failed = false);
 
+  // The coordinator handed this task's node to a spare (LostAction::kLeave, --straggler-action
+  // replace): its workers are being ended on purpose, none of their ends is a failure from now
+  // on, and the task exits kExitOk unless something failed before.
+  void OnLeave() {
+    leaving_ = true;
+    stopping_ = true;
+  }
+  bool leaving() const { return leaving_; }
   int task_exit_code() const { return result_; }
   bool stopping() const { return stopping_; }
 
@@ -75,6 +83,7 @@ class FailurePolicy {
   bool forwarded_ = false;         // SIGTERM or SIGINT was forwarded
   bool checkpoint_asked_ = false;  // SIGUSR1 was forwarded
   bool stopping_ = false;          // a failure is stopping the other workers
+  bool leaving_ = false;           // OnLeave: the node went to a spare
   int result_ = 0;
 };
 

@@ -289,6 +289,15 @@ class LauncherRun {
     const std::string& rank = decision.description;
     const std::string who =
         rank.empty() ? absl::StrCat("(local rank ", local_rank, ", pid ", pid, ")") : rank;
+    if (decision.action == LostAction::kLeave) {
+      policy_.OnLeave();
+      Log(task_, absl::StrCat("worker ", who, " ", status.Describe(),
+                              "; the coordinator gave this node's ranks to a spare node "
+                              "(--straggler-action replace): stopping the other workers and "
+                              "leaving"));
+      StopWorkers();
+      return;
+    }
     FailurePolicy::Action action = d.action;
     if (d.ask &&
         !(action == FailurePolicy::Action::kRespawn && decision.action == LostAction::kRespawn)) {

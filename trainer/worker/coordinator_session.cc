@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   who.host = host;
+  if (const char* name = std::getenv("SLURMD_NODENAME"); name != nullptr) who.node_name = name;
   who.node_rank = p.node_rank;
   who.local_rank = p.local_rank;
   who.local_world_size = p.local_world_size;

@@ -34,8 +34,15 @@ TEST(ValidationTest, Identity) {
       {"zero local world", make("h", 0, 0, 0), false},
       {"node rank >= world", make("h", 8, 0, 1), false},
       {"negative node", make("h", -1, 0, 1), false},
+      {"slurm node name", make("h", 0, 0, 1), true},
+      {"node name with a comma", make("h", 0, 0, 1), false},
+      {"long node name", make("h", 0, 0, 1), false},
   };
-  for (const Case& c : cases) {
+  for (Case c : cases) {
+    const std::string name = c.name;
+    if (name == "slurm node name") c.who.node_name = "gpu-07.rack_2";
+    if (name == "node name with a comma") c.who.node_name = "n1,n2";
+    if (name == "long node name") c.who.node_name = std::string(256, 'n');
     EXPECT_EQ(ValidateIdentity(c.who, 8).ok(), c.ok) << c.name;
   }
 }

@@ -7,11 +7,13 @@ without one the job fails at the recovery deadline naming the lost node's ranks.
 Run as `python spare_e2e_test.py CASE` (CTest registers one test per case). Needs DDP_BIN_DIR and
 Python torch; shares recovery_e2e_test.py's flags, reference run and checks.
 """
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -165,6 +167,119 @@ def case_node_lost_shrinks(tmp):
     print(m.group(0))
     print(f"final step {final['step']} (= {k} + {ceil_div(per_rank, batch)} + "
           f"{(epochs - 1) * ceil_div(n // 4, batch)})")
+
+
+# A longer run for the straggler replacement: 1,024 steps per epoch (65,536 samples, batch 16,
+# world 4), so that the job trains at full speed, slowly, and again at full speed after the swap.
+STRAGGLER_RUN = ["--data", "synthetic:65536x1x8x8:10", "--epochs", "3", "--print-freq", "1000",
+                 "--checkpoint-every", "1000"]
+STRAGGLER_WINDOW = 3.0
+
+
+def status(dist):
+    p = subprocess.run([R.DDPCTL, "status", "--json", "--dist-file", dist], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, timeout=30)
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def wait_status(step, until, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if step.tasks[0].poll() is not None:
+            step.kill()
+            sys.exit(f"FAIL: the job ended while waiting for {what}\n" + step.outputs()[-6000:])
+        s = status(step.dist)
+        if s is not None and until(s):
+            return s
+        time.sleep(0.2)
+    step.kill()
+    sys.exit(f"FAIL: timed out after {timeout} s waiting for {what}\n" + step.outputs()[-6000:])
+
+
+def rate(step, seconds):
+    """The job's steps per second over `seconds` of wall time, from its status (the global step;
+    every step is the same global batch, so this is its samples/s over the batch)."""
+    first = wait_status(step, lambda s: s["state"] == "RUNNING", 30, "the job running")
+    t0 = time.time()
+    time.sleep(seconds)
+    last = wait_status(step, lambda s: s["state"] == "RUNNING", 30, "the job running")
+    return (last["step"] - first["step"]) / (time.time() - t0)
+
+
+class DutyCycle:
+    """Stops `pid` for 50 ms of every 100 ms (about half speed) until it ends or is ended."""
+
+    def __init__(self, pid):
+        self.pid, self.done = pid, threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        try:
+            while not self.done.is_set():
+                os.kill(self.pid, signal.SIGSTOP)
+                time.sleep(0.05)
+                os.kill(self.pid, signal.SIGCONT)
+                time.sleep(0.05)
+        except ProcessLookupError:
+            pass  # fenced: the node went to the spare
+
+    def end(self):
+        self.done.set()
+        self.t.join()
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def case_straggler_replaced_by_spare(tmp):
+    """2 nodes + 1 spare, --straggler-action replace. Rank 2 (node 1) is slowed to about half
+    speed by a SIGSTOP/SIGCONT duty cycle. It is named a straggler, its node is handed to the
+    spare inside the job (node 1's workers fenced, its task leaves with exit 0), the spare's
+    workers take ranks 2 and 3 with state from the survivors, the job's samples/s comes back to
+    within 10% of the rate before the slowdown, and final.pt is bitwise the uninterrupted run's."""
+    ref = R.reference(STRAGGLER_RUN)
+    step = SlurmStep(tmp, "5454", 3, STRAGGLER_RUN + [
+        "--spare-nodes", "1", "--heartbeat-timeout", "5", "--straggler-action", "replace",
+        "--straggler-window", str(STRAGGLER_WINDOW)])
+    s = wait_status(step, lambda s: s["state"] == "RUNNING" and s["spare_nodes"] == 1 and
+                    s["breakdown"] is not None and all(r["score"] for r in s["ranks"]),
+                    180, "every rank scored and the spare standing by")
+    before = rate(step, 4)
+    slow_pid = next(r["pid"] for r in s["ranks"] if r["rank"] == 2)
+    duty = DutyCycle(slow_pid)
+    t0 = time.time()
+    wait_status(step, lambda s: s["membership_generation"] >= 1, 60, "the spare's generation")
+    replaced_after = time.time() - t0
+    duty.end()
+    wait_status(step, lambda s: s["state"] == "RUNNING" and all(
+        r["pid"] != slow_pid for r in s["ranks"]), 60, "the job running on the spare")
+    time.sleep(2)
+    after = rate(step, 4)
+    codes, outs = step.finish()
+    all_out = step.outputs()
+    R.expect(codes == [0, 0, 0], f"task exit codes {codes}, want [0, 0, 0]", all_out)
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+    log = step.coordinator_log()
+    R.expect(re.search(r"rank 2 \(.*\) is a straggler: \w+ [0-9.]+x slower than the best rank .*"
+                       r"--straggler-action replace", log), "rank 2 was not named", log)
+    R.expect(re.search(r"--straggler-action replace: node 1 \(host [^,]+, ranks 2,3\) is handed "
+                       r"to spare node 2 \(host [^,]+, pid \d+\), in the job", log),
+             "the coordinator log does not show the replacement", log)
+    R.expect(re.search(r"replaced: its node is a \w+ straggler", log), "no loss for the swap", log)
+    R.expect(re.search(r"node 1 local rank \d \(pid \d+\), replaced, .*its node's task leaves", log),
+             "the old node's task was not told to leave", log)
+    R.expect("this node's ranks to a spare" in outs[1] and "leaving" in outs[1],
+             "node 1's task does not say it leaves", outs[1])
+    R.expect(re.search(r"taking over node 1 .*: starting its workers as node 1", outs[2]),
+             "the spare task does not log its takeover", outs[2])
+    R.expect("resuming from" not in all_out, "a checkpoint file was read", all_out)
+    ratio = after / before if before else 0
+    print(f"replaced {replaced_after:.1f} s after the slowdown began; steps/s before the "
+          f"slowdown {before:.1f}, after the swap {after:.1f} ({ratio:.2f}x; the global batch is "
+          f"the same, so samples/s is in the same ratio)")
+    R.expect(ratio >= 0.9, f"samples/s after the swap is {ratio:.2f}x the rate before", all_out)
 
 
 if __name__ == "__main__":

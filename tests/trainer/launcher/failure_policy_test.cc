@@ -151,6 +151,18 @@ TEST(FailurePolicy, DeclinedRespawnFailsTheTask) {
   EXPECT_EQ(policy.OnWorkerExit(Killed(15)).action, Action::kNone);
 }
 
+TEST(FailurePolicy, LeavingEndsTheTaskOkWhateverTheWorkersDieOf) {
+  FailurePolicy policy(3);
+  ASSERT_TRUE(policy.OnWorkerExit(Killed(9)).ask);  // fenced; the coordinator answers LEAVE
+  policy.OnLeave();
+  EXPECT_TRUE(policy.leaving());
+  EXPECT_TRUE(policy.stopping());
+  // The node's other workers, fenced or stopped, are no failure either.
+  EXPECT_FALSE(policy.OnWorkerExit(Killed(9)).failure);
+  EXPECT_FALSE(policy.OnWorkerExit(Exited(1)).failure);
+  EXPECT_EQ(policy.task_exit_code(), kExitOk);
+}
+
 TEST(FailurePolicy, AReplacementThatCannotStartIsTheCoordinatorsToJudge) {
   FailurePolicy policy(3);
   ASSERT_EQ(policy.OnWorkerExit(Killed(9)).action, Action::kRespawn);
