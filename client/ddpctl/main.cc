@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   app.footer(absl::StrCat(
       "Finding the job: --dist-file PATH (or $DDP_DIST_FILE), or --address HOST:PORT with "
       "--token-file FILE (a file of mode 0600 holding a view or control token; status, watch and "
-      "dashboard need the view token, stop the control token).\nExit codes (common/exit_codes.h): ",
+      "dashboard need the view token, stop the control token). `ls` needs no job: it lists yours "
+      "from Slurm, or from a folder of dist_files (--dir).\nExit codes (common/exit_codes.h): ",
       ddp::kExitOk, " success; ", ddp::kExitFailed,
       " error, one line on stderr (no job, unreachable or stale coordinator, wrong token; for "
       "watch: the job FAILED); ",
