@@ -6,7 +6,8 @@
 #   Slurm: a fake squeue (and sacct) on PATH with canned output: the dist_file from the Comment
 #     the kit records, from <WorkDir>/dist_file.<id>, a dist_file of another job refused, Slurm's
 #     state for the rest; no squeue on PATH and a failing squeue: one line, exit DDP_EXIT_FAILED;
-#   stragglers: the live job's (none), and --exclude-list from a hand-written exclude file.
+#   stragglers: a simulated straggler named (and counted by ls), none for an even job, a dead
+#     coordinator in one line; --exclude-list from a hand-written exclude file.
 # shellcheck source=../ops/lib.sh
 source "$(dirname "$0")/../ops/lib.sh"
 ctl() { "$bin/ddpctl" "$@"; }
@@ -26,9 +27,11 @@ $*
 start_coordinator 101 2
 df101=$df
 start_workers 101 2 --steps-per-second 20 --epochs 50 --steps-per-epoch 100
-start_coordinator 102 4
+# Job 102's rank 2 is twice as slow in compute: a straggler within a few seconds (window 3 s).
+start_coordinator 102 4 --straggler-window 3 --straggler-threshold 0.75
 df102=$df
-start_workers 102 4 --steps-per-second 10 --epochs 7 --steps-per-epoch 1000
+start_workers 102 4 --steps-per-second 10 --epochs 7 --steps-per-epoch 1000 --batch-size 128 \
+  --slow-rank 2 --slow-section compute --slow-factor 2
 start_coordinator 103 2
 coord103=$coord_pid
 start_workers 103 2 --steps-per-second 100 --epochs 1 --steps-per-epoch 20 --finish
@@ -42,6 +45,15 @@ wait "$coord103" && rc=0 || rc=$?
   fail "job 103 left no result, or still has a dist_file: $(ls "$work")"
 kill -9 "$coord104"
 wait "$coord104" || true
+stragglers=""
+for _ in $(seq 150); do
+  stragglers=$(ctl --dist-file "$df102" stragglers) || fail "stragglers: exit $?"
+  [[ -n $stragglers ]] && break
+  sleep 0.1
+done
+[[ $stragglers =~ ^rank=2\ host=[^\ ]+\ node=[0-9]+\ section=compute\ relative_score=0\.[0-9]+\ since=[0-9.]+s\ for=[0-9]+s$ ]] ||
+  fail "stragglers of job 102: '$stragglers'"
+pass "stragglers: $stragglers"
 sleep 1  # a few steps and heartbeats on the live jobs
 start=$(date +%s)
 json=$(ctl ls --dir "$work" --json) || fail "ls --dir --json: exit $?"
@@ -55,6 +67,7 @@ assert a["samples_per_second"] > 0 and a["restarts"] == 0 and a["stragglers"] ==
 assert a["dashboard_url"].startswith("http://") and "token=" in a["dashboard_url"], a
 assert a["name"] == "dist_file.101" and a["slurm_state"] is None, a
 assert b["state"] == "RUNNING" and b["epochs"] == 7 and b["steps_per_epoch"] == 1000, b
+assert b["stragglers"] == 1, b
 assert c["state"] == "SUCCEEDED" and c["state_source"] == "result" and not c["reachable"], c
 assert c["exit_code"] == 0 and c["step"] is None and c["dashboard_url"] is None, c
 assert d["state"] == "UNREACHABLE" and d["state_source"] == "none" and d["error"], d
@@ -67,7 +80,8 @@ head -1 <<<"$table" | grep -Eq '^JOBID +NAME +STATE +PROGRESS +SAMPLES/S +ETTR +
   fail "ls: header: $table"
 grep -Eq '^101 +dist_file\.101 +RUNNING +epoch [0-9]+/50 step [1-9][0-9]*/5000 +[0-9.]+ +[0-9.]+% +0 +0 +- +http://' <<<"$table" ||
   fail "ls: row of 101: $table"
-grep -Eq '^102 +dist_file\.102 +RUNNING +epoch [0-9]+/7 step [0-9]+/7000 ' <<<"$table" || fail "ls: row of 102"
+grep -Eq '^102 +dist_file\.102 +RUNNING +epoch [0-9]+/7 step [0-9]+/7000 +[0-9.]+ +[0-9.]+% +0 +1 ' <<<"$table" ||
+  fail "ls: row of 102"
 grep -Eq '^103 +dist_file\.103 +SUCCEEDED +- +- +- +- +- +- +-$' <<<"$table" || fail "ls: row of 103"
 grep -Eq '^104 +dist_file\.104 +UNREACHABLE .*\(coordinator unreachable\)$' <<<"$table" || fail "ls: row of 104"
 pass "ls --dir: the table"
@@ -124,6 +138,8 @@ pass "ls without Slurm, and with a failing squeue: one line, exit $DDP_EXIT_FAIL
 # --- stragglers --------------------------------------------------------------------------------
 out=$(ctl --dist-file "$df101" stragglers) || fail "stragglers: exit $?"
 [[ -z $out ]] || fail "stragglers of an even job: $out"
+out=$(ctl --dist-file "$work/dist_file.104" stragglers 2>&1) && rc=0 || rc=$?
+[[ $rc -eq $DDP_EXIT_FAILED && $(wc -l <<<"$out") -eq 1 ]] || fail "stragglers of a dead job: exit $rc: $out"
 out=$(ctl --dist-file "$df101" stragglers --exclude-list) || fail "no exclude list: exit $?"
 [[ -z $out ]] || fail "no exclude list printed: $out"
 cat >"$df101.exclude" <<'EOF'
