@@ -92,11 +92,44 @@ ddp_finish() {
     ddp_log "$stopped but generation $gen reached DDP_MAX_RESTARTS=${DDP_MAX_RESTARTS:-100}"; exit "$rc"
   fi
   ddp_log "stopped for requeue (exit $DDP_EXIT_RESUMABLE): scontrol requeue $SLURM_JOB_ID"
+  # Read before the requeue: it signals every process of the job, a ddpctl running then too.
+  local exclude; exclude=$(ddp_exclude_list)
   if scontrol requeue "$SLURM_JOB_ID"; then
+    ddp_exclude_nodes "$exclude"
     exit "$DDP_EXIT_OK"   # Slurm ends this generation now and starts the next one with SLURM_RESTART_COUNT+1
   fi
   ddp_log "error: scontrol requeue failed (was the job submitted with --requeue?)"
   exit "$rc"
+}
+
+# ddp_exclude_list: prints the nodes of the job's exclude list (<DIST_FILE>.exclude, written by
+# the coordinator under --straggler-action exclude), comma-separated as `ddpctl stragglers
+# --exclude-list` prints them; nothing when there is none.
+ddp_exclude_list() {
+  local ctl
+  [[ -n "${DIST_FILE:-}" && -s "$DIST_FILE.exclude" ]] || return 0
+  ctl=$(ddp_find_bin ddpctl) || return 0
+  "$ctl" --dist-file "$DIST_FILE" stragglers --exclude-list ||
+    ddp_log "warning: cannot read the exclude list $DIST_FILE.exclude; the next allocation may use any node"
+}
+
+# ddp_exclude_nodes NODES: after `scontrol requeue`, leaves NODES (a comma-separated list; empty:
+# nothing to do) out of the next generation's allocation. Slurm changes a job's ExcNodeList only
+# while the job is pending, which a requeued job is within a moment (the batch shell outlives the
+# requeue's SIGTERM: it traps it). What the job excluded already stays excluded.
+ddp_exclude_nodes() {
+  local nodes=$1 old i
+  [[ -n "$nodes" ]] || return 0
+  old=$(scontrol show job "$SLURM_JOB_ID" -o 2>/dev/null | tr ' ' '\n' | sed -n 's/^ExcNodeList=//p')
+  [[ "$old" != "(null)" ]] || old=""
+  for i in $(seq 40); do
+    if scontrol update JobId="$SLURM_JOB_ID" ExcNodeList="${old:+$old,}$nodes" 2>/dev/null; then
+      ddp_log "the requeued job excludes node(s) $nodes (stragglers: --straggler-action exclude)"
+      return 0
+    fi
+    sleep 0.25
+  done
+  ddp_log "warning: could not exclude node(s) $nodes from the requeued job (scontrol update ExcNodeList)"
 }
 
 # Traps from the moment this file is sourced: a USR1 that arrives before the step starts must
