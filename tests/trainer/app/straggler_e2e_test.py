@@ -12,6 +12,12 @@ other rank may be named meanwhile. When the duty cycle stops it must clear withi
 one_slow_step: rank 2 is stopped once for 6 s (one very slow step, shorter than the window). Its
 score must dip under the threshold (the slow step is seen) but it must never be named.
 
+slow_data: a faked 2-node Slurm step (one worker a node) trains ResNet-18 on a JPEG image folder;
+node 1's task runs with an LD_PRELOAD shim (slow_open_shim.c) that makes opening the folder's
+files slow when the test says so, as a loaded file system behind one node does. Once the test
+turns it on, rank 1 must be named within 30 s with section `data`, and cleared after it is
+turned off.
+
 Run as `python straggler_e2e_test.py CASE` (CTest registers one test per case). Needs
 DDP_BIN_DIR.
 """
@@ -252,10 +258,106 @@ def case_one_slow_step(tmp):
     job.stop()
 
 
+def make_imagefolder(root, train=64, val=8):
+    """root/{train,val}/classN/imgNN.jpg: small JPEGs of two classes (RandomResizedCrop makes
+    224x224 samples of them)."""
+    from PIL import Image
+    for split, count in (("train", train), ("val", val)):
+        for i in range(count):
+            folder = os.path.join(root, split, f"class{i % 2}")
+            os.makedirs(folder, exist_ok=True)
+            shade = (i * 37) % 256
+            Image.new("RGB", (48, 40), (shade, 255 - shade, 90)).save(
+                os.path.join(folder, f"img{i:03d}.jpg"), quality=90)
+
+
+class SlurmStep:
+    """A faked `srun` step of 2 tasks (nodes), one worker each; node 1's task preloads `shim`."""
+
+    def __init__(self, tmp, name, args, node1_env):
+        self.tmp, self.name = tmp, name
+        self.dist = os.path.join(tmp, f"dist_file.{name}")
+        self.log = open(os.path.join(tmp, f"{name}.out"), "w+")
+        self.tasks = []
+        for node in range(2):
+            env = clean_env()
+            env.update({"SLURM_JOB_ID": name, "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": str(node),
+                        "SLURM_LOCALID": "0", "SLURM_NODEID": str(node),
+                        "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_TASKS_PER_NODE": "1(x2)",
+                        "SLURM_RESTART_COUNT": "0"})
+            if node == 1:
+                env.update(node1_env)
+            self.tasks.append(subprocess.Popen(
+                [TRAINER] + args + ["--dist-file", self.dist], cwd=tmp, env=env, stdout=self.log,
+                stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        self.p = self.tasks[0]
+        self.statuses = []
+
+
+class Step(SlurmStep, Job):
+    """Job's status helpers over a faked step."""
+
+    def stop(self):
+        for t in self.tasks:
+            if t.poll() is None:
+                try:
+                    os.killpg(t.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                t.wait(timeout=60)
+
+
+def case_slow_data(tmp):
+    shim = os.environ.get("DDP_SLOW_OPEN_SHIM")
+    if not shim or not os.path.exists(shim):
+        sys.exit("FAIL: DDP_SLOW_OPEN_SHIM is not the built shim (run through ctest)")
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        print("SKIP: this Python has no Pillow to write the test JPEGs", flush=True)
+        sys.exit(77)
+    data = os.path.join(tmp, "data")
+    make_imagefolder(data)
+    control = os.path.join(tmp, "slow-open-us")
+    args = ["--data", f"imagefolder:{data}", "--arch", "resnet18", "--batch-size", "2",
+            "--workers", "0", "--nprocs-per-node", "1", "--epochs", "500", "--seed", "5",
+            "--no-eval", "--print-freq", "1000", "--heartbeat-timeout", "30",
+            "--registration-timeout", "120", "--linger", "0", "--job-id", "data",
+            "--straggler-window", str(WINDOW), "--straggler-threshold", str(THRESHOLD)]
+    job = Step(tmp, "data", args, {"LD_PRELOAD": shim, "DDP_SLOW_OPEN_DIR": data,
+                                   "DDP_SLOW_OPEN_CONTROL": control})
+    warm(job)
+    before = job.status()["breakdown"]
+    with open(control, "w") as f:
+        f.write("250000\n")  # 0.25 s to open each image: 0.5 s more per step of 2 images
+    t0 = time.time()
+    s = job.wait_status(lambda s: 1 in named(s), 30, "rank 1 named")
+    named_after = time.time() - t0
+    st = next(x for x in s["stragglers"] if x["rank"] == 1)
+    print(f"named after {named_after:.1f} s: {st}", flush=True)
+    print(f"breakdown before: {before}\nbreakdown now: {s['breakdown']}", flush=True)
+    if st["section"] != "data":
+        job.fail(f"the cause is {st['section']}, not data: {st}")
+    if st["node"] != 1:
+        job.fail(f"the straggler's node is {st['node']}, not 1: {st}")
+    if named(s) != [1]:
+        job.fail(f"other ranks named: {named(s)}")
+    text = job.status_text()
+    if not re.search(r"STRAGGLER: rank 1 \(host [^)]*\): data [0-9.]+x slower than the best rank",
+                     text):
+        job.fail(f"ddpctl status does not say why:\n{text}")
+    os.remove(control)
+    t1 = time.time()
+    job.wait_status(lambda s: 1 not in named(s), WINDOW + 20, "rank 1 cleared")
+    print(f"cleared after {time.time() - t1:.1f} s", flush=True)
+    job.stop()
+
+
 def main():
     case = sys.argv[1]
     with tempfile.TemporaryDirectory(prefix="ddp-straggler-") as tmp:
-        {"duty_cycle": case_duty_cycle, "one_slow_step": case_one_slow_step}[case](tmp)
+        {"duty_cycle": case_duty_cycle, "one_slow_step": case_one_slow_step,
+         "slow_data": case_slow_data}[case](tmp)
     print(f"PASS {case}")
 
 
