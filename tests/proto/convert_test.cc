@@ -119,13 +119,14 @@ TEST(ConvertTest, JobStatusRoundTripsThroughTheWire) {
 }
 
 TEST(ConvertTest, WorkerMessagesRoundTrip) {
-  WorkerIdentity who{"h", 1, 2, 4, 77, "nonce"};
+  WorkerIdentity who{"h", 1, 2, 4, 77, "nonce", "gpu07"};
   pb::RegisterRequest reg;
   ToProto(who, &reg);
   const WorkerIdentity who2 = FromProto(reg);
   EXPECT_EQ(who2.host, "h");
   EXPECT_EQ(who2.local_world_size, 4);
   EXPECT_EQ(who2.nonce, "nonce");
+  EXPECT_EQ(who2.node_name, "gpu07");
 
   ShardRequest shard{3, 100, 7, false, true, 40, 2};
   pb::GetShardRequest sreq;
@@ -194,6 +195,16 @@ TEST(ConvertTest, WorkerMessagesRoundTrip) {
   pb::StandByReply unknown;
   unknown.set_action(static_cast<pb::StandByAction>(9));
   EXPECT_EQ(FromProto(unknown).action, SpareAction::kWait);
+}
+
+TEST(ConvertTest, LostActionsRoundTrip) {
+  for (LostAction a :
+       {LostAction::kStop, LostAction::kRespawn, LostAction::kWait, LostAction::kLeave}) {
+    pb::ReportLostReply reply;
+    ToProto(LostDecision{"rank 2", a}, &reply);
+    EXPECT_EQ(FromProto(reply).action, a);
+    EXPECT_EQ(FromProto(reply).description, "rank 2");
+  }
 }
 
 TEST(ConvertTest, OutcomesAndRpcStatus) {
