@@ -18,6 +18,7 @@
 #include "common/exit_codes.h"
 #include "common/file_util.h"
 #include "common/heap_reserve.h"
+#include "common/job_result.h"
 #include "common/job_status.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
@@ -28,20 +29,17 @@ namespace {
 // The coordinator's peak heap per worker at 16,384 ranks was ~55 KB (docs/bench-status.md).
 constexpr size_t kHeapKiBPerWorker = 64;
 
-// Where the job's outcome is published for scripts (slurm/lib/ddp.sh ddp_job_outcome).
-std::string ResultPath(const std::string& dist_file) { return dist_file + ".result"; }
-
-// Publishes how the job ended beside its dist_file, atomically and 0600: "job_id=",
-// "generation=", "state=" (SUCCEEDED, STOPPED, FAILED) and "exit_code=" lines. Written by this
-// process alone, after the job has ended; no client string goes into it.
+// Publishes how the job ended beside its dist_file, atomically and 0600 (common/job_result.h).
+// Written by this process alone, after the job has ended; no client string goes into it.
 void WriteResult(ddp::CoordinatorProcess& process, int exit_code) {
   const ddp::JobStatus status = process.job().Status();
-  const std::string text = absl::StrCat(
-      "job_id=", ddp::EscapeControlCharacters(process.job().config().job_id),
-      "\ngeneration=", process.job().config().generation,
-      "\nstate=", ddp::IsTerminal(status.state) ? ddp::JobStateName(status.state) : "FAILED",
-      "\nexit_code=", exit_code, "\n");
-  const std::string path = ResultPath(process.dist_file());
+  ddp::JobResult result;
+  result.job_id = ddp::EscapeControlCharacters(process.job().config().job_id);
+  result.generation = process.job().config().generation;
+  result.state = ddp::IsTerminal(status.state) ? ddp::JobStateName(status.state) : "FAILED";
+  result.exit_code = exit_code;
+  const std::string text = ddp::FormatJobResult(result);
+  const std::string path = ddp::JobResultPath(process.dist_file());
   if (absl::Status st = ddp::WriteFileAtomically(path, text, 0600); !st.ok()) {
     std::cerr << "ddp-coordinator: cannot write the result file: " << st.message() << "\n";
   }
@@ -217,7 +215,7 @@ int main(int argc, char** argv) {
                : ddp::kExitFailed;
   }
   // A result left by an earlier job or generation at this path says nothing about this one.
-  ::unlink(ResultPath((*process)->dist_file()).c_str());
+  ::unlink(ddp::JobResultPath((*process)->dist_file()).c_str());
   const int code = (*process)->RunUntilDone();
   WriteResult(**process, code);
   return code;

@@ -27,6 +27,7 @@
 #include "client/operator_client.h"
 #include "common/dist_file.h"
 #include "common/file_util.h"
+#include "common/job_result.h"
 
 extern char** environ;
 
@@ -143,29 +144,6 @@ std::string DistFileFromComment(absl::string_view comment) {
       absl::StripAsciiWhitespace(comment.substr(at + sizeof(kCommentDistFileKey) - 1)));
 }
 
-// The result file of a finished job (coordinator/main.cc, WriteResult): job_id=, state=,
-// exit_code= lines. Read only when it is a private file of this user (like slurm/lib/ddp.sh
-// ddp_job_outcome).
-struct Result {
-  std::string job_id;
-  std::string state;
-  int exit_code = -1;
-};
-absl::StatusOr<Result> ReadResult(const std::string& path) {
-  auto text = ReadPrivateFile(path, "result file", 4096);
-  if (!text.ok()) return text.status();
-  Result r;
-  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
-    if (absl::ConsumePrefix(&line, "job_id=")) r.job_id = std::string(line);
-    if (absl::ConsumePrefix(&line, "state=")) r.state = std::string(line);
-    if (absl::ConsumePrefix(&line, "exit_code=")) (void)absl::SimpleAtoi(line, &r.exit_code);
-  }
-  if (r.state != "SUCCEEDED" && r.state != "STOPPED" && r.state != "FAILED") {
-    return absl::InvalidArgumentError(absl::StrCat("result file ", path, " names no outcome"));
-  }
-  return r;
-}
-
 // Age of the file of the job's last checkpoint (a relative path is taken from the dist_file's
 // folder); -1 when there is none or it cannot be seen from here.
 double CheckpointAge(const JobStatus& s, const std::string& dist_file) {
@@ -188,7 +166,7 @@ JobRow Inspect(const JobRef& ref, absl::Duration deadline) {
   }
   // The job the files must belong to: Slurm's id; from a folder, whatever the file says.
   const std::string& expected = ref.raw_job_id;
-  auto result = ReadResult(ref.dist_file + ".result");
+  auto result = ReadJobResult(JobResultPath(ref.dist_file));
   if (result.ok() && (expected.empty() || result->job_id == expected)) {
     row.state = result->state;
     row.state_source = "result";
@@ -341,7 +319,7 @@ absl::StatusOr<std::vector<JobRef>> FolderJobs(const std::string& dir) {
     if (absl::ConsumeSuffix(&base, ".result")) {
       // A finished job's outcome, listed here only once its dist_file is gone.
       if (all.count(std::string(base)) != 0) continue;
-      if (!ReadResult(path).ok()) continue;
+      if (!ReadJobResult(path).ok()) continue;
       ref.name = std::string(base);
       ref.dist_file = absl::StrCat(dir, "/", base);
       jobs.push_back(std::move(ref));

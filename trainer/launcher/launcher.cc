@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/dist_file_lock.h"
 #include "common/exit_codes.h"
+#include "common/job_result.h"
 #include "trainer/launcher/coordinator_restarts.h"
 #include "trainer/launcher/failure_policy.h"
 #include "trainer/launcher/supervisor.h"
@@ -106,6 +107,17 @@ class LauncherRun {
     return kExitOk;
   }
 
+  // How the job ended, from its result file (common/job_result.h), when that file is this job's
+  // and generation's; nullopt while there is none.
+  std::optional<std::string> JobEnded() const {
+    const std::string path = JobResultPath(plan_.base.dist_file);
+    const absl::StatusOr<JobResult> r = ReadJobResult(path);
+    if (!r.ok() || r->job_id != plan_.base.job_id || r->generation != plan_.base.generation) {
+      return std::nullopt;
+    }
+    return absl::StrCat("job ", r->state, " (", path, ")");
+  }
+
   // A spare node: no worker until the coordinator gives it a lost node. Returns the exit code
   // when it leaves instead; nullopt once it is that node (plan_.base.node_rank).
   std::optional<int> StandBy() {
@@ -135,6 +147,11 @@ class LauncherRun {
       } else if (d.status().code() == absl::StatusCode::kInvalidArgument) {
         Log(task_, absl::StrCat("the coordinator refuses this spare: ", d.status().message()));
         return kExitUsage;
+      } else if (const std::optional<std::string> ended = JobEnded(); ended) {
+        // The coordinator is gone because the job is over (it writes the result file last):
+        // the step ends now, not after the unanswered wait.
+        Log(task_, absl::StrCat(*ended, "; the spare was not needed"));
+        return kExitOk;
       } else if (now - answered >= options_.stand_by_unanswered) {
         Log(task_, absl::StrCat("no answer from the coordinator for ",
                                 absl::FormatDuration(options_.stand_by_unanswered), " (",

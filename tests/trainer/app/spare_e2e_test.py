@@ -111,6 +111,24 @@ def case_node_lost_spare_takes_over(tmp):
     print(f"job ended {time.time() - killed_at:.1f} s after the kill")
 
 
+def case_spare_leaves_with_the_job(tmp):
+    """2 nodes + 1 spare, no fault, --linger 0: the coordinator is gone the moment the job
+    succeeds, so the spare, which then gets no answer, learns the end from the job's result file
+    and leaves at once (exit 0), instead of after its unanswered wait; the step ends with it."""
+    step = SlurmStep(tmp, "5555", 3, ["--spare-nodes", "1"])
+    step.tasks[0].wait(timeout=120)
+    job_ended = time.time()
+    codes, outs = step.finish(timeout=120)
+    spare_left = time.time() - job_ended
+    all_out = step.outputs()
+    R.expect(codes == [0, 0, 0], f"task exit codes {codes}", all_out)
+    R.expect(re.search(r"job SUCCEEDED \(.*dist_file\.5555\.result\); the spare was not needed",
+                       outs[2]) or "job SUCCEEDED; the spare was not needed" in outs[2],
+             "the spare does not say why it left", outs[2])
+    print(f"the spare's task ended {spare_left:.1f} s after task 0's")
+    R.expect(spare_left < 10, f"the spare left {spare_left:.1f} s after the job ended", all_out)
+
+
 def case_node_lost_without_spare(tmp):
     """2 nodes, no spare: node 1's task is SIGKILLed; its ranks go silent and nobody takes them,
     so the job fails at the recovery deadline (exit 4) naming node 1's ranks."""
