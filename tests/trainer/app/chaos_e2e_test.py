@@ -23,10 +23,10 @@ SEED = int(os.environ.get("DDP_CHAOS_SEED", "20261205"))
 
 
 def case_short(tmp):
-    # 10 epochs of 200 steps (about 75 s fault-free on 2 idle cores); a fault every 6-9 s.
+    # 8 epochs of 200 steps (about a minute fault-free on 2 idle cores); a fault every 5-7 s.
     cmd = [sys.executable, DRIVER, "--bin", os.environ["DDP_BIN_DIR"], "--work", tmp,
-           "--seed", str(SEED), "--every", "6-9", "--duration", "4", "--steps-per-epoch", "200",
-           "--epochs", "10", "--min-faults", "10", "--min-kinds", "6",
+           "--seed", str(SEED), "--every", "5-7", "--duration", "4", "--steps-per-epoch", "200",
+           "--epochs", "8", "--min-faults", "10", "--min-kinds", "6",
            "--report", os.path.join(tmp, "report.md")]
     started = time.time()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
