@@ -9,36 +9,18 @@
 //     the two (ab = with / without): the same cost seen from the step, within the step's noise.
 //
 //   section_timing_bench --arch resnet18 --image 32 --batch 32 [--steps 20] [--reps 100000]
-#include <ATen/Parallel.h>
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
-#include "trainer/worker/data_stage.h"
-#include "trainer/worker/model_stage.h"
+#include "bench/ddp/cpu_step.h"
 #include "trainer/worker/progress_reporter.h"
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-}  // namespace
+using ddp::bench::Clock;
+using ddp::bench::Median;
+using ddp::bench::Since;
 
 int main(int argc, char** argv) {
   CLI::App app("step section timing cost against a training step");
@@ -50,28 +32,11 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "steps with the marks and as many without, alternating");
   app.add_option("--reps", reps, "repetitions of one step's marks");
   CLI11_PARSE(app, argc, argv);
-  at::set_num_threads(1);
-
-  ddp::DataStage::Options data_options;
-  data_options.data = "synthetic:" + std::to_string(batch) + "x3x" + std::to_string(image) + "x" +
-                      std::to_string(image) + ":10";
-  auto data = ddp::DataStage::Open(data_options);
-  if (!data.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(data.status().message()).c_str());
+  absl::StatusOr<ddp::bench::CpuStep> cpu = ddp::bench::MakeCpuStep(arch, image, batch);
+  if (!cpu.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(cpu.status().message()).c_str());
     return 1;
   }
-  torch::manual_seed(1);
-  ddp::ModelStage::Options model_options;
-  model_options.arch = arch;
-  auto model = ddp::ModelStage::Create(model_options, data->train(), at::kCPU);
-  if (!model.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
-    return 1;
-  }
-  std::vector<int64_t> indices(static_cast<size_t>(batch));
-  for (int i = 0; i < batch; ++i) indices[static_cast<size_t>(i)] = i;
-  auto b = data->train().GetBatch(indices, 0);
-  if (!b.ok()) return 1;
 
   // No coordinator: the reporter's thread sends its first heartbeat after a period, never here.
   ddp::ProgressReporterOptions options;
@@ -85,18 +50,18 @@ int main(int argc, char** argv) {
     reporter.MarkCollectiveWait(false);
     reporter.MarkPhase(ddp::StepPhase::kOptimizer);
   };
-  model->model().train(true);
   auto step = [&](bool marked) {
     if (marked) reporter.MarkPhase(ddp::StepPhase::kData);
     if (marked) reporter.MarkPhase(ddp::StepPhase::kForward);
-    at::Tensor loss = at::cross_entropy_loss(model->model().forward(b->images), b->labels);
+    at::Tensor loss =
+        at::cross_entropy_loss(cpu->model.model().forward(cpu->batch.images), cpu->batch.labels);
     if (marked) reporter.MarkPhase(ddp::StepPhase::kBackward);
     loss.backward();
     if (marked) reporter.MarkCollectiveWait(true);
     if (marked) reporter.MarkCollectiveWait(false);
     if (marked) reporter.MarkPhase(ddp::StepPhase::kOptimizer);
-    model->optimizer().Step(0.01);
-    for (auto& p : model->model().parameters()) p.mutable_grad() = at::Tensor();
+    cpu->model.optimizer().Step(0.01);
+    for (auto& p : cpu->model.model().parameters()) p.mutable_grad() = at::Tensor();
   };
   step(true);  // warm-up
   step(false);

@@ -7,35 +7,17 @@
 //
 // Prints one line: arch, buffers (count, bytes), save_us (median), step_ms (median), and
 // share = save / step.
-#include <ATen/Parallel.h>
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "trainer/worker/data_stage.h"
-#include "trainer/worker/model_stage.h"
+#include "bench/ddp/cpu_step.h"
 #include "trainer/worker/step_rollback.h"
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-}  // namespace
+using ddp::bench::Clock;
+using ddp::bench::Median;
+using ddp::bench::Since;
 
 int main(int argc, char** argv) {
   CLI::App app("step rollback cost against a training step");
@@ -47,43 +29,23 @@ int main(int argc, char** argv) {
   app.add_option("--saves", saves);
   app.add_option("--steps", steps);
   CLI11_PARSE(app, argc, argv);
-  at::set_num_threads(1);
-
-  ddp::DataStage::Options data_options;
-  data_options.data = "synthetic:" + std::to_string(batch) + "x3x" + std::to_string(image) + "x" +
-                      std::to_string(image) + ":10";
-  auto data = ddp::DataStage::Open(data_options);
-  if (!data.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(data.status().message()).c_str());
+  absl::StatusOr<ddp::bench::CpuStep> cpu = ddp::bench::MakeCpuStep(arch, image, batch);
+  if (!cpu.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(cpu.status().message()).c_str());
     return 1;
   }
-  torch::manual_seed(1);
-  ddp::ModelStage::Options model_options;
-  model_options.arch = arch;
-  auto model = ddp::ModelStage::Create(model_options, data->train(), at::kCPU);
-  if (!model.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
-    return 1;
-  }
+  ddp::ModelStage* model = &cpu->model;
   int64_t buffers = 0, bytes = 0;
   for (const auto& b : model->tensors().buffers) {
     ++buffers;
     bytes += b.tensor.numel() * static_cast<int64_t>(b.tensor.element_size());
   }
-  std::vector<int64_t> indices(static_cast<size_t>(batch));
-  for (int i = 0; i < batch; ++i) indices[static_cast<size_t>(i)] = i;
-  auto b = data->train().GetBatch(indices, 0);
-  if (!b.ok()) return 1;
 
   ddp::StepRollback rollback(*model);
-  model->model().train(true);
   std::vector<double> step_s, save_s;
   for (int i = 0; i < steps + 1; ++i) {  // the first step warms up
     const auto t = Clock::now();
-    at::Tensor loss = at::cross_entropy_loss(model->model().forward(b->images), b->labels);
-    loss.backward();
-    model->optimizer().Step(0.01);
-    for (auto& p : model->model().parameters()) p.mutable_grad() = at::Tensor();
+    cpu->Run();
     if (i > 0) step_s.push_back(Since(t));
   }
   rollback.Save();  // warm-up
