@@ -10,10 +10,12 @@ source "$(dirname "$0")/trainer_lib.sh"
 tr_require
 
 SUSPEND_S=${SUSPEND_S:-12}  # > 2 x --heartbeat-timeout
+# 2,048 steps (world 2, batch 16): the job must still be training when the test looks; 256 steps
+# of the MLP ended in 1.3 s on an idle machine, before the first status poll saw step 20.
 
 body() {
   local w=$T_WORK/susp job df step
-  job=$(DATA=synthetic:8192x1x8x8:10 EPOCHS=1 PRINT_FREQ=50 \
+  job=$(DATA=synthetic:65536x1x8x8:10 EPOCHS=1 PRINT_FREQ=500 \
         EXTRA_ARGS="--workers 0 --heartbeat-timeout 5 --no-eval" \
         tr_submit susp --gres=gpu:1 --cpus-per-task=1) || fail sbatch
   df=$w/dist_file.$job
