@@ -49,20 +49,21 @@ def run(args, cwd, timeout):
     return p.returncode, out, time.time() - start
 
 
-def make_imagefolder(root):
-    """root/{train,val}/classN/imgNN.jpg: 8 train and 4 val images of 40x32, two classes."""
+def make_imagefolder(root, train=8, val=4, size=(40, 32)):
+    """root/{train,val}/classN/imgNNN.jpg: `train` and `val` JPEGs of `size`, two classes (the
+    straggler test shares it). Exits SKIP without Pillow."""
     try:
         from PIL import Image
     except ImportError:
         print("SKIP: this Python has no Pillow to write the test JPEGs", flush=True)
         sys.exit(SKIP)
-    for split, count in (("train", 8), ("val", 4)):
+    for split, count in (("train", train), ("val", val)):
         for i in range(count):
             folder = os.path.join(root, split, f"class{i % 2}")
             os.makedirs(folder, exist_ok=True)
             shade = (i * 37) % 256
-            Image.new("RGB", (40, 32), (shade, 255 - shade, 90)).save(
-                os.path.join(folder, f"img{i:02d}.jpg"), quality=90)
+            Image.new("RGB", size, (shade, 255 - shade, 90)).save(
+                os.path.join(folder, f"img{i:03d}.jpg"), quality=90)
 
 
 IMAGES = ["--data", "imagefolder:data", "--arch", "resnet18", "--batch-size", "2",

@@ -258,19 +258,6 @@ def case_one_slow_step(tmp):
     job.stop()
 
 
-def make_imagefolder(root, train=64, val=8):
-    """root/{train,val}/classN/imgNN.jpg: small JPEGs of two classes (RandomResizedCrop makes
-    224x224 samples of them)."""
-    from PIL import Image
-    for split, count in (("train", train), ("val", val)):
-        for i in range(count):
-            folder = os.path.join(root, split, f"class{i % 2}")
-            os.makedirs(folder, exist_ok=True)
-            shade = (i * 37) % 256
-            Image.new("RGB", (48, 40), (shade, 255 - shade, 90)).save(
-                os.path.join(folder, f"img{i:03d}.jpg"), quality=90)
-
-
 class SlurmStep:
     """A faked `srun` step of 2 tasks (nodes), one worker each; node 1's task preloads `shim`."""
 
@@ -311,13 +298,10 @@ def case_slow_data(tmp):
     shim = os.environ.get("DDP_SLOW_OPEN_SHIM")
     if not shim or not os.path.exists(shim):
         sys.exit("FAIL: DDP_SLOW_OPEN_SHIM is not the built shim (run through ctest)")
-    try:
-        import PIL  # noqa: F401
-    except ImportError:
-        print("SKIP: this Python has no Pillow to write the test JPEGs", flush=True)
-        sys.exit(77)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bounded_inputs_e2e_test import make_imagefolder  # exits SKIP without Pillow
     data = os.path.join(tmp, "data")
-    make_imagefolder(data)
+    make_imagefolder(data, train=64, val=8, size=(48, 40))
     control = os.path.join(tmp, "slow-open-us")
     args = ["--data", f"imagefolder:{data}", "--arch", "resnet18", "--batch-size", "2",
             "--workers", "0", "--nprocs-per-node", "1", "--epochs", "500", "--seed", "5",
