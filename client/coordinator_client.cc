@@ -220,6 +220,14 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     return FromProto(reply);
   }
 
+  absl::Status Ping() override {
+    pb::HelloRequest req;
+    req.set_nonce(ch_->endpoint().nonce);
+    pb::HelloReply reply;
+    return ch_->Call("Hello", ch_->rpc_timeout(),
+                     [&](grpc::ClientContext* ctx) { return ch_->stub().Hello(ctx, req, &reply); });
+  }
+
   absl::StatusOr<SpareDecision> StandBy(const SpareReport& spare) override {
     SpareReport self = spare;
     if (self.pid == 0) self.pid = static_cast<int>(::getpid());

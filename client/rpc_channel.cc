@@ -1,9 +1,11 @@
 #include "client/rpc_channel.h"
 
+#include <algorithm>
 #include <random>
 #include <thread>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/tls_credentials.h"
 #include "client/token_file.h"
@@ -81,6 +83,8 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
   {
     absl::MutexLock lock(&ch->mu_);
     ch->incarnation_ = ch->endpoint_.incarnation;
+    ch->epoch_ = ch->endpoint_.epoch;
+    ch->newest_epoch_ = ch->endpoint_.epoch;
     ch->Connect(ch->endpoint_.grpc_address);
   }
   // Hello proves the coordinator is there, the token is right and (with a dist_file's nonce)
@@ -144,10 +148,34 @@ bool RpcChannel::FollowRestart() const {
     return false;
   }
   absl::MutexLock lock(&mu_);
-  if (now->incarnation <= incarnation_) return false;
+  // Newer: a later epoch (a standby took over), or a later incarnation of the same epoch.
+  if (std::make_pair(now->epoch, now->incarnation) <= std::make_pair(epoch_, incarnation_)) {
+    return false;
+  }
+  epoch_ = now->epoch;
   incarnation_ = now->incarnation;
+  newest_epoch_ = std::max(newest_epoch_, now->epoch);
   Connect(now->grpc_address);
   return true;
+}
+
+bool RpcChannel::StaleEpoch(const grpc::ClientContext& ctx) const {
+  const auto& md = ctx.GetServerInitialMetadata();
+  auto it = md.find(kEpochHeader);
+  int64_t epoch = 0;  // a reply without the header comes from an epoch-0 coordinator
+  if (it != md.end() &&
+      !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &epoch)) {
+    return false;
+  }
+  absl::MutexLock lock(&mu_);
+  if (epoch < newest_epoch_) return true;
+  newest_epoch_ = epoch;
+  return false;
+}
+
+int64_t RpcChannel::epoch() const {
+  absl::MutexLock lock(&mu_);
+  return epoch_;
 }
 
 absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
@@ -163,6 +191,12 @@ absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
     ctx.AddMetadata("authorization", auth);
     grpc::Status s = call(&ctx);
     ++tries;
+    // A coordinator older than the newest epoch this client has seen is fenced: whatever it
+    // answered is not obeyed, and the call goes to the newest one (the dist_file names it).
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE && StaleEpoch(ctx)) {
+      s = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "answered by a coordinator of an older epoch (fenced)");
+    }
     if (s.ok()) return absl::OkStatus();
     const absl::Time now = absl::Now();
     // Unreachable: UNAVAILABLE, or our own deadline ran out after tries that found no server

@@ -10,6 +10,12 @@
 // and the call (and every later one) goes there. Workers re-attach through their next heartbeat:
 // the restored coordinator knows their ranks.
 //
+// A standby coordinator that takes the job over (trainer/launcher/standby.h) republishes the
+// dist_file with the next `epoch`; the channel follows the newest (epoch, incarnation) the same
+// way. Every reply carries its coordinator's epoch (the kEpochHeader initial metadata, none from
+// epoch 0): a reply from an epoch older than the newest this channel has seen is never obeyed; the
+// call is treated as UNAVAILABLE, so the dist_file is read again and the call retried there.
+//
 // Every channel is TLS and trusts one certificate: the job's (the dist_file's `tls_cert`, or with
 // an address the token file's or ConnectOptions::tls_cert), checked under kTlsServerName
 // (common/dist_file.h). A peer without the job's key fails the handshake before any call, its
@@ -43,6 +49,9 @@ namespace ddp {
 inline constexpr size_t kMaxWireTextBytes = 4096;
 std::string WireText(absl::string_view text, size_t max_bytes = kMaxWireTextBytes);
 
+// The initial metadata key that carries a coordinator's epoch on every reply.
+inline constexpr char kEpochHeader[] = "ddp-epoch";
+
 class RpcChannel {
  public:
   // Resolves `options` (reads + verifies the dist_file and takes the token of options.role, or
@@ -66,6 +75,8 @@ class RpcChannel {
   const DistFileContents& endpoint() const { return endpoint_; }
   std::string address() const;
   int64_t incarnation() const;
+  // The epoch of the coordinator the channel talks to now.
+  int64_t epoch() const;
   // The token every call carries.
   const std::string& token() const { return token_; }
   absl::Duration rpc_timeout() const { return rpc_timeout_; }
@@ -76,6 +87,9 @@ class RpcChannel {
   void Connect(const std::string& address) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-reads the dist_file; true when it names a newer incarnation of this job (now current).
   bool FollowRestart() const;
+  // True when the reply in `ctx` came from an epoch older than the newest seen (and records a
+  // newer one).
+  bool StaleEpoch(const grpc::ClientContext& ctx) const;
 
   DistFileContents endpoint_;  // address, tokens, nonce (nonce empty without a dist_file)
   std::string token_;
@@ -87,6 +101,8 @@ class RpcChannel {
   mutable absl::Mutex mu_;
   mutable std::string address_ ABSL_GUARDED_BY(mu_);
   mutable int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;         // of the current address
+  mutable int64_t newest_epoch_ ABSL_GUARDED_BY(mu_) = 0;  // in the dist_file or any reply
   // The last is current; earlier ones stay alive for calls still using them.
   mutable std::vector<std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   mutable std::vector<std::unique_ptr<slurm_ddp::v1::Coordinator::Stub>> stubs_

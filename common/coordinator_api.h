@@ -265,6 +265,9 @@ class CoordinatorApi {
   virtual absl::StatusOr<SpareDecision> StandBy(const SpareReport& /*spare*/) {
     return absl::UnimplementedError("StandBy");
   }
+  // A cheap call that proves the coordinator answers (a standby's probe,
+  // trainer/launcher/standby.h). Fakes that have no standby need not implement it.
+  virtual absl::Status Ping() { return absl::UnimplementedError("Ping"); }
   // A node's task asks which of its running workers to kill (see Job::Fences); about once a
   // second while it supervises workers. Fakes that fence nothing need not implement it.
   virtual absl::StatusOr<std::vector<FenceOrder>> Fences(int /*node_rank*/,

@@ -92,6 +92,8 @@ std::string SerializeDistFile(const DistFileContents& c) {
       kDistFileHeader, "\njob_id=", c.job_id, "\ngeneration=", c.generation, "\nnonce=", c.nonce,
       "\ntoken=", c.token, roles, "\ngrpc_address=", c.grpc_address, "\nhttp_port=", c.http_port,
       c.incarnation == 0 ? "" : absl::StrCat("\nincarnation=", c.incarnation),
+      c.epoch == 0 ? ""
+                   : absl::StrCat("\nepoch=", c.epoch, "\ncoordinator_node=", c.coordinator_node),
       c.tls_cert.empty() ? "" : absl::StrCat("\ntls_cert=", absl::Base64Escape(c.tls_cert)),
       "\nend=1\n");
 }
@@ -146,6 +148,13 @@ absl::StatusOr<DistFileContents> ParseDistFile(absl::string_view text) {
   if (kv.count("incarnation") > 0 &&
       (!absl::SimpleAtoi(kv["incarnation"], &c.incarnation) || c.incarnation < 0)) {
     return absl::InvalidArgumentError("dist_file has a bad incarnation");
+  }
+  if (kv.count("epoch") > 0 && (!absl::SimpleAtoi(kv["epoch"], &c.epoch) || c.epoch < 0)) {
+    return absl::InvalidArgumentError("dist_file has a bad epoch");
+  }
+  if (kv.count("coordinator_node") > 0 &&
+      (!absl::SimpleAtoi(kv["coordinator_node"], &c.coordinator_node) || c.coordinator_node < 0)) {
+    return absl::InvalidArgumentError("dist_file has a bad coordinator_node");
   }
   if (kv.count("tls_cert") > 0 &&
       (!absl::Base64Unescape(kv["tls_cert"], &c.tls_cert) || c.tls_cert.size() > kMaxTlsCertBytes ||

@@ -11,6 +11,8 @@
 //   grpc_address=<host:port>
 //   http_port=<port, 0 = none>
 //   incarnation=<N: 0 for the job's first coordinator, +1 per restart from its journal>
+//   epoch=<E: 0 for task 0's coordinator, +1 per takeover by a standby on another node>
+//   coordinator_node=<the node whose task runs the coordinator of that epoch>
 //   tls_cert=<base64 of the coordinator's self-signed certificate, PEM>
 //   end=1
 //
@@ -23,6 +25,11 @@
 // A restarted coordinator (ddp-coordinator --resume-from-journal) republishes the same job,
 // generation, nonce and tokens with a new address and a higher incarnation: clients that lose
 // their coordinator re-read the file and move to a newer incarnation (client/rpc_channel.h).
+// `epoch` and `coordinator_node` (added the same way, written only when the epoch is non-zero: a
+// file without them is epoch 0 on node 0) say which coordinator owns the job after a standby took
+// it over (trainer/launcher/standby.h): clients follow the newest (epoch, incarnation) and never
+// obey an older epoch (client/rpc_channel.h); a coordinator that finds a newer epoch here stops
+// serving (coordinator/fence_watch.h).
 // `tls_cert` (added the same way: older readers ignore it) is the public certificate of the job's
 // coordinator; every client's TLS channel trusts it and nothing else, with kTlsServerName as the
 // name it checks (the key stays with the coordinator and its journal). A restarted coordinator
@@ -62,8 +69,10 @@ struct DistFileContents {
   std::string control_token;  // stop and abort (and everything view_token allows)
   std::string grpc_address;   // host:port
   int http_port = 0;
-  int64_t incarnation = 0;  // restarts of the job's coordinator from its journal
-  std::string tls_cert;     // the coordinator's certificate (PEM); empty in an older file
+  int64_t incarnation = 0;   // restarts of the job's coordinator from its journal
+  int64_t epoch = 0;         // takeovers by a standby coordinator (fencing: newest wins)
+  int coordinator_node = 0;  // the node running this epoch's coordinator
+  std::string tls_cert;      // the coordinator's certificate (PEM); empty in an older file
 };
 
 // What a reader insists on. An empty job_id accepts any job (operator tools given a path).

@@ -222,6 +222,15 @@ struct TimeUse {
   double ettr() const { return wall > 0 ? training / wall : -1.0; }
 };
 
+// Which coordinator serves the job (docs/architecture.md, "Standby coordinator"): its epoch (0:
+// task 0's; +1 per takeover by a standby, so it also counts the takeovers), the node whose task
+// runs it, and that node's host.
+struct CoordinatorInfo {
+  int64_t epoch = 0;
+  int node = 0;
+  std::string host;
+};
+
 // Whether the coordinator's journal (coordinator/job/journal.h) still records the job: what a
 // restarted coordinator would take over from. kNone: the coordinator keeps no journal.
 enum class JournalCondition {
@@ -281,6 +290,8 @@ struct JobStatus {
   // The coordinator's journal; JSON `journal`: null when there is none, else {state, error,
   // records, pending, dropped, stuck_seconds}.
   JournalHealth journal;
+  // JSON `coordinator`: {epoch, node, host}.
+  CoordinatorInfo coordinator;
   // Decided, not observed: the process exit code the job ends with (JobExitCode) once it has
   // ended, -1 before (the JSON's null). DecideStatus (or FromJson) fills it.
   int exit_code = -1;

@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/exclude_list.h"
+#include "common/exit_codes.h"
 #include "common/file_util.h"
 #include "common/heap_reserve.h"
 #include "common/status_macros.h"
@@ -72,7 +75,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
 absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   dist_file_ =
       options_.dist_file.empty() ? DefaultDistFilePath(identity.job_id) : options_.dist_file;
-  if (options_.dist_file_lock_fd >= 0) {
+  if (options_.epoch > 0) {
+    // A standby's coordinator: the lost node's task may still hold the lock (stopped, or an NFS
+    // lock of a dead client); the epoch fences instead (epoch_lease.h).
+    if (!options_.resume_from_journal) {
+      return absl::InvalidArgumentError("--epoch needs --resume-from-journal");
+    }
+    if (options_.claim_epoch) RETURN_IF_ERROR(ClaimEpoch(identity));
+  } else if (options_.dist_file_lock_fd >= 0) {
     ASSIGN_OR_RETURN(lock_, DistFileLock::Adopt(dist_file_, options_.dist_file_lock_fd));
   } else {
     ASSIGN_OR_RETURN(lock_, DistFileLock::Acquire(
@@ -118,6 +128,16 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
           absl::StrCat("cannot resume from journal ", journal_->path(), ": ", st.message()));
     }
   }
+  job_->SetCoordinator({contents_.epoch, contents_.coordinator_node, HostName()});
+  if (options_.claim_epoch && options_.lost_node >= 0) {
+    job_->TakeOverFromLostNode(options_.lost_node, options_.epoch);
+  }
+  EpochLease::Options lease;
+  lease.dist_file = dist_file_;
+  lease.mine = contents_;
+  lease.wait_for_serve_from = options_.claim_epoch;
+  lease.on_fenced = [this](const DistFileContents& newer) { OnFenced(newer); };
+  lease_ = std::make_unique<EpochLease>(std::move(lease));
 
   // Before the first thread: Slurm delivers a job step's signals to every process of the task.
   ASSIGN_OR_RETURN(signals_, SignalWatcher::Start({SIGTERM, SIGINT, SIGUSR1},
@@ -132,6 +152,8 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   server_options.plaintext = options_.bench_plaintext;
   server_options.log = config.log;
   server_options.budgets = options_.call_budgets;
+  server_options.epoch = contents_.epoch;
+  server_options.fence = [this] { return lease_->Current(); };
   ASSIGN_OR_RETURN(server_, CoordinatorServer::Start(server_options, job_.get(), &store_,
                                                      MonotonicClock::Get()));
   // The HTTP endpoint listens on the gRPC host; the dist_file carries the port it really bound.
@@ -151,6 +173,21 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   if (!published.ok()) {
     return absl::Status(published.code(),
                         absl::StrCat("cannot publish dist_file: ", published.message()));
+  }
+  if (options_.claim_epoch) {
+    const absl::Time now = absl::Now();
+    lease_->ServeFrom(now + lease_->period());
+    const std::string took =
+        absl::StrCat("coordinator epoch ", contents_.epoch, " on ", HostName(), " (node ",
+                     options_.node_rank, ") took over",
+                     options_.last_answer == absl::InfinitePast()
+                         ? std::string()
+                         : absl::StrFormat(" %.1f s after the last answer",
+                                           absl::ToDoubleSeconds(now - options_.last_answer)));
+    job_->Event(took);
+    Log(absl::StrCat(took, "; accepting calls from unix time ",
+                     absl::StrFormat("%.3f", absl::ToDoubleSeconds(now + lease_->period() -
+                                                                   absl::UnixEpoch()))));
   }
   if (options_.resume_from_journal) {
     Log(absl::StrCat("job ", identity.job_id, " generation ", identity.generation,
@@ -209,9 +246,70 @@ absl::Status CoordinatorProcess::ResumeJournal(const JobIdentity& identity, Jour
         "cannot resume: journal ", journal_path, " does not hold the dist_file's TLS certificate",
         st.ok() ? "" : absl::StrCat(" (", st.message(), ")")));
   }
+  if (published->epoch > options_.epoch ||
+      (options_.claim_epoch && published->epoch != options_.epoch - 1)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot resume: the dist_file names coordinator epoch ", published->epoch,
+                     "; this one would be epoch ", options_.epoch));
+  }
   contents_ = *published;
   contents_.incarnation = state->incarnation;
+  contents_.epoch = options_.epoch;
+  contents_.coordinator_node = options_.epoch > 0 ? options_.node_rank : 0;
   return absl::OkStatus();
+}
+
+std::string EpochFilePath(const std::string& dist_file, int64_t epoch) {
+  return absl::StrCat(dist_file, ".epoch", epoch);
+}
+
+absl::Status CoordinatorProcess::ClaimEpoch(const JobIdentity& identity) {
+  const std::string path = EpochFilePath(dist_file_, options_.epoch);
+  const std::string job =
+      absl::StrCat("job_id=", identity.job_id, "\ngeneration=", identity.generation, "\n");
+  const std::string mine = absl::StrCat(job, "host=", HostName(), "\npid=", ::getpid(), "\n");
+  for (int attempt = 0;; ++attempt) {
+    // O_EXCL creation is atomic on local file systems and on NFS (v3 and later): of two
+    // standbys that claim one epoch at once, one fails here.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      absl::Status st = WriteAll(fd, mine, path);
+      if (st.ok() && ::fsync(fd) != 0) st = ErrnoError("cannot sync", path);
+      ::close(fd);
+      RETURN_IF_ERROR(st);
+      break;
+    }
+    if (errno != EEXIST) return ErrnoError("cannot claim the coordinator epoch", path);
+    absl::StatusOr<std::string> held = ReadPrivateFile(path, "epoch file", 4096);
+    if (attempt > 0 || (held.ok() && absl::StartsWith(*held, job))) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "coordinator epoch ", options_.epoch, " is already claimed (", path, ": ",
+          held.ok() ? EscapeControlCharacters(*held) : std::string(held.status().message()), ")"));
+    }
+    ::unlink(path.c_str());  // an earlier job's or generation's: not this job's claim
+  }
+  // The journal moves to a fresh file: a lost coordinator that comes back still holds the old
+  // one open, and what it might append there before it finds itself fenced goes nowhere.
+  const std::string journal_path = JournalPath(dist_file_);
+  ASSIGN_OR_RETURN(std::string journal, ReadPrivateFile(journal_path, "journal", size_t{1} << 30));
+  absl::Status moved = WriteFileAtomically(journal_path, journal, 0600);
+  if (!moved.ok()) {
+    return absl::Status(moved.code(),
+                        absl::StrCat("cannot take over the journal: ", moved.message()));
+  }
+  Log(absl::StrCat("claimed coordinator epoch ", options_.epoch, " (", path, ")"));
+  return absl::OkStatus();
+}
+
+void CoordinatorProcess::OnFenced(const DistFileContents& newer) {
+  const absl::Time last = lease_ ? lease_->last_accepted() : absl::InfinitePast();
+  Log(absl::StrCat("fenced: the dist_file names coordinator epoch ", newer.epoch, " (node ",
+                   newer.coordinator_node, ", ", newer.grpc_address, "); this coordinator (epoch ",
+                   contents_.epoch, ") stops serving and exits; last call accepted at unix time ",
+                   last == absl::InfinitePast()
+                       ? std::string("(none)")
+                       : absl::StrFormat("%.3f", absl::ToDoubleSeconds(last - absl::UnixEpoch()))));
+  std::_Exit(kExitFailed);
 }
 
 void CoordinatorProcess::OnSignal(int sig) {
@@ -258,7 +356,9 @@ int CoordinatorProcess::RunUntilDone() {
       still_ours->grpc_address == contents_.grpc_address) {
     ::unlink(dist_file_.c_str());
   }
-  if (!lock_->adopted()) lock_->Release();  // an adopted lock is task 0's to release
+  if (lock_ && !lock_->adopted()) lock_->Release();  // an adopted lock is task 0's to release
+  // The epochs claimed in this job: the next job at this path starts from epoch 0.
+  for (int64_t e = 1; e <= contents_.epoch; ++e) ::unlink(EpochFilePath(dist_file_, e).c_str());
   const int code = job_->ExitCode();
   if (code != 0) {
     std::cerr << "ddp-coordinator: job " << OutcomeName(final_status.state) << ": "

@@ -20,6 +20,14 @@
 // (coordinator/rpc/tls_identity.h): the certificate goes into the dist_file, both into the
 // journal's header, so a restarted one serves the certificate its clients already pin.
 //
+// Epochs (docs/architecture.md, "Standby coordinator"): task 0's coordinator is epoch 0; a
+// standby on another node that takes the job over starts one with epoch E+1 and claim_epoch. It
+// claims the epoch with an O_EXCL file (<dist_file>.epoch<E+1>, EpochFilePath: of two claimants
+// one wins, also on NFS), takes the journal over, treats the lost node's ranks as lost
+// (Job::TakeOverFromLostNode) and republishes the dist_file with the epoch and its node. Every
+// coordinator holds an EpochLease on the dist_file: finding a newer epoch there, it logs when it
+// last accepted a call and exits (exit 1) without touching the dist_file, journal or result.
+//
 // Signals: SIGUSR1 (Slurm: time limit near) asks for a graceful stop while RUNNING and is
 // ignored otherwise, so it never kills the coordinator while workers checkpoint. The first
 // SIGTERM/SIGINT while RUNNING asks for a graceful stop; any other one aborts the job.
@@ -40,6 +48,7 @@
 #include "common/dist_file.h"
 #include "common/dist_file_lock.h"
 #include "common/slurm_env.h"
+#include "coordinator/epoch_lease.h"
 #include "coordinator/job/job.h"
 #include "coordinator/kv_store.h"
 #include "coordinator/line_logger.h"
@@ -70,6 +79,15 @@ struct CoordinatorOptions {
   std::string log_file;  // also append log lines here
   // Take over the job of the dist_file from its journal (a restarted coordinator).
   bool resume_from_journal = false;
+  // Standby takeover (trainer/launcher/standby.h; with resume_from_journal): serve as this
+  // coordinator epoch (> 0) without the dist_file's lock (which the lost node may still hold);
+  // the epoch fences instead. claim_epoch: this start is the takeover itself, which first claims
+  // the epoch (ClaimEpoch: at most one claimant wins) and then treats `lost_node`'s ranks as lost.
+  int64_t epoch = 0;
+  bool claim_epoch = false;
+  int node_rank = 0;   // the node this coordinator runs on (published as coordinator_node)
+  int lost_node = -1;  // the node whose coordinator was lost (claim_epoch)
+  absl::Time last_answer = absl::InfinitePast();  // when the lost coordinator last answered
   // Calls in flight by role, and the first-message deadline (coordinator/rpc/call_gate.h).
   CallBudgets call_budgets;
   // Serve gRPC reflection (debugging only: coordinator/rpc/server.h).
@@ -93,6 +111,10 @@ struct JobIdentity {
 // environment it cannot parse is INVALID_ARGUMENT naming the variable); else local-<pid> and 0.
 absl::StatusOr<JobIdentity> ResolveJobIdentity(const std::string& job_id, int64_t generation,
                                                const EnvMap& env);
+
+// <dist_file>.epoch<E>: the claim of coordinator epoch E (created O_EXCL by the standby that
+// takes the job over; removed with the job's other files at its end).
+std::string EpochFilePath(const std::string& dist_file, int64_t epoch);
 
 class CoordinatorProcess {
  public:
@@ -121,6 +143,11 @@ class CoordinatorProcess {
   void Log(const std::string& line) { logger_->Log(line); }
   // --straggler-action exclude: appends the node to <dist_file>.exclude (common/exclude_list.h).
   void AppendExclusion(const NodeExclusion& e);
+  // The takeover's first steps (claim_epoch): claims the epoch, then moves the journal to a fresh
+  // file so that a lost coordinator that comes back appends only to a file nobody reads.
+  absl::Status ClaimEpoch(const JobIdentity& identity);
+  // A newer epoch's dist_file: log, then exit at once without touching the job's files.
+  [[noreturn]] void OnFenced(const DistFileContents& newer);
 
   const CoordinatorOptions options_;
   std::string dist_file_;
@@ -133,6 +160,7 @@ class CoordinatorProcess {
   KvStore store_;
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<HttpEndpoint> http_;
+  std::unique_ptr<EpochLease> lease_;  // fencing: every call checks it (epoch_lease.h)
   absl::Notification end_linger_;
   std::atomic<int> interrupts_{0};  // SIGTERM/SIGINT received
   // Last: destroyed (joined) first, while everything its callback touches still exists.

@@ -136,6 +136,26 @@ int main(int argc, char** argv) {
                "agreement and stop request, listen on a new port and republish the dist_file "
                "with the same job, tokens, generation and nonce and the next incarnation. A "
                "corrupt journal, or one of another job, is refused (exit 1)");
+  double last_answer_unix = 0;
+  app.add_option("--epoch", options.epoch,
+                 "Standby takeover (with --resume-from-journal): serve as this coordinator epoch, "
+                 "without the dist_file's lock; a coordinator that finds a newer epoch in the "
+                 "dist_file stops serving and exits. ddp-trainer's standby passes it")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_flag("--claim-epoch", options.claim_epoch,
+               "With --epoch: this start takes the job over: claim the epoch (refused, exit 2, "
+               "when another coordinator claimed it), take the journal over and treat "
+               "--lost-node's ranks as lost");
+  app.add_option("--node-rank", options.node_rank,
+                 "The node whose task runs this coordinator (published with --epoch)")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--lost-node", options.lost_node,
+                 "With --claim-epoch: the node whose coordinator was lost")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--last-answer-unix", last_answer_unix,
+                 "With --claim-epoch: when the lost coordinator last answered (unix seconds), "
+                 "for the takeover's event")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--dist-file-lock-fd", options.dist_file_lock_fd,
                  "An inherited descriptor holding <dist_file>.lock (ddp-trainer's task 0 passes "
                  "it); without it the coordinator takes the lock itself. Either way a dist_file "
@@ -196,6 +216,12 @@ int main(int argc, char** argv) {
       heap_reserve_mb >= 0 ? static_cast<size_t>(heap_reserve_mb) << 20
                            : static_cast<size_t>(options.world_size) * kHeapKiBPerWorker << 10;
   options.heap_reserve_seconds = ddp::ReserveHeap(options.heap_reserved_bytes);
+  if (options.claim_epoch && options.epoch == 0) {
+    std::cerr << "ddp-coordinator: --claim-epoch needs --epoch (see --help)\n";
+    return ddp::kExitUsage;
+  }
+  if (last_answer_unix > 0)
+    options.last_answer = absl::FromUnixSeconds(0) + absl::Seconds(last_answer_unix);
   options.registration_timeout = absl::Seconds(registration_timeout_s);
   options.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
   options.linger = absl::Seconds(linger_s);

@@ -184,6 +184,18 @@ class Job {
   // before serving. INVALID_ARGUMENT when the state does not fit the config.
   absl::Status Restore(const JournalState& state);
 
+  // Which coordinator serves the job (the status's `coordinator`). Call before serving.
+  void SetCoordinator(const CoordinatorInfo& info);
+  // A standby coordinator took the job over because `node` (the node of the coordinator it
+  // replaces) was lost as a whole (trainer/launcher/standby.h): its ranks are lost now, without
+  // waiting for their heartbeats, and its workers are retired as a replaced straggler's are (a
+  // stopped node that comes back is fenced, never rejoins). The job then recovers as from any
+  // lost node: a spare takes the node over (rank 0's duties go with rank 0), --min-nodes shrinks
+  // the job, otherwise the recovery deadline fails it. Call after Restore, before serving.
+  void TakeOverFromLostNode(int node, int64_t epoch);
+  // An event line from the process (the status's `events`).
+  void Event(const std::string& line);
+
   // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
   absl::Status Stop(bool graceful, const std::string& reason);
 
@@ -310,6 +322,7 @@ class Job {
   // Workers of nodes handed to a spare, as (node, local rank, pid): their task fences them
   // (Fences) and is told to leave (ReportLost answers kLeave).
   std::set<std::tuple<int, int, int>> retired_workers_ ABSL_GUARDED_BY(mu_);
+  CoordinatorInfo coordinator_ ABSL_GUARDED_BY(mu_);
   // The journal's condition as last announced in an event.
   JournalCondition journal_noted_ ABSL_GUARDED_BY(mu_) = JournalCondition::kOk;
   // When Restore took over a rank table from the journal (InfinitePast: never). For a heartbeat

@@ -1,5 +1,6 @@
 // Job::Restore: a restarted coordinator takes over the state its journal recorded (journal.h).
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job/job.h"
@@ -75,6 +76,47 @@ absl::Status Job::Restore(const JournalState& state) {
               &out);
   if (membership_.registered() == config_.world_size) CompleteRegistrationLocked(&out);
   return absl::OkStatus();
+}
+
+void Job::SetCoordinator(const CoordinatorInfo& info) {
+  absl::MutexLock lock(&mu_);
+  coordinator_ = info;
+  ChangedLocked();
+}
+
+void Job::Event(const std::string& line) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  EventLocked(line, &out);
+}
+
+void Job::TakeOverFromLostNode(int node, int64_t epoch) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  const int slots = membership_.SlotsOnNode(node);
+  const std::string described = membership_.DescribeNode(node);
+  if (slots == 0 || FinishedLocked()) {
+    EventLocked(absl::StrCat("coordinator epoch ", epoch, ": the lost coordinator's ", described,
+                             " holds no rank of the job"),
+                &out);
+    return;
+  }
+  EventLocked(absl::StrCat(described, " lost with its coordinator (its task, coordinator and ",
+                           "workers); coordinator epoch ", epoch, " takes over"),
+              &out);
+  std::vector<int> ranks;
+  for (int local = 0; local < slots; ++local) {
+    const int rank = membership_.RankOf(node, local);
+    if (rank < 0) continue;
+    ranks.push_back(rank);
+    retired_workers_.insert({node, local, membership_.who(rank).pid});
+  }
+  for (int rank : ranks) {
+    const FailureCause cause{
+        rank, FailureKind::kLostHeartbeat,
+        absl::StrCat(membership_.Describe(rank), " lost with the coordinator's node")};
+    if (LoseRankLocked(rank, cause, &out) == LostAction::kStop) break;
+  }
 }
 
 }  // namespace ddp

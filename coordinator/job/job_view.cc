@@ -41,6 +41,7 @@ JobStatus Job::Status() const {
   s.lost_ranks = recovery_.lost();
   s.spare_nodes = spares_.Standing(now);
   if (config_.journal != nullptr) s.journal = config_.journal->Health();
+  s.coordinator = coordinator_;
   if (const std::shared_ptr<const RankTable> table = membership_.table()) {
     const int n = table->size();
     std::vector<ProgressReport> progress;

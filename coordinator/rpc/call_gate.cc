@@ -59,6 +59,9 @@ absl::Status CallGate::Admit(Role role, absl::string_view peer, GateTicket* tick
 
 absl::Status CallGate::Enter(const grpc::ServerContextBase& ctx, absl::string_view method,
                              RoleMask allowed, GateTicket* ticket) {
+  if (fence_) {
+    if (absl::Status fenced = fence_(); !fenced.ok()) return fenced;
+  }
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
   const absl::string_view header = it == md.end()

@@ -28,7 +28,9 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -78,6 +80,9 @@ class CallGate {
   // Takes a slot for a caller whose role is known; `peer` is gRPC's peer string
   // ("ipv4:10.0.0.7:41234"). Enter's budget check alone, without logging (tests use it).
   absl::Status Admit(Role role, absl::string_view peer, GateTicket* ticket);
+  // A check every call passes first, before its token (coordinator/epoch_lease.h): a call is
+  // refused with what it returns when that is not OK. Set before serving; none by default.
+  void SetFence(std::function<absl::Status()> fence) { fence_ = std::move(fence); }
   // Gives the ticket's slot back; does nothing for a ticket not admitted (or already left).
   void Leave(GateTicket* ticket);
 
@@ -113,6 +118,7 @@ class CallGate {
   RefusalLog* const refusals_;
   const Clock* const clock_;
   const CallBudgets budgets_;
+  std::function<absl::Status()> fence_;
   std::atomic<size_t> worker_in_flight_{0};
   mutable absl::Mutex mu_;
   size_t operator_in_flight_ ABSL_GUARDED_BY(mu_) = 0;

@@ -19,6 +19,7 @@
 #include "common/status_macros.h"
 #include "coordinator/ops/status_cache.h"
 #include "coordinator/rpc/async_queues.h"
+#include "coordinator/rpc/epoch_interceptor.h"
 #include "coordinator/rpc/metrics_interceptor.h"
 #include "coordinator/rpc/service.h"
 #include "coordinator/rpc/validation.h"
@@ -98,6 +99,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     budgets.worker_calls = 16 * static_cast<size_t>(job->config().world_size) + 1024;
   }
   s->gate_ = std::make_unique<CallGate>(s->auth_.get(), s->refusals_.get(), clock, budgets);
+  if (options.fence) s->gate_->SetFence(options.fence);
   TlsIdentity tls = options.tls;
   if (tls.key_pem.empty() || tls.cert_pem.empty()) {
     ASSIGN_OR_RETURN(tls, NewTlsIdentity());
@@ -131,6 +133,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.SetResourceQuota(quota);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeRpcMetricsInterceptor(s->metrics_.get()));
+  if (options.epoch > 0) interceptors.push_back(MakeEpochInterceptor(options.epoch));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> status_cq;
   status_cq.push_back(builder.AddCompletionQueue(/*is_frequently_polled=*/false));

@@ -87,6 +87,10 @@ struct ServerOptions {
   // Memory gRPC's transport may hold (read buffers, queued frames), a soft bound; 64 KiB per
   // rank of the job are added to it (every rank holds a connection).
   size_t memory_quota_bytes = size_t{128} << 20;
+  // The coordinator's epoch, on every reply (epoch_interceptor.h), and the check every call
+  // passes first (CallGate::SetFence; empty: none).
+  int64_t epoch = 0;
+  std::function<absl::Status()> fence;
 };
 
 class CoordinatorServer {

@@ -6,13 +6,16 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "client/heartbeat_relay.h"
+#include "common/dist_file.h"
 #include "common/file_util.h"
+#include "common/job_result.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
 #include "trainer/app/worker.h"
@@ -111,6 +114,46 @@ ddp::FenceQuery FenceReporter(const ddp::LaunchPlan& plan) {
   };
 }
 
+// A node task's standby probe (trainer/launcher/standby.h): the dist_file as it is now, and
+// whether the coordinator it names answers within about half a second. The connection is kept
+// between probes (it follows restarts and newer epochs by itself) and opened again after an
+// error.
+ddp::CoordinatorProbe StandbyProbe(const ddp::LaunchPlan& plan) {
+  const ddp::WorkerPlacement base = plan.base;
+  return [base, api = std::shared_ptr<ddp::CoordinatorApi>()]() mutable {
+    ddp::CoordinatorSighting seen;
+    const absl::StatusOr<ddp::JobResult> ended =
+        ddp::ReadJobResult(ddp::JobResultPath(base.dist_file));
+    seen.job_ended =
+        ended.ok() && ended->job_id == base.job_id && ended->generation == base.generation;
+    const absl::StatusOr<ddp::DistFileContents> file =
+        ddp::ReadDistFile(base.dist_file, {base.job_id, base.generation});
+    if (!file.ok()) {
+      seen.error = std::string(file.status().message());
+      return seen;
+    }
+    seen.file = file->generation == base.generation;
+    seen.epoch = file->epoch;
+    seen.incarnation = file->incarnation;
+    seen.coordinator_node = file->coordinator_node;
+    if (api == nullptr) {
+      auto connected = ConnectLauncher(base, absl::Milliseconds(500));
+      if (!connected.ok()) {
+        seen.error = std::string(connected.status().message());
+        return seen;
+      }
+      api = std::move(*connected);
+    }
+    const absl::Status st = api->Ping();
+    seen.answered = st.ok();
+    if (!st.ok()) {
+      seen.error = std::string(st.message());
+      api.reset();
+    }
+    return seen;
+  };
+}
+
 // A task of several workers relays their heartbeats, one call per node and interval (--heartbeats
 // node); null when its workers heartbeat by themselves.
 std::unique_ptr<ddp::HeartbeatRelay> StartHeartbeatRelay(const ddp::LaunchPlan& plan,
@@ -183,6 +226,26 @@ int main(int argc, char** argv) {
     // The relay outlives the launcher's run: it owns the sockets its workers inherit.
     const std::unique_ptr<ddp::HeartbeatRelay> relay = StartHeartbeatRelay(*plan, *config);
     if (relay != nullptr) options.heartbeat_socket = [r = relay.get()] { return r->AddWorker(); };
+    const bool standby = config->standby == "auto" && plan->base.num_nodes >= 2;
+    if (standby && !(config->failover_timeout_s + 5 < config->coordinator_grace_s)) {
+      std::fprintf(stderr,
+                   "ddp-trainer: --failover-timeout %g must be at least 5 s under "
+                   "--coordinator-grace %g (the workers must not give up while a takeover is "
+                   "due), or use --standby off (see --help)\n",
+                   config->failover_timeout_s, config->coordinator_grace_s);
+      return ddp::kExitUsage;
+    }
+    if (standby) {
+      options.probe_coordinator = StandbyProbe(*plan);
+      options.takeover_command = options.coordinator_resume_command;
+      options.failover_timeout = absl::Seconds(config->failover_timeout_s);
+    }
+    options.newer_epoch = [base = plan->base](int64_t mine) -> std::optional<int64_t> {
+      const absl::StatusOr<ddp::DistFileContents> file =
+          ddp::ReadDistFile(base.dist_file, {base.job_id, base.generation});
+      if (file.ok() && file->epoch > mine) return file->epoch;
+      return std::nullopt;
+    };
     if (plan->spare) {
       options.stand_by = StandByReporter(*plan);
       options.stand_by_unanswered = absl::Seconds(config->coordinator_grace_s + 60);

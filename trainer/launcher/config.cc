@@ -142,6 +142,19 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
                  "its journal is not restarted again")
       ->check(CLI::Range(0, 1000))
       ->group(job);
+  app.add_option("--standby", c.standby,
+                 "auto: in a job of two or more nodes, the node after the coordinator's (node 1 "
+                 "at first) watches the coordinator and takes the job over when node 0 is lost "
+                 "(a coordinator of the next epoch, from the journal beside the dist_file); "
+                 "off: node 0's loss ends the job (grace checkpoint, exit 3)")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->group(job);
+  app.add_option("--failover-timeout", c.failover_timeout_s,
+                 "Seconds the standby waits without an answer from the coordinator before it "
+                 "takes the job over (task 0 restarts a dead coordinator well within it); must "
+                 "be under --coordinator-grace")
+      ->check(CLI::PositiveNumber)
+      ->group(job);
   app.add_option(
          "--stall-timeout", c.stall_timeout_s,
          absl::StrCat("Seconds a rank may sit in one working phase while a peer waits in "

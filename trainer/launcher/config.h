@@ -50,6 +50,11 @@ struct TrainerConfig {
   int min_nodes = 0;
   // Times task 0 restarts a coordinator that died, from its journal (0: never).
   int coordinator_restarts = 3;
+  // The standby coordinator (trainer/launcher/standby.h): "auto" runs one on the next node in a
+  // job of two or more nodes; "off" never. The standby takes the job over after
+  // failover_timeout_s without an answer from the coordinator.
+  std::string standby = "auto";
+  double failover_timeout_s = 3;
 
   // Data and model.
   std::string data = "fashion-mnist";

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/dist_file_lock.h"
@@ -53,13 +54,26 @@ class LauncherRun {
     }
     StartWorkers();
     if (options_.fences) next_fence_poll_ = absl::Now() + options_.fence_period;
+    // A spare's node is the one it took over by now.
+    standby_.emplace(plan_.base.node_rank, plan_.base.num_nodes, options_.failover_timeout);
+    if (options_.probe_coordinator && !plan_.start_coordinator && plan_.base.num_nodes >= 2) {
+      next_standby_poll_ = absl::Now() + options_.standby_period;
+    }
     while (supervisor_.CountRunning(workers_) > 0) {
       for (const SupervisorEvent& e :
-           supervisor_.DoWork(std::min(stop_deadline_, next_fence_poll_))) {
+           supervisor_.DoWork(std::min({stop_deadline_, next_fence_poll_, next_standby_poll_}))) {
         OnEvent(e);
       }
       if (absl::Now() >= stop_deadline_) EndOverdueStop();
-      if (absl::Now() >= next_fence_poll_) PollFences();
+      if (absl::Now() >= next_standby_poll_) PollStandby();
+      // Not while the coordinator is silent: each unanswered poll would hold this loop.
+      if (absl::Now() >= next_fence_poll_) {
+        if (coordinator_silent_) {
+          next_fence_poll_ = absl::Now() + options_.fence_period;
+        } else {
+          PollFences();
+        }
+      }
     }
     if (coordinator_ >= 0) OutlastCoordinator();
     if (lock_ != nullptr) lock_->Release();  // the job is over: its dist_file path is free
@@ -217,6 +231,68 @@ class LauncherRun {
     }
   }
 
+  // The standby's probe (standby.h): takes the job over when the coordinator stayed silent.
+  void PollStandby() {
+    const CoordinatorSighting seen = options_.probe_coordinator();
+    const absl::Time now = absl::Now();
+    next_standby_poll_ = now + options_.standby_period;
+    const StandbyWatch::Verdict v = standby_->Observe(now, seen);
+    coordinator_silent_ = v == StandbyWatch::Verdict::kSilent;
+    if (v == StandbyWatch::Verdict::kSilent && !silence_logged_) {
+      silence_logged_ = true;
+      Log(task_, absl::StrCat("standby: coordinator epoch ", seen.epoch, " on node ",
+                              seen.coordinator_node, " does not answer (", seen.error,
+                              "); taking over after ",
+                              absl::FormatDuration(options_.failover_timeout), " of silence"));
+    }
+    if (v == StandbyWatch::Verdict::kHealthy) silence_logged_ = false;
+    if (v != StandbyWatch::Verdict::kTakeOver) return;
+    coordinator_silent_ = false;
+    silence_logged_ = false;
+    standby_->TookOver();
+    TakeOver(now);
+  }
+
+  void TakeOver(absl::Time now) {
+    const int64_t epoch = standby_->next_epoch();
+    const int node = plan_.base.node_rank;
+    if (coordinator_ >= 0 && supervisor_.running(coordinator_)) {
+      Log(task_, "standby: this task's coordinator still runs; not taking over again");
+      return;
+    }
+    std::vector<std::string> serve = options_.takeover_command;
+    for (size_t i = 0; i + 1 < serve.size(); ++i) {
+      if (serve[i] == "--log-file") serve[i + 1] = absl::StrCat(serve[i + 1], ".epoch", epoch);
+    }
+    serve.insert(serve.end(), {"--epoch", absl::StrCat(epoch), "--node-rank", absl::StrCat(node)});
+    std::vector<std::string> claim = serve;
+    const absl::Time last = standby_->last_answer();
+    claim.insert(
+        claim.end(),
+        {"--claim-epoch", "--lost-node", absl::StrCat(standby_->lost_node()), "--last-answer-unix",
+         absl::StrFormat("%.3f", absl::ToDoubleSeconds(last - absl::UnixEpoch()))});
+    resume_command_ = serve;
+    ChildSpec spec;
+    spec.name = absl::StrCat("coordinator (epoch ", epoch, ")");
+    spec.spawn.argv = claim;
+    spec.spawn.stop_grace = options_.timeouts.coordinator_stop_grace;
+    spec.forward_signals = false;
+    auto id = supervisor_.Start(std::move(spec));
+    if (!id.ok()) {
+      Log(task_, absl::StrCat("standby: cannot start a coordinator to take over: ",
+                              id.status().message(), "; the workers end as without a coordinator"));
+      return;
+    }
+    coordinator_ = *id;
+    takeover_epoch_ = epoch;
+    Log(task_, absl::StrCat("standby: coordinator epoch ", epoch - 1, " on node ",
+                            standby_->lost_node(), " silent for ",
+                            absl::FormatDuration(
+                                absl::Trunc(standby_->silent_for(now), absl::Milliseconds(100))),
+                            "; taking the job over: started coordinator epoch ", epoch, " (pid ",
+                            supervisor_.pid(coordinator_), ")"));
+  }
+
   // Asks the coordinator which running workers to fence, and kills those (with children).
   void PollFences() {
     std::vector<LiveWorker> live;
@@ -280,6 +356,22 @@ class LauncherRun {
   void OnCoordinatorExit(const ExitStatus& status) {
     if (!status.signaled() && status.code() == kExitOk) return;
     const pid_t pid = supervisor_.pid(coordinator_);
+    if (takeover_epoch_ > 0 && supervisor_.starts(coordinator_) == 1 && !status.signaled() &&
+        status.code() == kExitUsage) {
+      // The claim failed (exit 2): another standby claimed the epoch. Nothing is restarted; the
+      // workers follow whoever serves.
+      Log(task_, absl::StrCat("standby: coordinator epoch ", takeover_epoch_, " (pid ", pid, ") ",
+                              status.Describe(), "; not taking the job over (its log: ",
+                              plan_.base.coordinator_log, ".epoch", takeover_epoch_, ")"));
+      return;
+    }
+    if (const std::optional<int64_t> newer =
+            options_.newer_epoch ? options_.newer_epoch(own_epoch()) : std::nullopt) {
+      Log(task_,
+          absl::StrCat("coordinator (pid ", pid, ") ", status.Describe(),
+                       "; not restarted: coordinator epoch ", *newer, " serves the job now"));
+      return;
+    }
     const CoordinatorRestarts::Decision d = coordinator_restarts_.OnExit(status);
     if (!d.restart) {
       Log(task_, absl::StrCat("coordinator (pid ", pid, ") ", status.Describe(),
@@ -390,10 +482,16 @@ class LauncherRun {
   std::unique_ptr<DistFileLock> lock_;       // task 0: the job's dist_file, held to the end
   std::vector<std::string> resume_command_;  // the coordinator's restart, with the lock
   CoordinatorRestarts coordinator_restarts_;
-  absl::Time stop_deadline_ = absl::InfiniteFuture();    // set by a forwarded stop signal
-  absl::Time next_fence_poll_ = absl::InfiniteFuture();  // with options_.fences
-  std::vector<int> workers_;                             // supervisor ids ...
-  std::vector<int> local_ranks_;                         // ... and their local ranks
+  absl::Time stop_deadline_ = absl::InfiniteFuture();      // set by a forwarded stop signal
+  absl::Time next_fence_poll_ = absl::InfiniteFuture();    // with options_.fences
+  std::optional<StandbyWatch> standby_;                    // set once this task's node is known
+  absl::Time next_standby_poll_ = absl::InfiniteFuture();  // with options_.probe_coordinator
+  bool coordinator_silent_ = false;                        // the standby's last probe
+  bool silence_logged_ = false;
+  int64_t takeover_epoch_ = 0;  // the epoch of the coordinator this task started as standby
+  int64_t own_epoch() const { return takeover_epoch_; }
+  std::vector<int> workers_;      // supervisor ids ...
+  std::vector<int> local_ranks_;  // ... and their local ranks
 };
 
 }  // namespace

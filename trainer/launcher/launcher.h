@@ -23,13 +23,17 @@
 //   - Fencing (with `fences`): about once a second the task names its running workers to the
 //     coordinator; a worker it names (declared lost by silence, yet still running: stopped,
 //     hung) is SIGKILLed with its children at once, and its end is reported as any worker's.
+//   - Standby (with `probe_coordinator`): see standby.h; a takeover's coordinator becomes this
+//     task's to supervise, as task 0's is.
 //   - No wait is unbounded: a child that outlives SIGKILL is reported and given up on.
 //
 // Thread safety: single-threaded (the launcher's main thread).
 #ifndef SLURM_DDP_TRAINER_LAUNCHER_LAUNCHER_H_
 #define SLURM_DDP_TRAINER_LAUNCHER_LAUNCHER_H_
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,7 @@
 #include "absl/time/time.h"
 #include "common/coordinator_api.h"
 #include "trainer/launcher/launch_plan.h"
+#include "trainer/launcher/standby.h"
 
 namespace ddp {
 
@@ -56,6 +61,10 @@ using SpareStandBy = std::function<absl::StatusOr<SpareDecision>()>;
 // `node_rank` is the task's node (a spare's, once it took a lost node over, is that node's).
 using FenceQuery = std::function<absl::StatusOr<std::vector<FenceOrder>>(
     int node_rank, const std::vector<LiveWorker>&)>;
+
+// A standby's probe (trainer/launcher/standby.h): reads the dist_file and pings the coordinator it
+// names, bounded by about half a second.
+using CoordinatorProbe = std::function<CoordinatorSighting()>;
 
 // Makes the heartbeat relay socket of one more worker (client/heartbeat_relay.h) and returns
 // the worker's end, which the worker inherits across exec.
@@ -93,6 +102,19 @@ struct LauncherOptions {
   absl::Duration fence_period = absl::Seconds(1);
   absl::Duration stand_by_period = absl::Seconds(1);
   absl::Duration stand_by_unanswered = absl::Seconds(120);
+  // Optional: the standby coordinator (trainer/launcher/standby.h; --standby). A node task other
+  // than the coordinator's probes about every standby_period; when it is the standby and the
+  // coordinator has been silent for failover_timeout it starts takeover_command (the coordinator
+  // command with --resume-from-journal) with --epoch E+1 --claim-epoch --node-rank --lost-node
+  // --last-answer-unix, supervises it as task 0 supervises its own (restarts from the journal
+  // with --epoch, linger), and writes its log to <coordinator log>.epoch<E+1>.
+  CoordinatorProbe probe_coordinator;
+  std::vector<std::string> takeover_command;
+  absl::Duration failover_timeout = absl::Seconds(3);
+  // Optional: the epoch in the dist_file when it is newer than `mine` (this task's coordinator's
+  // epoch). A coordinator that exits while a newer epoch serves was fenced: never restarted.
+  std::function<std::optional<int64_t>(int64_t mine)> newer_epoch;
+  absl::Duration standby_period = absl::Milliseconds(500);
 };
 
 // Runs the plan; returns the task's exit code (common/exit_codes.h).
