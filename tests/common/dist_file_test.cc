@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -285,6 +286,82 @@ TEST(DistFileParseTest, IncarnationRoundTripsAndIsOptional) {
     t.replace(t.find("incarnation=3"), std::string("incarnation=3").size(), bad);
     EXPECT_FALSE(ParseDistFile(t).ok()) << bad;
   }
+}
+
+// A file that a standby's takeover published names the epoch and the coordinator's node; a file
+// without them (every file of epoch 0, and an older coordinator's) reads as epoch 0 on node 0.
+TEST_F(DistFileTest, EpochAndCoordinatorNodeRoundTripAndAreOptional) {
+  DistFileContents c = Contents();
+  const std::string first = SerializeDistFile(c);
+  EXPECT_EQ(first.find("epoch"), std::string::npos);
+  EXPECT_EQ(first.find("coordinator_node"), std::string::npos);
+  // Epoch 0 leaves both out, whatever the node says.
+  c.coordinator_node = 2;
+  EXPECT_EQ(SerializeDistFile(c), first);
+  ASSERT_TRUE(PublishDistFile(path_, c).ok());
+  auto got = ReadDistFile(path_, {"42", 1});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->epoch, 0);
+  EXPECT_EQ(got->coordinator_node, 0);
+
+  c.epoch = 3;
+  c.coordinator_node = 2;
+  c.incarnation = 1;
+  const std::string text = SerializeDistFile(c);
+  EXPECT_NE(text.find("\nepoch=3\ncoordinator_node=2\n"), std::string::npos) << text;
+  ASSERT_TRUE(PublishDistFile(path_, c).ok());
+  got = ReadDistFile(path_, {"42", 1});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->epoch, 3);
+  EXPECT_EQ(got->coordinator_node, 2);
+  EXPECT_EQ(got->incarnation, 1);
+  EXPECT_EQ(got->nonce, c.nonce);
+  EXPECT_EQ(got->token, c.token);
+  EXPECT_EQ(got->grpc_address, c.grpc_address);
+
+  // Either key alone parses (the other takes its default).
+  std::string no_node = text;
+  no_node.erase(no_node.find("coordinator_node=2\n"), std::string("coordinator_node=2\n").size());
+  auto p = ParseDistFile(no_node);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->epoch, 3);
+  EXPECT_EQ(p->coordinator_node, 0);
+  std::string no_epoch = text;
+  no_epoch.erase(no_epoch.find("epoch=3\n"), std::string("epoch=3\n").size());
+  p = ParseDistFile(no_epoch);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->epoch, 0);
+  EXPECT_EQ(p->coordinator_node, 2);
+
+  // Bad values are refused, naming the key.
+  struct Bad {
+    std::string line;
+    std::string want;
+  };
+  for (const Bad& bad : std::vector<Bad>{{"epoch=-1", "bad epoch"},
+                                         {"epoch=x", "bad epoch"},
+                                         {"epoch=", "bad epoch"},
+                                         {"epoch=1.5", "bad epoch"},
+                                         {"epoch=99999999999999999999", "bad epoch"},
+                                         {"coordinator_node=-1", "bad coordinator_node"},
+                                         {"coordinator_node=two", "bad coordinator_node"},
+                                         {"coordinator_node=", "bad coordinator_node"},
+                                         {"coordinator_node=4294967296", "bad coordinator_node"}}) {
+    std::string t = text;
+    const std::string key = bad.line.substr(0, bad.line.find('=') + 1);
+    const size_t at = t.find("\n" + key) + 1;
+    t.replace(at, t.find('\n', at) - at, bad.line);
+    auto parsed = ParseDistFile(t);
+    EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << bad.line << ": " << parsed.status();
+    EXPECT_THAT(parsed.status().message(), HasSubstr(bad.want)) << bad.line;
+    WriteRaw(t);
+    absl::Status st = Read();
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << bad.line << ": " << st;
+  }
+  // A repeated key is refused too.
+  std::string twice = text;
+  twice.insert(twice.find("epoch=3\n"), "epoch=4\n");
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseDistFile(twice).status()));
 }
 
 }  // namespace
