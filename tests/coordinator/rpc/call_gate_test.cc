@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "grpcpp/server_context.h"
 #include "gtest/gtest.h"
 
 namespace ddp {
@@ -83,6 +84,44 @@ TEST(CallGateTest, BudgetsByRoleAndByAddress) {
   GateTicket refused;
   gate.Leave(&refused);
   EXPECT_EQ(gate.in_flight(), 3u);
+}
+
+// The fence (coordinator/epoch_lease.h) is passed before anything else: while it refuses, every
+// call gets its status, whatever its token, takes no slot and is not counted as a refusal of
+// its token; once it lets calls through, the token decides again.
+TEST(CallGateTest, AFenceThatRefusesAnswersEveryCallFirst) {
+  const Authenticator auth = MakeAuth();
+  FakeClock clock;
+  RefusalLog refusals(&clock, absl::Seconds(1), nullptr);
+  CallBudgets budgets;
+  budgets.worker_calls = 3;
+  CallGate gate(&auth, &refusals, &clock, budgets);
+
+  grpc::ServerContext no_token;  // no authorization header
+  GateTicket ticket;
+  absl::Status st = gate.Enter(no_token, "Heartbeat", kWorkerRoles, &ticket);
+  EXPECT_TRUE(absl::IsUnauthenticated(st)) << st;
+  EXPECT_EQ(refusals.total(), 1u);
+
+  int checks = 0;
+  bool serving = false;
+  gate.SetFence([&]() -> absl::Status {
+    ++checks;
+    return serving ? absl::OkStatus() : absl::UnavailableError("epoch 0 was superseded (fenced)");
+  });
+  st = gate.Enter(no_token, "Heartbeat", kWorkerRoles, &ticket);
+  EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+  EXPECT_EQ(st.message(), "epoch 0 was superseded (fenced)");
+  EXPECT_FALSE(ticket.admitted);
+  EXPECT_EQ(checks, 1);
+  EXPECT_EQ(gate.in_flight(), 0u);
+  EXPECT_EQ(refusals.total(), 1u);
+
+  serving = true;
+  st = gate.Enter(no_token, "Heartbeat", kWorkerRoles, &ticket);
+  EXPECT_TRUE(absl::IsUnauthenticated(st)) << st;
+  EXPECT_EQ(checks, 2);
+  EXPECT_EQ(refusals.total(), 2u);
 }
 
 }  // namespace
