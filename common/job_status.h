@@ -224,11 +224,19 @@ struct TimeUse {
 
 // Which coordinator serves the job (docs/architecture.md, "Standby coordinator"): its epoch (0:
 // task 0's; +1 per takeover by a standby, so it also counts the takeovers), the node whose task
-// runs it, and that node's host.
+// runs it, and that node's host. And its standby, when one watches it (ddp-trainer --standby
+// auto in a job of two or more nodes): the next node, (node + 1) mod nodes, that node's host, and
+// how many journal records it would miss if it took over now (the records appended but not yet
+// in the journal's file, which is what the standby reads: JournalHealth::pending).
 struct CoordinatorInfo {
   int64_t epoch = 0;
   int node = 0;
   std::string host;
+  int standby_node = -1;  // -1: no standby
+  std::string standby_host;
+  int64_t standby_behind_records = 0;
+  int64_t takeovers() const { return epoch; }
+  bool has_standby() const { return standby_node >= 0; }
 };
 
 // Whether the coordinator's journal (coordinator/job/journal.h) still records the job: what a
@@ -290,7 +298,7 @@ struct JobStatus {
   // The coordinator's journal; JSON `journal`: null when there is none, else {state, error,
   // records, pending, dropped, stuck_seconds}.
   JournalHealth journal;
-  // JSON `coordinator`: {epoch, node, host}.
+  // JSON `coordinator`: {epoch, node, host, takeovers, standby}.
   CoordinatorInfo coordinator;
   // Decided, not observed: the process exit code the job ends with (JobExitCode) once it has
   // ended, -1 before (the JSON's null). DecideStatus (or FromJson) fills it.

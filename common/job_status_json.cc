@@ -257,6 +257,20 @@ void ToJson(const JobStatus& s, absl::string_view ranks, std::string* out) {
     journal["stuck_seconds"] = Num(s.journal.stuck_seconds);
   }
   o["journal"] = std::move(journal);
+  Json coordinator = Json::object();
+  coordinator["epoch"] = s.coordinator.epoch;
+  coordinator["node"] = s.coordinator.node;
+  coordinator["host"] = Str(s.coordinator.host);
+  coordinator["takeovers"] = s.coordinator.takeovers();
+  Json standby = nullptr;
+  if (s.coordinator.has_standby()) {
+    standby = Json::object();
+    standby["node"] = s.coordinator.standby_node;
+    standby["host"] = Str(s.coordinator.standby_host);
+    standby["behind_records"] = s.coordinator.standby_behind_records;
+  }
+  coordinator["standby"] = std::move(standby);
+  o["coordinator"] = std::move(coordinator);
   o["stragglers"] = StragglersArray(s.stragglers);
   o["breakdown"] = BreakdownObject(s.breakdown);
   const double ettr = s.time_use.ettr();
@@ -473,6 +487,17 @@ absl::StatusOr<JobStatus> FromJson(absl::string_view text) {
     jr.Int("pending", &s.journal.pending);
     jr.Int("dropped", &s.journal.dropped);
     jr.Dbl("stuck_seconds", &s.journal.stuck_seconds, NAN);
+  });
+  // `takeovers` is the epoch, written for scripts; read back from `epoch`.
+  f.Object("coordinator", [&](Fields& c) {
+    c.Int("epoch", &s.coordinator.epoch);
+    c.Int("node", &s.coordinator.node);
+    c.Str("host", &s.coordinator.host);
+    c.Object("standby", [&](Fields& sb) {
+      sb.Int("node", &s.coordinator.standby_node);
+      sb.Str("host", &s.coordinator.standby_host);
+      sb.Int("behind_records", &s.coordinator.standby_behind_records);
+    });
   });
   f.Objects("stragglers", [&](Fields& st) {
     StragglerReport& r = s.stragglers.emplace_back();

@@ -120,6 +120,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   config.log = [this](const std::string& line) { Log(line); };
   config.exclude = [this](const NodeExclusion& e) { AppendExclusion(e); };
   config.journal = journal_.get();
+  config.standby = options_.standby;
   job_ = std::make_unique<Job>(config, MonotonicClock::Get());
   if (options_.resume_from_journal) {
     absl::Status st = job_->Restore(restored);
@@ -128,7 +129,11 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
           absl::StrCat("cannot resume from journal ", journal_->path(), ": ", st.message()));
     }
   }
-  job_->SetCoordinator({contents_.epoch, contents_.coordinator_node, HostName()});
+  CoordinatorInfo me;
+  me.epoch = contents_.epoch;
+  me.node = contents_.coordinator_node;
+  me.host = HostName();
+  job_->SetCoordinator(me);
   if (options_.claim_epoch && options_.lost_node >= 0) {
     job_->TakeOverFromLostNode(options_.lost_node, options_.epoch);
   }

@@ -85,6 +85,8 @@ struct CoordinatorOptions {
   // the epoch (ClaimEpoch: at most one claimant wins) and then treats `lost_node`'s ranks as lost.
   int64_t epoch = 0;
   bool claim_epoch = false;
+  // --standby auto: a standby watches this coordinator from the next node (JobConfig::standby).
+  bool standby = false;
   int node_rank = 0;   // the node this coordinator runs on (published as coordinator_node)
   int lost_node = -1;  // the node whose coordinator was lost (claim_epoch)
   absl::Time last_answer = absl::InfinitePast();  // when the lost coordinator last answered

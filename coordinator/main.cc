@@ -137,6 +137,13 @@ int main(int argc, char** argv) {
                "with the same job, tokens, generation and nonce and the next incarnation. A "
                "corrupt journal, or one of another job, is refused (exit 1)");
   double last_answer_unix = 0;
+  std::string standby = "off";
+  app.add_option("--standby", standby,
+                 "Whether a standby coordinator watches this one from the next node (auto: "
+                 "ddp-trainer --standby auto runs one in a job of two or more nodes, and passes "
+                 "it; off: none). Only what the status shows depends on it")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "off"}));
   app.add_option("--epoch", options.epoch,
                  "Standby takeover (with --resume-from-journal): serve as this coordinator epoch, "
                  "without the dist_file's lock; a coordinator that finds a newer epoch in the "
@@ -228,6 +235,7 @@ int main(int argc, char** argv) {
   options.stall_timeout = absl::Seconds(stall_timeout_s);
   options.stop_timeout = absl::Seconds(stop_timeout_s);
   options.straggler.window = absl::Seconds(straggler_window_s);
+  options.standby = standby == "auto";
   options.straggler.action = straggler_action == "replace"   ? ddp::StragglerAction::kReplace
                              : straggler_action == "exclude" ? ddp::StragglerAction::kExclude
                                                              : ddp::StragglerAction::kWarn;

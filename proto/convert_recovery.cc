@@ -177,6 +177,16 @@ void RecoveryToProto(const JobStatus& in, pb::JobStatus* out) {
     j->set_dropped(in.journal.dropped);
     j->set_stuck_seconds(in.journal.stuck_seconds);
   }
+  pb::CoordinatorInfo* c = out->mutable_coordinator();
+  c->set_epoch(in.coordinator.epoch);
+  c->set_node(in.coordinator.node);
+  c->set_host(in.coordinator.host);
+  if (in.coordinator.has_standby()) {
+    pb::CoordinatorInfo::Standby* sb = c->mutable_standby();
+    sb->set_node(in.coordinator.standby_node);
+    sb->set_host(in.coordinator.standby_host);
+    sb->set_behind_records(in.coordinator.standby_behind_records);
+  }
   for (const LostRank& l : in.lost_ranks) {
     pb::LostRank* p = out->add_lost_ranks();
     ToProto(l.cause, p->mutable_cause());
@@ -202,6 +212,17 @@ void RecoveryFromProto(const pb::JobStatus& in, JobStatus* out) {
     out->journal.pending = j.pending();
     out->journal.dropped = j.dropped();
     out->journal.stuck_seconds = j.stuck_seconds();
+  }
+  if (in.has_coordinator()) {
+    const pb::CoordinatorInfo& c = in.coordinator();
+    out->coordinator.epoch = c.epoch();
+    out->coordinator.node = c.node();
+    out->coordinator.host = c.host();
+    if (c.has_standby()) {
+      out->coordinator.standby_node = c.standby().node();
+      out->coordinator.standby_host = c.standby().host();
+      out->coordinator.standby_behind_records = c.standby().behind_records();
+    }
   }
   out->lost_ranks.reserve(static_cast<size_t>(in.lost_ranks_size()));
   for (const pb::LostRank& p : in.lost_ranks()) {

@@ -122,6 +122,23 @@ std::string EttrLine(const TimeUse& t) {
                          absl::StrJoin(parts, ", "));
 }
 
+// "coordinator: epoch 1 on host n1 (node 1), 1 takeover; standby: node 2 (host n2), 0 records
+// behind" (one line; epoch 0 names no takeovers; a job without a standby says "standby: none").
+std::string CoordinatorLine(const CoordinatorInfo& c) {
+  std::string out = absl::StrFormat("coordinator: epoch %d on host %s (node %d)", c.epoch,
+                                    c.host.empty() ? "?" : Printable(c.host), c.node);
+  if (c.takeovers() > 0) {
+    absl::StrAppend(
+        &out, absl::StrFormat(", %d takeover%s", c.takeovers(), c.takeovers() == 1 ? "" : "s"));
+  }
+  if (!c.has_standby()) return absl::StrCat(out, "; standby: none");
+  absl::StrAppend(&out, absl::StrFormat("; standby: node %d (host %s)", c.standby_node,
+                                        c.standby_host.empty() ? "?" : Printable(c.standby_host)));
+  absl::StrAppend(&out, absl::StrFormat(", %d record%s behind", c.standby_behind_records,
+                                        c.standby_behind_records == 1 ? "" : "s"));
+  return out;
+}
+
 }  // namespace
 
 std::string ProgressBar(double fraction, int width) {
@@ -208,7 +225,7 @@ std::string FormatStatus(const JobStatus& s, const ViewOptions& options) {
   if (s.spare_nodes > 0) absl::StrAppend(&out, absl::StrFormat(", %d spare(s)", s.spare_nodes));
   if (flagged > 0) absl::StrAppend(&out, absl::StrFormat("; %d flagged", flagged));
   if (final > 0) absl::StrAppend(&out, absl::StrFormat("; %d final", final));
-  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, "\n", CoordinatorLine(s.coordinator), "\n");
   if (s.checkpoint_epoch >= 0) {
     absl::StrAppend(&out, absl::StrFormat("checkpoint: epoch %d step %d %s\n", s.checkpoint_epoch,
                                           s.checkpoint_step, Printable(s.checkpoint_path)));

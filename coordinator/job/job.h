@@ -125,6 +125,11 @@ struct JobConfig {
   // Receives the state changes a restarted coordinator needs (journal_sink.h; not owned, must
   // outlive the job). Null: nothing is journaled.
   JournalSink* journal = nullptr;
+  // A standby coordinator watches this one from the next node (ddp-coordinator --standby auto,
+  // which ddp-trainer passes; trainer/launcher/standby.h): the status names it (its node and
+  // host, and how far behind the journal's file it would start) once the job has two or more
+  // nodes with ranks.
+  bool standby = false;
 };
 
 class Job {

@@ -42,6 +42,13 @@ JobStatus Job::Status() const {
   s.spare_nodes = spares_.Standing(now);
   if (config_.journal != nullptr) s.journal = config_.journal->Health();
   s.coordinator = coordinator_;
+  // The standby's rule is StandbyWatch::StandbyOf's (trainer/launcher/standby.h).
+  if (config_.standby && s.num_nodes >= 2 && coordinator_.node >= 0) {
+    CoordinatorInfo& c = s.coordinator;
+    c.standby_node = (coordinator_.node + 1) % s.num_nodes;
+    if (const WorkerIdentity* w = membership_.Find(c.standby_node, 0)) c.standby_host = w->host;
+    c.standby_behind_records = s.journal.pending;
+  }
   if (const std::shared_ptr<const RankTable> table = membership_.table()) {
     const int n = table->size();
     std::vector<ProgressReport> progress;

@@ -116,6 +116,18 @@ void RenderJobGauges(const JobStatus& s, std::string* out) {
   AppendPromGauge(out, "ddp_membership_generation", "The coordinator's rank-table generation",
                   static_cast<double>(s.membership_generation));
   AppendPromGauge(out, "ddp_spare_nodes", "Spare nodes standing by (--spare-nodes)", s.spare_nodes);
+  // The standby coordinator: the epoch is also the count of takeovers (it only grows).
+  AppendPromGauge(out, "ddp_coordinator_epoch",
+                  "Epoch of the coordinator serving the job (0: task 0's; +1 per takeover)",
+                  static_cast<double>(s.coordinator.epoch));
+  AppendPromHeader(out, "ddp_coordinator_takeovers_total", "counter",
+                   "Takeovers of the job by a standby coordinator");
+  absl::StrAppend(out, "ddp_coordinator_takeovers_total ", s.coordinator.takeovers(), "\n");
+  if (s.coordinator.has_standby()) {
+    AppendPromGauge(out, "ddp_standby_behind_records",
+                    "Journal records a standby taking over now would miss (not yet in the file)",
+                    static_cast<double>(s.coordinator.standby_behind_records));
+  }
   AppendPromGauge(out, "ddp_stalled_rank",
                   "The rank stalled longest (stuck in a working phase while peers wait; -1 none)",
                   s.stall.present() ? s.stall.rank : -1);

@@ -113,6 +113,26 @@ TEST(StatusViewTest, AJournalThatFailedOrIsStuckIsSaidFirst) {
       StartsWith("JOURNAL STUCK: a write has not returned for 1m15s (7 record(s) waiting)\n"));
 }
 
+// One line names the coordinator (epoch, host, node, takeovers) and its standby, always.
+TEST(StatusViewTest, TheCoordinatorAndItsStandbyAreOneLine) {
+  JobStatus s = Running();
+  s.coordinator = {0, 0, "n0", 1, "n1", 0};
+  EXPECT_THAT(FormatStatus(s, {}),
+              HasSubstr("\ncoordinator: epoch 0 on host n0 (node 0); standby: node 1 (host n1), "
+                        "0 records behind\n"));
+  s.coordinator = {1, 1, "n1", 2, "n2", 1};
+  EXPECT_THAT(FormatStatus(s, {}),
+              HasSubstr("\ncoordinator: epoch 1 on host n1 (node 1), 1 takeover; standby: node 2 "
+                        "(host n2), 1 record behind\n"));
+  s.coordinator = {3, 2, "n2", -1, "", 0};
+  EXPECT_THAT(
+      FormatStatus(s, {}),
+      HasSubstr("\ncoordinator: epoch 3 on host n2 (node 2), 3 takeovers; standby: none\n"));
+  s.coordinator = {};
+  EXPECT_THAT(FormatStatus(s, {}),
+              HasSubstr("\ncoordinator: epoch 0 on host ? (node 0); standby: none\n"));
+}
+
 TEST(StatusViewTest, HostileStringsArePrintedAsPlainText) {
   JobStatus s = Running();
   s.state = JobState::kFailed;
@@ -125,6 +145,7 @@ TEST(StatusViewTest, HostileStringsArePrintedAsPlainText) {
   s.ranks[1].host = "evil\x1b[31mhost";
   s.ranks[1].state = RankState::kFailed;
   s.events = {"+1.0s \x1b[1Aoverwrite"};
+  s.coordinator = {0, 0, "co\nord\x1b[2J", 1, "stand\x1b]0;by", 0};
   const std::string view = FormatStatus(s, {});
   EXPECT_TRUE(IsValidUtf8(view)) << view;
   EXPECT_FALSE(HasControls(view, /*allow_newline=*/true)) << view;
@@ -132,6 +153,7 @@ TEST(StatusViewTest, HostileStringsArePrintedAsPlainText) {
   EXPECT_THAT(view, HasSubstr("reason: line one line two?[2J\xef\xbf\xbd\xef\xbf\xbd ?31m"));
   EXPECT_THAT(view, HasSubstr("evil?[31mhost"));
   EXPECT_THAT(view, HasSubstr("+1.0s ?[1Aoverwrite"));
+  EXPECT_THAT(view, HasSubstr("on host co ord?[2J (node 0); standby: node 1 (host stand?]0;by)"));
   const std::string line = FormatLine(s);
   EXPECT_TRUE(IsValidUtf8(line)) << line;
   EXPECT_FALSE(HasControls(line, /*allow_newline=*/false)) << line;

@@ -67,6 +67,7 @@ TEST(JobStatusTest, FromJsonReadsWhatToJsonWrites) {
   s.breakdown.seconds[static_cast<int>(StepSection::kCompute)] = 0.25;
   s.breakdown.spread[static_cast<int>(StepSection::kCommunication)] = 0.125;
   s.time_use = {100, 80, 10, 5, 0, 3, 2, 0};
+  s.coordinator = {2, 1, "n1", 0, "n0", 4};
   const std::string json = ToJson(s);
   absl::StatusOr<JobStatus> back = FromJson(json);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -93,6 +94,27 @@ TEST(JobStatusTest, FromJsonReadsWhatToJsonWrites) {
   EXPECT_DOUBLE_EQ(back->breakdown.seconds[static_cast<int>(StepSection::kCompute)], 0.25);
   EXPECT_DOUBLE_EQ(back->time_use.ettr(), 0.8);
   EXPECT_NE(json.find("\"ettr\":0.8"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"coordinator\":{\"epoch\":2,\"node\":1,\"host\":\"n1\",\"takeovers\":2,"
+                      "\"standby\":{\"node\":0,\"host\":\"n0\",\"behind_records\":4}}"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(back->coordinator.epoch, 2);
+  EXPECT_EQ(back->coordinator.node, 1);
+  EXPECT_EQ(back->coordinator.host, "n1");
+  EXPECT_EQ(back->coordinator.standby_node, 0);
+  EXPECT_EQ(back->coordinator.standby_host, "n0");
+  EXPECT_EQ(back->coordinator.standby_behind_records, 4);
+  // No standby: `standby` is null, and reads back as none.
+  s.coordinator = {0, 0, "n0", -1, "", 0};
+  const std::string alone = ToJson(s);
+  EXPECT_NE(alone.find("\"coordinator\":{\"epoch\":0,\"node\":0,\"host\":\"n0\",\"takeovers\":0,"
+                       "\"standby\":null}"),
+            std::string::npos)
+      << alone;
+  absl::StatusOr<JobStatus> alone_back = FromJson(alone);
+  ASSERT_TRUE(alone_back.ok()) << alone_back.status();
+  EXPECT_FALSE(alone_back->coordinator.has_standby());
+  EXPECT_EQ(ToJson(*alone_back), alone);
   EXPECT_NE(json.find("\"stragglers\":[{\"rank\":2,\"host\":\"node2\",\"node\":1,"
                       "\"section\":\"compute\",\"relative_score\":0.5"),
             std::string::npos)

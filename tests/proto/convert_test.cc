@@ -87,6 +87,7 @@ TEST(ConvertTest, JobStatusRoundTripsThroughTheWire) {
   s.time_use = {100, 90, 5, 0, 0, 3, 2, 0};
   s.events = {"+1.0s a", "+2.0s b"};
   s.journal = {JournalCondition::kFailed, "fdatasync: Input/output error", 12, 0, 3, 0.0};
+  s.coordinator = {1, 1, "n1", 2, "n2", 5};
   pb::JobStatus wire;
   ToProto(s, &wire);
   pb::JobStatus parsed;
@@ -104,6 +105,12 @@ TEST(ConvertTest, JobStatusRoundTripsThroughTheWire) {
   EXPECT_DOUBLE_EQ(back.time_use.ettr(), 0.9);
   EXPECT_EQ(back.journal.state, JournalCondition::kFailed);
   EXPECT_EQ(back.journal.dropped, 3);
+  EXPECT_EQ(back.coordinator.epoch, 1);
+  EXPECT_EQ(back.coordinator.node, 1);
+  EXPECT_EQ(back.coordinator.host, "n1");
+  EXPECT_EQ(back.coordinator.standby_node, 2);
+  EXPECT_EQ(back.coordinator.standby_host, "n2");
+  EXPECT_EQ(back.coordinator.standby_behind_records, 5);
   // No failure: the field stays absent and comes back empty.
   s.failure = {};
   pb::JobStatus ok;
@@ -116,6 +123,14 @@ TEST(ConvertTest, JobStatusRoundTripsThroughTheWire) {
   ToProto(s, &no_journal);
   EXPECT_FALSE(no_journal.has_journal());
   EXPECT_EQ(FromProto(no_journal).journal.state, JournalCondition::kNone);
+  // No standby: absent on the wire, none back; the coordinator itself is still there.
+  s.coordinator = {0, 0, "n0", -1, "", 0};
+  pb::JobStatus alone;
+  ToProto(s, &alone);
+  EXPECT_FALSE(alone.coordinator().has_standby());
+  const JobStatus alone_back = FromProto(alone);
+  EXPECT_EQ(alone_back.coordinator.host, "n0");
+  EXPECT_FALSE(alone_back.coordinator.has_standby());
 }
 
 TEST(ConvertTest, WorkerMessagesRoundTrip) {

@@ -173,6 +173,8 @@ std::vector<std::string> CoordinatorCommand(const LaunchPlan& plan, const Traine
       absl::StrCat(config.straggler_window_s),
       "--straggler-action",
       config.straggler_action,
+      "--standby",
+      config.standby,
       "--linger",
       absl::StrCat(absl::ToDoubleSeconds(timeouts.coordinator_linger)),
       "--log-file",

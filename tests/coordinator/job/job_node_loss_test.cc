@@ -2,7 +2,8 @@
 // against a fake clock: a spare standing by takes the lost node over; a node whose launcher
 // reports its workers is not taken over; a spare that fell silent is not used; without a spare,
 // --min-nodes drops the node and the rest of the epoch is re-split; a frozen rank of a dropped
-// node that comes back is refused; no shrinking below --min-nodes.
+// node that comes back is refused; no shrinking below --min-nodes. And the status names the
+// coordinator's standby node.
 #include <memory>
 #include <string>
 #include <vector>
@@ -207,6 +208,57 @@ TEST_F(JobNodeLossTest, ALostNodeIsNotDroppedBelowMinNodes) {
   ASSERT_NO_FATAL_FAILURE(Pass(*job, 11, {0, 1}));
   EXPECT_EQ(job->Status().state, JobState::kRecovering) << "the recovery deadline decides";
   EXPECT_EQ(job->Status().world_size, 4);
+}
+
+// A journal whose file is 3 records behind what was appended (a standby would miss those).
+class BehindJournal : public JournalSink {
+ public:
+  void Registered(const WorkerIdentity&) override {}
+  void GenerationFormed(const RankTable&, int) override {}
+  void CheckpointCommitted(const CommittedCheckpoint&) override {}
+  void EpochAgreed(int64_t, const ShardRequest&) override {}
+  void StopRequested(const std::string&) override {}
+  void RankFinished(int, int, bool) override {}
+  JournalHealth Health() const override { return {JournalCondition::kOk, "", 9, 3, 0, 0.0}; }
+};
+
+// The status names the coordinator and, with --standby auto in a job of two or more nodes, its
+// standby: the next node (StandbyWatch::StandbyOf), that node's host, and the journal records
+// not yet in the file. None while registering, and none with --standby off.
+TEST_F(JobNodeLossTest, TheStatusNamesTheCoordinatorAndItsStandby) {
+  BehindJournal journal;
+  JobConfig c;
+  c.job_id = "j";
+  c.nonce = "n";
+  c.world_size = 4;
+  c.journal = &journal;
+  c.standby = true;
+  Job job(c, &clock_);
+  job.SetCoordinator({0, 0, "coord0", -1, "", 0});
+  Register(job, Who(0, 0, 10));
+  EXPECT_EQ(job.Status().coordinator.standby_node, -1) << "no nodes with ranks yet";
+  for (int r = 1; r < 4; ++r) Register(job, Who(r / 2, r % 2, 10 + r));
+  CoordinatorInfo info = job.Status().coordinator;
+  EXPECT_EQ(info.epoch, 0);
+  EXPECT_EQ(info.node, 0);
+  EXPECT_EQ(info.host, "coord0");
+  EXPECT_EQ(info.standby_node, 1);
+  EXPECT_EQ(info.standby_host, "host1");
+  EXPECT_EQ(info.standby_behind_records, 3);
+  // Node 1's standby took over (epoch 1): node 0 is its standby now.
+  job.SetCoordinator({1, 1, "coord1", -1, "", 0});
+  info = job.Status().coordinator;
+  EXPECT_EQ(info.epoch, 1);
+  EXPECT_EQ(info.takeovers(), 1);
+  EXPECT_EQ(info.host, "coord1");
+  EXPECT_EQ(info.standby_node, 0);
+  EXPECT_EQ(info.standby_host, "host0");
+
+  c.standby = false;
+  Job without(c, &clock_);
+  for (int r = 0; r < 4; ++r) Register(without, Who(r / 2, r % 2, 10 + r));
+  ASSERT_EQ(without.Status().state, JobState::kRunning);
+  EXPECT_FALSE(without.Status().coordinator.has_standby());
 }
 
 }  // namespace

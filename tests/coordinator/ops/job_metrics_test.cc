@@ -36,6 +36,26 @@ TEST(JobMetricsTest, RestartsCounterAndLastRecovery) {
   EXPECT_THAT(out, HasSubstr("ddp_job_state{state=\"RECOVERING\"} 0"));
 }
 
+TEST(JobMetricsTest, CoordinatorEpochTakeoversAndStandby) {
+  JobStatus s;
+  s.coordinator = {2, 1, "n1", 0, "n0", 7};
+  std::string out;
+  RenderJobMetrics(s, &out);
+  EXPECT_THAT(out, HasSubstr("# TYPE ddp_coordinator_epoch gauge\nddp_coordinator_epoch 2\n"));
+  EXPECT_THAT(out, HasSubstr("# HELP ddp_coordinator_takeovers_total "));
+  EXPECT_THAT(out, HasSubstr("# TYPE ddp_coordinator_takeovers_total counter\n"
+                             "ddp_coordinator_takeovers_total 2\n"));
+  EXPECT_THAT(out, HasSubstr("# TYPE ddp_standby_behind_records gauge\n"
+                             "ddp_standby_behind_records 7\n"));
+  // No standby: no standby gauge; epoch 0 is no takeover.
+  s.coordinator = {};
+  out.clear();
+  RenderJobMetrics(s, &out);
+  EXPECT_THAT(out, HasSubstr("ddp_coordinator_epoch 0\n"));
+  EXPECT_THAT(out, HasSubstr("ddp_coordinator_takeovers_total 0\n"));
+  EXPECT_THAT(out, Not(HasSubstr("ddp_standby_behind_records")));
+}
+
 TEST(JobMetricsTest, StatesAndRanks) {
   struct Case {
     const char* name;

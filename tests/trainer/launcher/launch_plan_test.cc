@@ -247,6 +247,8 @@ TEST(LaunchPlan, CoordinatorCommandSpellsOutEveryTimeout) {
                                       "30",
                                       "--straggler-action",
                                       "warn",
+                                      "--standby",
+                                      "auto",
                                       "--linger",
                                       "1.5",
                                       "--log-file",
