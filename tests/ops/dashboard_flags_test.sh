@@ -7,7 +7,8 @@
 # otherwise), the step breakdown and where the time went. Headless Chromium loads the embedded dashboard page (dashboard_page_dump) from a small
 # server that answers /api/status with that JSON, and `ddpctl status --from` reads the same file;
 # both must show each rank's flag and finality, the job's exit code, the straggler with its cause
-# and ETTR as the JSON has them; the dashboard also the time use and the step breakdown.
+# and ETTR as the JSON has them, and the coordinator (epoch, node, host, takeovers) and its
+# standby; the dashboard also the time use and the step breakdown.
 # usage: dashboard_flags_test.sh DASHBOARD_PAGE_DUMP
 source "$(dirname "$0")/lib.sh"
 page_dump="${1:?usage: dashboard_flags_test.sh DASHBOARD_PAGE_DUMP}"
@@ -58,6 +59,8 @@ status = {"job_id": "crafted", "state": "FAILED", "finished": True, "generation"
                         "communication": 0.03, "optimizer": 0.02,
                         "spread": {"data": 0.2, "compute": 0.01, "communication": 0.2,
                                    "optimizer": 0}},
+          "coordinator": {"epoch": 2, "node": 3, "host": "node3", "takeovers": 2,
+                          "standby": {"node": 0, "host": "node0", "behind_records": 5}},
           "ettr": 0.75,
           "time_use": {"wall": 60, "training": 45, "startup": 6, "recoveries": 3, "stalls": 4,
                        "checkpoints": 2, "evaluation": 0, "other": 0}}
@@ -158,11 +161,16 @@ assert text_of(sections["data"]) == "data 0.300s (60.0%) \u00b7 spread 0.200s", 
 assert text_of(sections["optimizer"]) == "optimizer 0.020s (4.0%) \u00b7 spread 0.000s", sections
 assert re.search(r'<div data-section="compute" style="width:30.00%', dom), "compute bar"
 assert 'id="breakdown-note">step 0.500s (slowest rank 13)<' in dom, "breakdown note"
+coord = re.search(r'<span class="dim" id="coord">(.*?)</span>', dom)
+assert coord and text_of(coord.group(1)) == ("coordinator epoch 2 on node3 (node 3) \u00b7 2 "
+    "takeovers \u00b7 standby node 0 (node0), 5 records behind"), ("coordinator", coord)
 
 # ddpctl status --from: the same decisions, in its own words.
 assert "FAILED (finished, exit %d)" % status["exit_code"] in text, text
 assert straggler + "\n" in text, text
 assert "ETTR 75.0% of 1m00s" in text, text
+assert ("coordinator: epoch 2 on host node3 (node 3), 2 takeovers; standby: node 0 (host node0), "
+        "5 records behind\n") in text, text
 finals = sum(1 for r in status["ranks"] if r["final"])
 assert "; %d flagged; %d final\n" % (flagged, finals) in text, text
 lines = [l for l in text.splitlines() if re.match(r"^\d+ +node", l)]

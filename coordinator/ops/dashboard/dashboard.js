@@ -57,6 +57,12 @@ function renderBreakdown(s){const b=s.breakdown;
 function renderStragglers(s){const sg=s.stragglers||[],bn=$("stragglers");
   bn.style.display=sg.length?"block":"none";
   bn.innerHTML=sg.map(st=>`<div data-rank="${st.rank}"><b>STRAGGLER: rank ${st.rank}</b> (host ${esc(st.host)}): ${esc(stragglerReason(st,true))}</div>`).join("");}
+// The coordinator and its standby (status `coordinator`), in ddpctl status's words (set as
+// textContent: the hosts need no escaping).
+function coordText(c){if(!c)return "";const sb=c.standby;
+  return "coordinator epoch "+c.epoch+" on "+(c.host||"?")+" (node "+c.node+")"+
+    (c.takeovers>0?" \u00b7 "+c.takeovers+" takeover"+(c.takeovers===1?"":"s"):"")+
+    (sb?" \u00b7 standby node "+sb.node+" ("+(sb.host||"?")+"), "+sb.behind_records+" records behind":" \u00b7 no standby");}
 function render(s){
   $("job").textContent=s.job_id;$("state").textContent=s.state+(s.finished&&s.state==="STOPPING"?" (stopped)":"");
   $("state").className="badge s-"+s.state;$("gen").textContent="generation "+s.generation+" \u00b7 up "+dur(s.uptime_seconds)+
@@ -80,6 +86,7 @@ function render(s){
   renderStragglers(s);renderTime(s);renderBreakdown(s);
   if(s.restarts>0)$("gen").textContent+=` \u00b7 restarts ${s.restarts}/${s.max_restarts}`+(s.last_recovery_seconds!==null?` \u00b7 last recovery ${s.last_recovery_seconds.toFixed(1)}s`:"");
   if(s.spare_nodes>0)$("gen").textContent+=` \u00b7 ${s.spare_nodes} spare node(s)`;
+  $("coord").textContent=coordText(s.coordinator);
   if(s.stall&&s.state!=="FAILED"){al.style.display="block";al.style.borderColor="var(--bad)";
     al.innerHTML="<b>Stalled \u2014 rank "+s.stall.rank+"</b> in "+esc(s.stall.phase)+" for "+fmt(s.stall.seconds,1)+"s (peers: "+esc(Object.entries(s.stall.peers).map(([p,n])=>n+" in "+p).join(", "))+")"+(s.state==="STOPPING"?" \u00b7 stopping: "+esc(s.stop_reason):"");}
   // Flagged ranks first, then by rank.
