@@ -29,7 +29,7 @@
 // file without them is epoch 0 on node 0) say which coordinator owns the job after a standby took
 // it over (trainer/launcher/standby.h): clients follow the newest (epoch, incarnation) and never
 // obey an older epoch (client/rpc_channel.h); a coordinator that finds a newer epoch here stops
-// serving (coordinator/fence_watch.h).
+// serving (coordinator/epoch_lease.h).
 // `tls_cert` (added the same way: older readers ignore it) is the public certificate of the job's
 // coordinator; every client's TLS channel trusts it and nothing else, with kTlsServerName as the
 // name it checks (the key stays with the coordinator and its journal). A restarted coordinator

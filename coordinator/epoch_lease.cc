@@ -1,5 +1,7 @@
 #include "coordinator/epoch_lease.h"
 
+#include <time.h>
+
 #include <chrono>
 #include <cstdint>
 #include <utility>
@@ -10,10 +12,12 @@
 namespace ddp {
 namespace {
 
+// CLOCK_BOOTTIME: unlike the steady clock it counts a suspended machine's sleep, so a node that
+// wakes up finds its last read old and reads the file again before it answers.
 int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 }  // namespace
@@ -35,6 +39,9 @@ EpochLease::~EpochLease() {
 
 bool EpochLease::Refresh() {
   const DistFileContents& me = options_.mine;
+  // Taken before the read: a process stopped between the read and this moment must not come
+  // back with a lease that looks fresher than what it read.
+  const int64_t read_at = SteadyNanos();
   absl::StatusOr<DistFileContents> now = ReadDistFile(options_.dist_file, {me.job_id, 0});
   if (now.ok() && now->job_id == me.job_id && now->generation == me.generation &&
       now->nonce == me.nonce && now->epoch > me.epoch) {
@@ -43,7 +50,7 @@ bool EpochLease::Refresh() {
     }
     return false;
   }
-  checked_ns_.store(SteadyNanos(), std::memory_order_release);
+  checked_ns_.store(read_at, std::memory_order_release);
   return true;
 }
 

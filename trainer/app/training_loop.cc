@@ -329,6 +329,16 @@ class Loop {
   absl::Status Checkpoint(CheckpointKind kind) {
     if (!IsRank0() || ctx_.checkpoints == nullptr) return absl::OkStatus();
     MarkPhase(StepPhase::kCheckpoint);
+    if (ctx_.checkpoints->run_id().empty() && !c_.checkpoint_dir.empty()) {
+      // This rank became rank 0 in a recovery (the old one's node was dropped, or lost with the
+      // coordinator): it adopts the folder's current run before it writes the run's checkpoints.
+      ASSIGN_OR_RETURN(const ResumePlan adopted,
+                       ctx_.checkpoints->PlanResume({"auto", c_.seed, ctx_.data.train().size(),
+                                                     c_.epochs, c_.force_resume}));
+      (void)adopted;  // the state is the ranks' own, never the file's
+      Print(absl::StrCat("rank 0 from now on: continuing run ", ctx_.checkpoints->run_id(), " in ",
+                         c_.checkpoint_dir));
+    }
     CheckpointState s;
     s.model = ctx_.model.model().state_dict();
     s.momentum = ctx_.model.optimizer().MomentumBuffers();

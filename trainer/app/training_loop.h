@@ -53,13 +53,14 @@ struct TrainingContext {
   ModelStage& model;
   CoordinatorSession& session;
   CommunicationStage& comm;
-  TrainingPosition& position;              // where training starts; advanced as it goes
-  const std::atomic<bool>& signal_stop;    // set by SIGTERM/SIGUSR1
-  CheckpointStore* checkpoints = nullptr;  // rank 0 with --checkpoint-dir; null elsewhere
-  LoopResult& result;                      // filled as training goes (kept across recoveries)
-  int64_t run_start_step = 0;              // the step this run of ddp-trainer began at
-  InJobRecovery* recovery = nullptr;       // told of every committed step (may be null)
-  const TestHold* hold = nullptr;          // end-to-end tests only (test_hold.h; may be null)
+  TrainingPosition& position;            // where training starts; advanced as it goes
+  const std::atomic<bool>& signal_stop;  // set by SIGTERM/SIGUSR1
+  // Written by whichever rank is rank 0 (a survivor may become rank 0 in a recovery); may be null.
+  CheckpointStore* checkpoints = nullptr;
+  LoopResult& result;                 // filled as training goes (kept across recoveries)
+  int64_t run_start_step = 0;         // the step this run of ddp-trainer began at
+  InJobRecovery* recovery = nullptr;  // told of every committed step (may be null)
+  const TestHold* hold = nullptr;     // end-to-end tests only (test_hold.h; may be null)
 };
 
 // Trains from ctx.position to config.epochs. Errors name what failed (a collective, the data, an

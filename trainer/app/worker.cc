@@ -253,10 +253,9 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
     }
     out.in_setup = false;
     LoopResult so_far;
-    const TrainingContext ctx{
-        c,      data,          model,         session,
-        comm,   position,      g_signal_stop, rank.rank == 0 ? &checkpoints : nullptr,
-        so_far, position.step, &recovery,     &hold};
+    const TrainingContext ctx{c,      data,          model,         session,
+                              comm,   position,      g_signal_stop, &checkpoints,
+                              so_far, position.step, &recovery,     &hold};
     for (;;) {
       absl::StatusOr<LoopResult> result =
           RunGuarded("training step failed", [&] { return RunTrainingLoop(ctx); });

@@ -73,5 +73,127 @@ def case_node0_killed_spare_takes_over(tmp):
           f"{time.time() - killed_at:.1f} s after the kill")
 
 
+def last_unix(pattern, text, what):
+    m = re.search(pattern, text)
+    R.expect(m, f"no {what}", text)
+    return float(m.group(1))
+
+
+def case_node0_stopped_is_fenced(tmp):
+    """2 nodes + 1 spare. Every process of node 0 is SIGSTOPped (rank 0 frozen after step 10)
+    for longer than the failover timeout: node 1 takes over as epoch 1 and the spare takes node
+    0's ranks. Then SIGCONT: the old coordinator finds epoch 1 in the dist_file and exits without
+    serving again, node 0's workers are fenced and its task leaves (exit 0). The run ends bit for
+    bit, and the logs show that the old coordinator accepted its last call before the new one
+    accepted its first: at no moment did two coordinators serve the job."""
+    ref = R.reference()
+    step = S.SlurmStep(tmp, "6102", 3, FLAGS, holds=[("step", 0, 10)])
+    step.held(0)
+    os.killpg(step.tasks[0].pid, signal.SIGSTOP)
+    deadline = time.time() + 60
+    while takeover_seconds(epoch_log(step, 1)) is None and time.time() < deadline:
+        time.sleep(0.2)
+    R.expect(takeover_seconds(epoch_log(step, 1)) is not None, "no takeover while node 0 stopped",
+             epoch_log(step, 1))
+    time.sleep(3)  # the spare takes node 0's ranks over meanwhile
+    os.killpg(step.tasks[0].pid, signal.SIGCONT)
+    outs, all_out = check_bitwise_end(step, tmp, ref, [0, 0, 0])
+    old, new = step.coordinator_log(), epoch_log(step, 1)
+    last_old = last_unix(r"fenced: the dist_file names coordinator epoch 1 .* last call accepted "
+                         r"at unix time ([\d.]+)", old, "fence line in the old coordinator's log")
+    first_new = last_unix(r"accepting calls from unix time ([\d.]+)", new,
+                          "serving line in the new coordinator's log")
+    R.expect(last_old < first_new, f"the old coordinator accepted a call at {last_old}, after the "
+             f"new one began at {first_new}", old + new)
+    R.expect(re.search(r"gave this node's ranks to a spare node|leaving", outs[0]),
+             "node 0's task did not leave", outs[0])
+    print(f"old coordinator's last call {last_old:.3f}, new one's first {first_new:.3f} "
+          f"({first_new - last_old:.1f} s apart)")
+
+
+def case_node0_killed_job_shrinks(tmp):
+    """3 nodes, no spare, --min-nodes 2: node 0 (task, coordinator, workers) is SIGKILLed after
+    step K of epoch 0. Node 1 takes over as epoch 1 and the job goes on without node 0, world
+    6 -> 4, with exactly the steps the re-split implies."""
+    k, n, batch, epochs = 3, 512, 16, 3
+    step = S.SlurmStep(tmp, "6103", 3, ["--min-nodes", "2", "--heartbeat-timeout", "5",
+                                        "--failover-timeout", "2", "--coordinator-grace", "30"],
+                       holds=[("step", 0, k)])
+    step.held(0)
+    os.killpg(step.tasks[0].pid, signal.SIGKILL)
+    codes, outs = step.finish()
+    all_out = step.outputs()
+    log = epoch_log(step, 1)
+    R.expect(codes == [-signal.SIGKILL, 0, 0], f"task exit codes {codes}", all_out + log)
+    R.expect(re.search(r"lost node 0 \(host [^,]+, ranks 0,1\): its task and workers went "
+                       r"silent; no spare standing by: the job goes on without it on 2 "
+                       r"node\(s\), world 6 -> 4", log), "node 0 was not dropped", log)
+    total = S.ceil_div(n, 6) * 6
+    per_rank = S.ceil_div(total - k * batch * 6, 4)
+    final = R.model_state(os.path.join(tmp, "ck", "final.pt"))
+    want_step = k + S.ceil_div(per_rank, batch) + (epochs - 1) * S.ceil_div(n // 4, batch)
+    R.expect(final["epoch"] == epochs and final["step"] == want_step,
+             f"final.pt at epoch {final['epoch']} step {final['step']}, want {epochs}/{want_step}",
+             all_out)
+    R.expect("resuming from" not in all_out, "a checkpoint file was read", all_out)
+    print(f"final step {final['step']} after node 0 was dropped at step {k}")
+
+
+def case_chain_epoch2(tmp):
+    """2 nodes + 2 spares. Node 0 is SIGKILLed after step 8: node 1 takes over (epoch 1) and a
+    spare takes node 0. Then node 1, which now runs the coordinator, is SIGKILLed after step 16:
+    the new node 0 (the spare) is its standby and takes over as epoch 2, the other spare takes
+    node 1. The run ends bit for bit."""
+    extra = ["--max-restarts", "6"]  # two nodes of two ranks lost: four restarts
+    ref = R.reference(extra)
+    step = S.SlurmStep(tmp, "6104", 4, FLAGS[:1] + ["2"] + FLAGS[2:] + extra,
+                       holds=[("step", 0, 8), ("step", 2, 16)])
+    step.held(0)
+    os.killpg(step.tasks[0].pid, signal.SIGKILL)
+    # Task 0 is gone: wait on the hold while node 1's task lives.
+    R.expect(R.held_pid(R.hold_marker(tmp, step.job_id, 1), lambda: step.tasks[1].poll() is None,
+                        120), "hold 1 never stopped a worker", "")
+    os.killpg(step.tasks[1].pid, signal.SIGKILL)
+    codes, outs = step.finish()
+    all_out = step.outputs()
+    log2 = epoch_log(step, 2)
+    R.expect(sorted(codes) == [-signal.SIGKILL, -signal.SIGKILL, 0, 0],
+             f"task exit codes {codes}", all_out + log2)
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+    R.expect(re.search(r"coordinator epoch 2 on \S+ \(node 0\) took over", log2),
+             "no epoch 2 took over on node 0", log2 + all_out)
+    R.expect("resuming from" not in all_out, "a checkpoint file was read", all_out)
+    print(re.search(r"coordinator epoch 2 .*", log2).group(0))
+
+
+def case_standby_cannot_take_over(tmp):
+    """2 nodes + 1 spare; the journal is corrupted in its middle, then node 0 is SIGKILLed. The
+    standby's coordinator refuses the journal (a clear line in node 1's task output), is tried
+    once more from the journal, and the job ends as it does without a standby instead of
+    hanging: rank 0 was on the lost node, so no grace checkpoint can be agreed, and after
+    --coordinator-grace and --stop-timeout the survivors abort (exit 4)."""
+    step = S.SlurmStep(tmp, "6105", 3, ["--spare-nodes", "1", "--heartbeat-timeout", "5",
+                                        "--failover-timeout", "2", "--coordinator-grace", "10",
+                                        "--stop-timeout", "5", "--registration-timeout", "15"],
+                       holds=[("step", 0, 10)])
+    step.held(0)
+    journal = step.dist + ".journal"
+    with open(journal, "r+b") as f:
+        f.seek(os.path.getsize(journal) // 2)
+        f.write(b"\xff" * 16)
+    os.killpg(step.tasks[0].pid, signal.SIGKILL)
+    started = time.time()
+    codes, outs = step.finish(timeout=120)
+    all_out = step.outputs()
+    R.expect(codes[:2] == [-signal.SIGKILL, 4], f"task exit codes {codes}", all_out)
+    R.expect("journal dist_file.6105.journal: journal record" in outs[1] and
+             "refusing to take over the job" in outs[1],
+             "node 1's task output does not say why the takeover failed", outs[1])
+    R.expect(re.search(r"coordinator \(pid \d+\) exited with code 1 while workers still run; the "
+                       r"restarted coordinator ended by itself", outs[1]),
+             "the standby's coordinator was not given up on", outs[1])
+    print([l for l in outs[1].splitlines() if "refusing to take over" in l][0])
+    print(f"the step ended {time.time() - started:.1f} s after the kill")
+
 if __name__ == "__main__":
     R.run_case(globals(), "standby")
