@@ -22,6 +22,11 @@
 #                         --no-kill so that a failed node does not end it)
 #   MIN_NODES=0           per-node layout: without a spare, a lost node is dropped and the job
 #                         goes on while this many nodes remain (ddp-trainer --min-nodes; --no-kill)
+#   STANDBY=auto          auto: a step of 2 or more nodes runs with a standby coordinator: node
+#                         1's task takes the job over when node 0 (its task, the coordinator and
+#                         its workers) is lost (ddp-trainer --standby auto, its default); in the
+#                         per-node layout such a step runs with --no-kill, so that node 0's loss
+#                         does not end it. off: node 0's loss ends the job (--standby off)
 #   DDP_TRAINER           the trainer to run (default: ddp_find_bin ddp-trainer, lib/ddp.sh)
 # Stopping and requeueing: lib/requeue.sh.
 
@@ -42,6 +47,7 @@ CHECKPOINT_DIR=${CHECKPOINT_DIR:-$PWD/checkpoints/$SLURM_JOB_ID}
 GPUS_PER_NODE=${GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-1}}
 SPARE_NODES=${SPARE_NODES:-0}
 MIN_NODES=${MIN_NODES:-0}
+STANDBY=${STANDBY:-auto}
 
 # ddp_record_dist_file: records where the job's dist_file is in its Slurm Comment, as
 # "ddp:dist_file=<absolute path>" after whatever the user's comment says (an earlier generation's
@@ -66,15 +72,26 @@ ddp_record_dist_file() {
 ddp_job() {
   local layout=$1 trainer
   trainer=${DDP_TRAINER:-$(ddp_find_bin ddp-trainer)} || exit 1
-  local -a srun_args extra extra_spares=()
-  local nprocs
+  local -a srun_args extra extra_spares=() extra_standby=()
+  local nprocs survives_lost_node=0
+  case "$STANDBY" in
+    auto) ;;
+    off) extra_standby=(--standby off) ;;
+    *) ddp_log "error: STANDBY='$STANDBY' (auto or off)"; exit 1 ;;
+  esac
   case "$layout" in
     per-node)
       srun_args=(--ntasks-per-node=1) nprocs=$GPUS_PER_NODE
       if [[ $SPARE_NODES != 0 || $MIN_NODES != 0 ]]; then
-        srun_args+=(--no-kill)
+        survives_lost_node=1
         extra_spares=(--spare-nodes "$SPARE_NODES" --min-nodes "$MIN_NODES")
       fi
+      # A step of 2 or more nodes has a standby coordinator (node 1's task) unless STANDBY=off:
+      # node 0's task may die while the others finish the job.
+      if ((${SLURM_JOB_NUM_NODES:-1} >= 2)) && [[ $STANDBY != off ]]; then
+        survives_lost_node=1
+      fi
+      if ((survives_lost_node)); then srun_args+=(--no-kill); fi
       ddp_log "nodes=$SLURM_JOB_NUM_NODES (spares $SPARE_NODES) gpus/node=$GPUS_PER_NODE dist_file=$DIST_FILE checkpoints=$CHECKPOINT_DIR" ;;
     single-node)
       srun_args=(--nodes=1 --ntasks=1) nprocs=$GPUS_PER_NODE
@@ -98,12 +115,12 @@ ddp_job() {
     "$trainer" --dist-file "$DIST_FILE" --nprocs-per-node "$nprocs" --backend "$BACKEND" \
     --data "$DATA" --arch "$ARCH" --epochs "$EPOCHS" --batch-size "$BATCH_SIZE" --lr "$LR" \
     --seed "$SEED" --print-freq "$PRINT_FREQ" --checkpoint-dir "$CHECKPOINT_DIR" \
-    "${extra_spares[@]}" "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
+    "${extra_spares[@]}" "${extra_standby[@]}" "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
   local rc=$?
-  # With spares or shrinking, a lost node's task ends badly (killed, or its node failed) while
-  # the others finish the job: the coordinator's result file (never its log, which carries
-  # strings from clients) says how the job ended.
-  if ((rc != DDP_EXIT_OK)) && [[ $SPARE_NODES != 0 || $MIN_NODES != 0 ]] &&
+  # With spares, shrinking or a standby, a lost node's task ends badly (killed, or its node
+  # failed) while the others finish the job: the coordinator's result file (never its log, which
+  # carries strings from clients) says how the job ended.
+  if ((rc != DDP_EXIT_OK)) && ((survives_lost_node)) &&
      ddp_job_outcome "$DIST_FILE" >/dev/null; then
     ddp_log "a task of the step exited $rc (a lost node), but the job SUCCEEDED on the others"
     rc=$DDP_EXIT_OK
