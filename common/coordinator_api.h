@@ -177,6 +177,8 @@ enum class LostAction {
 struct LostDecision {
   std::string description;  // "rank 3 (host h, node 1, local rank 1, pid 123)", for the log
   LostAction action = LostAction::kStop;
+  // No answer came (the coordinator is restarting or being taken over): `action` is a default.
+  bool unanswered = false;
 };
 
 // A spare node's launcher standing by (--spare-nodes; Job::StandBy).

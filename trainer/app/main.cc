@@ -58,7 +58,9 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
       if (!connected.ok()) {
         std::fprintf(stderr, "ddp-trainer: cannot report the lost worker to the coordinator: %s\n",
                      std::string(connected.status().message()).c_str());
-        return ddp::LostDecision{};
+        ddp::LostDecision none;
+        none.unanswered = true;
+        return none;
       }
       api = std::move(*connected);
     }
@@ -66,7 +68,10 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
     if (!who.ok()) {
       std::fprintf(stderr, "ddp-trainer: coordinator did not take the lost worker report: %s\n",
                    std::string(who.status().message()).c_str());
-      return ddp::LostDecision{};
+      ddp::LostDecision none;
+      none.unanswered = absl::IsUnavailable(who.status()) || absl::IsDeadlineExceeded(who.status());
+      if (none.unanswered) api.reset();  // the next report reads the dist_file again
+      return none;
     }
     return *who;
   };
@@ -220,6 +225,9 @@ int main(int argc, char** argv) {
     options.coordinator_resume_command.push_back("--resume-from-journal");
     options.coordinator_restarts = config->coordinator_restarts;
     options.report_lost = LostReporter(*plan);
+    // A worker lost while the coordinator restarts or is taken over is reported again until it
+    // answers (the workers themselves wait as long for it).
+    options.lost_report_patience = absl::Seconds(config->coordinator_grace_s);
     options.max_restarts = config->max_restarts;
     // A hung worker is fenced (killed, then replaced) only when it can be replaced.
     if (config->max_restarts > 0) options.fences = FenceReporter(*plan);

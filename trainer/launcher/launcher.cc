@@ -59,11 +59,13 @@ class LauncherRun {
     if (options_.probe_coordinator && !plan_.start_coordinator && plan_.base.num_nodes >= 2) {
       next_standby_poll_ = absl::Now() + options_.standby_period;
     }
-    while (supervisor_.CountRunning(workers_) > 0) {
-      for (const SupervisorEvent& e :
-           supervisor_.DoWork(std::min({stop_deadline_, next_fence_poll_, next_standby_poll_}))) {
+    // A worker whose report waits for an answer may still be started again.
+    while (supervisor_.CountRunning(workers_) > 0 || !pending_lost_.empty()) {
+      for (const SupervisorEvent& e : supervisor_.DoWork(std::min(
+               {stop_deadline_, next_fence_poll_, next_standby_poll_, next_lost_retry_}))) {
         OnEvent(e);
       }
+      if (absl::Now() >= next_lost_retry_) RetryLostReports();
       if (absl::Now() >= stop_deadline_) EndOverdueStop();
       if (absl::Now() >= next_standby_poll_) PollStandby();
       // Not while the coordinator is silent: each unanswered poll would hold this loop.
@@ -384,6 +386,15 @@ class LauncherRun {
                                     : absl::StrCat("cannot restart it: ", st.message())));
   }
 
+  // A lost worker whose report the coordinator has not answered yet.
+  struct PendingLost {
+    int id;
+    ExitStatus status;
+    FailurePolicy::Decision decision;
+    LostWorker lost;
+    absl::Time give_up;
+  };
+
   void OnWorkerExit(int id, const ExitStatus& status) {
     const FailurePolicy::Decision d = policy_.OnWorkerExit(status, supervisor_.starts(id) > 1);
     if (!d.failure) return;
@@ -391,10 +402,45 @@ class LauncherRun {
     const pid_t pid = supervisor_.pid(id);
     LostDecision decision;  // kStop when nobody was asked
     if (d.report_lost && options_.report_lost) {
-      decision = options_.report_lost(
-          LostWorker{plan_.base.node_rank, local_rank, static_cast<int>(pid), status.Describe(),
-                     status.signal(), status.signaled() ? 0 : status.code()});
+      const LostWorker lost{plan_.base.node_rank,  local_rank,
+                            static_cast<int>(pid), status.Describe(),
+                            status.signal(),       status.signaled() ? 0 : status.code()};
+      decision = options_.report_lost(lost);
+      if (decision.unanswered && options_.lost_report_patience > absl::ZeroDuration()) {
+        Log(task_,
+            absl::StrCat("worker (local rank ", local_rank, ", pid ", pid, ") ", status.Describe(),
+                         "; the coordinator does not answer: reporting it again until it "
+                         "does (at most ",
+                         absl::FormatDuration(options_.lost_report_patience), ")"));
+        pending_lost_.push_back({id, status, d, lost, absl::Now() + options_.lost_report_patience});
+        next_lost_retry_ = std::min(next_lost_retry_, absl::Now() + absl::Seconds(1));
+        return;
+      }
     }
+    ActOnLost(id, status, d, decision);
+  }
+
+  // Reports again the lost workers the coordinator did not answer; acts on each answer, and
+  // without one once its patience is over.
+  void RetryLostReports() {
+    std::vector<PendingLost> still;
+    for (PendingLost& p : pending_lost_) {
+      const LostDecision decision = options_.report_lost(p.lost);
+      if (decision.unanswered && absl::Now() < p.give_up) {
+        still.push_back(std::move(p));
+        continue;
+      }
+      ActOnLost(p.id, p.status, p.decision, decision);
+    }
+    pending_lost_ = std::move(still);
+    next_lost_retry_ =
+        pending_lost_.empty() ? absl::InfiniteFuture() : absl::Now() + absl::Seconds(1);
+  }
+
+  void ActOnLost(int id, const ExitStatus& status, const FailurePolicy::Decision& d,
+                 const LostDecision& decision) {
+    const int local_rank = LocalRankOf(id);
+    const pid_t pid = supervisor_.pid(id);
     const std::string& rank = decision.description;
     const std::string who =
         rank.empty() ? absl::StrCat("(local rank ", local_rank, ", pid ", pid, ")") : rank;
@@ -482,8 +528,10 @@ class LauncherRun {
   std::unique_ptr<DistFileLock> lock_;       // task 0: the job's dist_file, held to the end
   std::vector<std::string> resume_command_;  // the coordinator's restart, with the lock
   CoordinatorRestarts coordinator_restarts_;
-  absl::Time stop_deadline_ = absl::InfiniteFuture();      // set by a forwarded stop signal
-  absl::Time next_fence_poll_ = absl::InfiniteFuture();    // with options_.fences
+  absl::Time stop_deadline_ = absl::InfiniteFuture();    // set by a forwarded stop signal
+  absl::Time next_fence_poll_ = absl::InfiniteFuture();  // with options_.fences
+  std::vector<PendingLost> pending_lost_;                // reports the coordinator has not answered
+  absl::Time next_lost_retry_ = absl::InfiniteFuture();
   std::optional<StandbyWatch> standby_;                    // set once this task's node is known
   absl::Time next_standby_poll_ = absl::InfiniteFuture();  // with options_.probe_coordinator
   bool coordinator_silent_ = false;                        // the standby's last probe

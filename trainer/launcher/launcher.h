@@ -87,6 +87,9 @@ struct LauncherOptions {
   int coordinator_restarts = 3;
   SupervisionTimeouts timeouts;
   LostReporter report_lost;  // optional; without it nothing is respawned
+  // A report the coordinator did not answer (LostDecision::unanswered) is made again about every
+  // second for this long before the task acts without an answer (zero: at once).
+  absl::Duration lost_report_patience = absl::ZeroDuration();
   // Optional: this task relays its workers' heartbeats (--heartbeats node); each local rank gets
   // one socket, kept for its respawns. Without it every worker heartbeats by itself.
   HeartbeatSocket heartbeat_socket;

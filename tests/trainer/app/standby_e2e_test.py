@@ -195,5 +195,48 @@ def case_standby_cannot_take_over(tmp):
     print([l for l in outs[1].splitlines() if "refusing to take over" in l][0])
     print(f"the step ended {time.time() - started:.1f} s after the kill")
 
+def case_worker_lost_during_takeover(tmp):
+    """2 nodes + 1 spare. Node 0 is SIGKILLed (rank 0 frozen after step 10), and at once a worker
+    of node 1 (rank 3, frozen after step 10) too, while no coordinator answers: node 1's task
+    reports it again until the epoch-1 coordinator answers, respawns it, and the run ends bit for
+    bit."""
+    ref = R.reference()
+    step = S.SlurmStep(tmp, "6106", 3, FLAGS, holds=[("step", 0, 10), ("step", 3, 10)])
+    step.held(0)
+    victim = step.held(1)
+    os.killpg(step.tasks[0].pid, signal.SIGKILL)
+    time.sleep(0.3)
+    os.kill(victim, signal.SIGKILL)
+    outs, all_out = check_bitwise_end(step, tmp, ref, [-signal.SIGKILL, 0, 0])
+    R.expect(re.search(r"worker \(local rank 1, pid \d+\) killed by signal 9; the coordinator "
+                       r"does not answer: reporting it again until it does", outs[1]),
+             "node 1's task did not wait for the coordinator", outs[1])
+    R.expect(re.search(r"worker rank 3 .* started it again", outs[1]),
+             "the lost worker was not started again", outs[1])
+    print([l for l in outs[1].splitlines() if "started it again" in l][0])
+
+
+def case_coordinator_lost_during_recovery(tmp):
+    """2 nodes + 1 spare. Rank 2 (node 1) is SIGKILLed after step 8 while rank 3 is frozen before
+    it rejoins, so the recovery is under way; then every process of node 0 is SIGKILLed. Node 1
+    takes the job over (epoch 1) in the middle of that recovery; rank 3 is let go; the spare takes
+    node 0, the respawned rank 2 joins, and the run ends bit for bit."""
+    ref = R.reference(["--max-restarts", "4"])
+    step = S.SlurmStep(tmp, "6107", 3, FLAGS + ["--max-restarts", "4"],
+                       holds=[("step", 2, 8), ("rejoin", 3, 8)])
+    victim = step.held(0)
+    os.kill(victim, signal.SIGKILL)
+    frozen = R.held_pid(R.hold_marker(tmp, step.job_id, 1), lambda: step.tasks[1].poll() is None,
+                        120)
+    R.expect(frozen, "rank 3 never reached its rejoin", "")
+    os.killpg(step.tasks[0].pid, signal.SIGKILL)
+    deadline = time.time() + 60
+    while takeover_seconds(epoch_log(step, 1)) is None and time.time() < deadline:
+        time.sleep(0.2)
+    os.kill(frozen, signal.SIGCONT)
+    outs, all_out = check_bitwise_end(step, tmp, ref, [-signal.SIGKILL, 0, 0])
+    R.expect(takeover_seconds(epoch_log(step, 1)) is not None, "no takeover", epoch_log(step, 1))
+    print(re.search(r"coordinator epoch 1 .*", epoch_log(step, 1)).group(0))
+
 if __name__ == "__main__":
     R.run_case(globals(), "standby")
