@@ -68,6 +68,8 @@ class RpcChannel {
                     const std::function<grpc::Status(grpc::ClientContext*)>& call) const;
 
   static constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
+  // While backing off, how often the dist_file is read for a newer coordinator.
+  static constexpr absl::Duration kFollowCheck = absl::Milliseconds(100);
 
   // The stub of the current incarnation (stubs of earlier ones stay valid).
   slurm_ddp::v1::Coordinator::Stub& stub() const;

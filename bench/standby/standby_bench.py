@@ -40,6 +40,10 @@ def one(i, step_at, ref):
         sys.exit(f"run {i}: no recovery line from the new rank 0\n" + outs[2][-3000:])
     took = re.search(r"took over ([\d.]+) s after the last answer",
                      open(f"{step.dist}.coordinator.log.epoch1").read())
+    started = re.search(r"started coordinator epoch 1 \(pid \d+, unix time ([\d.]+)\)", outs[1])
+    if os.environ.get("VERBOSE"):
+        print(f"  decided {float(started.group(1)) - killed:.2f} s after the kill")
+        print("\n".join("  " + l for l in outs[1].splitlines() if "standby" in l))
     return float(m.group(2)) - killed, float(took.group(1)) if took else float("nan")
 
 

@@ -240,7 +240,10 @@ class LauncherRun {
     next_standby_poll_ = now + options_.standby_period;
     const StandbyWatch::Verdict v = standby_->Observe(now, seen);
     coordinator_silent_ = v == StandbyWatch::Verdict::kSilent;
-    if (v == StandbyWatch::Verdict::kSilent && !silence_logged_) {
+    // Logged once the silence lasted half the timeout: a coordinator that ends the job shuts its
+    // server down a moment before it removes the dist_file, which is no silence worth a line.
+    if (v == StandbyWatch::Verdict::kSilent && !silence_logged_ &&
+        standby_->silent_for(now) >= options_.failover_timeout / 2) {
       silence_logged_ = true;
       Log(task_, absl::StrCat("standby: coordinator epoch ", seen.epoch, " on node ",
                               seen.coordinator_node, " does not answer (", seen.error,
@@ -287,12 +290,14 @@ class LauncherRun {
     }
     coordinator_ = *id;
     takeover_epoch_ = epoch;
-    Log(task_, absl::StrCat("standby: coordinator epoch ", epoch - 1, " on node ",
-                            standby_->lost_node(), " silent for ",
-                            absl::FormatDuration(
-                                absl::Trunc(standby_->silent_for(now), absl::Milliseconds(100))),
-                            "; taking the job over: started coordinator epoch ", epoch, " (pid ",
-                            supervisor_.pid(coordinator_), ")"));
+    Log(task_,
+        absl::StrCat(
+            "standby: coordinator epoch ", epoch - 1, " on node ", standby_->lost_node(),
+            " silent for ",
+            absl::FormatDuration(absl::Trunc(standby_->silent_for(now), absl::Milliseconds(100))),
+            "; taking the job over: started coordinator epoch ", epoch, " (pid ",
+            supervisor_.pid(coordinator_), ", unix time ",
+            absl::StrFormat("%.3f", absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())), ")"));
   }
 
   // Asks the coordinator which running workers to fence, and kills those (with children).
