@@ -252,6 +252,9 @@ class LauncherRun {
     }
     if (v == StandbyWatch::Verdict::kHealthy) silence_logged_ = false;
     if (v != StandbyWatch::Verdict::kTakeOver) return;
+    // An epoch another standby claimed first is not claimed again: its coordinator serves (or,
+    // lost in turn, the next epoch is this task's to claim).
+    if (standby_->next_epoch() <= refused_epoch_) return;
     coordinator_silent_ = false;
     silence_logged_ = false;
     standby_->TookOver();
@@ -272,10 +275,13 @@ class LauncherRun {
     serve.insert(serve.end(), {"--epoch", absl::StrCat(epoch), "--node-rank", absl::StrCat(node)});
     std::vector<std::string> claim = serve;
     const absl::Time last = standby_->last_answer();
-    claim.insert(
-        claim.end(),
-        {"--claim-epoch", "--lost-node", absl::StrCat(standby_->lost_node()), "--last-answer-unix",
-         absl::StrFormat("%.3f", absl::ToDoubleSeconds(last - absl::UnixEpoch()))});
+    claim.insert(claim.end(),
+                 {"--claim-epoch", "--lost-node", absl::StrCat(standby_->lost_node())});
+    if (last != absl::InfinitePast()) {  // none when the coordinator never answered this task
+      claim.insert(claim.end(),
+                   {"--last-answer-unix",
+                    absl::StrFormat("%.3f", absl::ToDoubleSeconds(last - absl::UnixEpoch()))});
+    }
     resume_command_ = serve;
     ChildSpec spec;
     spec.name = absl::StrCat("coordinator (epoch ", epoch, ")");
@@ -367,6 +373,7 @@ class LauncherRun {
         status.code() == kExitUsage) {
       // The claim failed (exit 2): another standby claimed the epoch. Nothing is restarted; the
       // workers follow whoever serves.
+      refused_epoch_ = takeover_epoch_;
       Log(task_, absl::StrCat("standby: coordinator epoch ", takeover_epoch_, " (pid ", pid, ") ",
                               status.Describe(), "; not taking the job over (its log: ",
                               plan_.base.coordinator_log, ".epoch", takeover_epoch_, ")"));
@@ -541,7 +548,9 @@ class LauncherRun {
   absl::Time next_standby_poll_ = absl::InfiniteFuture();  // with options_.probe_coordinator
   bool coordinator_silent_ = false;                        // the standby's last probe
   bool silence_logged_ = false;
-  int64_t takeover_epoch_ = 0;  // the epoch of the coordinator this task started as standby
+  int64_t takeover_epoch_ = 0;
+  int64_t refused_epoch_ = -1;  // an epoch this task's claim lost (exit 2)  // the epoch of the
+                                // coordinator this task started as standby
   int64_t own_epoch() const { return takeover_epoch_; }
   std::vector<int> workers_;      // supervisor ids ...
   std::vector<int> local_ranks_;  // ... and their local ranks

@@ -21,6 +21,8 @@ StandbyWatch::Verdict StandbyWatch::Observe(absl::Time now, const CoordinatorSig
     coordinator_node_ = s.coordinator_node;
     since_ = now;
   }
+  // A takeover's coordinator (epoch > 0) is watched from its first sighting: the job runs.
+  if (s.epoch > 0) watching_ = true;
   if (s.answered) {
     watching_ = true;
     since_ = now;

@@ -9,7 +9,8 @@
 //
 // Rules:
 //   - Only the standby node watches, and only once the coordinator has answered it once (a job
-//     still starting has nothing to take over).
+//     still starting has nothing to take over), or from the first sighting of a takeover's
+//     coordinator (epoch > 0: the job runs, and that coordinator may be lost before it answers).
 //   - The silence clock restarts on every answer, and whenever the dist_file names a newer
 //     (epoch, incarnation): task 0 restarting its coordinator from the journal (under a second)
 //     republishes, so it never triggers a takeover while it is inside the failover timeout.

@@ -169,17 +169,26 @@ TEST(StandbyWatchTest, TheStandbyFollowsTheCoordinatorAroundTheNodes) {
   EXPECT_EQ(node0.last_answer(), At(22));
 }
 
-// The standby of an epoch that has never answered does not inherit the previous epoch's
-// answers: node 2 saw nothing of epoch 0 (it was not the standby) and waits for epoch 1's
-// coordinator to answer before it watches.
-TEST(StandbyWatchTest, ANewStandbyWaitsForTheNewCoordinatorsFirstAnswer) {
+// A coordinator of a takeover (epoch > 0) is watched from the moment its dist_file is seen, even
+// before it answers: the job is running, and if that coordinator dies before it ever answers (its
+// node lost right after the takeover), the next standby still takes over at the timeout.
+TEST(StandbyWatchTest, ATakeoverCoordinatorIsWatchedBeforeItsFirstAnswer) {
   StandbyWatch node2(2, 3, kTimeout);
   EXPECT_EQ(node2.Observe(At(0), Seen(true, 0, 0, 0)), Verdict::kIdle);
-  EXPECT_EQ(node2.Observe(At(1), Seen(false, 1, 0, 1)), Verdict::kIdle);
-  EXPECT_EQ(node2.Observe(At(100), Seen(false, 1, 0, 1)), Verdict::kIdle);
-  EXPECT_EQ(node2.Observe(At(101), Seen(true, 1, 0, 1)), Verdict::kHealthy);
-  EXPECT_EQ(node2.Observe(At(111), Seen(false, 1, 0, 1)), Verdict::kTakeOver);
+  EXPECT_EQ(node2.Observe(At(1), Seen(false, 1, 0, 1)), Verdict::kSilent);
+  EXPECT_EQ(node2.Observe(At(1 + 9.9), Seen(false, 1, 0, 1)), Verdict::kSilent);
+  EXPECT_EQ(node2.Observe(At(11), Seen(false, 1, 0, 1)), Verdict::kTakeOver);
   EXPECT_EQ(node2.next_epoch(), 2);
+  EXPECT_EQ(node2.lost_node(), 1);
+}
+
+// An answer still restarts the clock for a takeover coordinator.
+TEST(StandbyWatchTest, ATakeoverCoordinatorThatAnswersIsHealthy) {
+  StandbyWatch node2(2, 3, kTimeout);
+  EXPECT_EQ(node2.Observe(At(1), Seen(false, 1, 0, 1)), Verdict::kSilent);
+  EXPECT_EQ(node2.Observe(At(5), Seen(true, 1, 0, 1)), Verdict::kHealthy);
+  EXPECT_EQ(node2.Observe(At(14), Seen(false, 1, 0, 1)), Verdict::kSilent);
+  EXPECT_EQ(node2.Observe(At(15), Seen(false, 1, 0, 1)), Verdict::kTakeOver);
 }
 
 }  // namespace
