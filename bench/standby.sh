@@ -5,10 +5,13 @@
 # each killed at a random step. Node 1 takes the job over (coordinator epoch 1) and the spare
 # takes node 0's ranks; every run must end exit 0 with final.pt bit for bit the uninterrupted
 # run's. Prints each kill, the median and max, and the machine and its load. Target: median
-# <= 5 s, max <= 10 s on a 2-core machine. Figures: docs/bench-standby.md.
+# <= 5 s, max <= 10 s on a 2-core machine. First, the standby's cost on a job without faults:
+# OVERHEAD_PAIRS interleaved runs of a 2-node step with --standby auto and off (steps/s). Figures:
+# docs/bench-standby.md.
 #
 #   BUILD_DIR=build bench/standby.sh
-#   env: KILLS=10  SEED=1 (the kill steps)  FAILOVER=3 (--failover-timeout)  LOGS=DIR (keep)
+#   env: KILLS=10  SEED=1 (the kill steps)  FAILOVER=3 (--failover-timeout)  OVERHEAD_PAIRS=3
+#        (0: skip)  LOGS=DIR (keep)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN=${BUILD_DIR:-build}/bin

@@ -47,7 +47,43 @@ def one(i, step_at, ref):
     return float(m.group(2)) - killed, float(took.group(1)) if took else float("nan")
 
 
+# The standby's cost on a job without faults: the same faked 2-node step (2 x 2 CPU workers, the
+# MLP on 65,536 samples, 1 epoch = 4,096 steps, no evaluation) with --standby auto and off, in
+# alternation; rank 0's own steps/s ("done: ... samples/s") over the whole run.
+OVERHEAD_PAIRS = int(os.environ.get("OVERHEAD_PAIRS", "3"))
+OVERHEAD_RUN = ["--data", "synthetic:65536x1x8x8:10", "--epochs", "1", "--print-freq", "100000",
+                "--checkpoint-every", "100000"]
+
+
+def throughput(i, standby):
+    tmp = os.path.join(WORK, f"overhead{i}-{standby}")
+    os.makedirs(tmp)
+    step = S.SlurmStep(tmp, f"{8000 + i}{0 if standby == 'off' else 1}", 2,
+                       OVERHEAD_RUN + ["--standby", standby], switches=["--no-eval"])
+    codes, outs = step.finish(timeout=600)
+    if codes != [0, 0]:
+        sys.exit(f"overhead run {i} ({standby}): exit codes {codes}\n" + step.outputs()[-3000:])
+    m = re.search(r"\[rank 0\] done: .* ([\d.]+) samples/s", outs[0])
+    return float(m.group(1))
+
+
+def overhead():
+    rates = {"auto": [], "off": []}
+    for i in range(OVERHEAD_PAIRS):
+        for standby in (("auto", "off") if i % 2 == 0 else ("off", "auto")):
+            rates[standby].append(throughput(i, standby))
+            print(f"overhead pair {i + 1}: --standby {standby}: {rates[standby][-1]:.0f} samples/s",
+                  flush=True)
+    auto, off = statistics.median(rates["auto"]), statistics.median(rates["off"])
+    print(f"standby overhead: median {auto:.0f} samples/s with --standby auto, {off:.0f} with off "
+          f"(auto/off {auto / off:.3f}) over {OVERHEAD_PAIRS} interleaved pairs")
+
+
 def main():
+    if OVERHEAD_PAIRS > 0:
+        overhead()
+    if KILLS == 0:
+        return
     ref = R.reference()
     rng = random.Random(SEED)
     seconds = []
