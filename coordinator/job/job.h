@@ -196,8 +196,13 @@ class Job {
   // waiting for their heartbeats, and its workers are retired as a replaced straggler's are (a
   // stopped node that comes back is fenced, never rejoins). The job then recovers as from any
   // lost node: a spare takes the node over (rank 0's duties go with rank 0), --min-nodes shrinks
-  // the job, otherwise the recovery deadline fails it. Call after Restore, before serving.
+  // the job; otherwise, after kSpareWait, the other nodes go on without it only to write the
+  // stop's checkpoint (exit 3, resumable), as when the coordinator is lost. Call after Restore,
+  // before serving.
   void TakeOverFromLostNode(int node, int64_t epoch);
+  // How long a node lost with the coordinator waits for a spare (spares stand by about once a
+  // second) before, without --min-nodes, the other nodes write the stop's checkpoint (exit 3).
+  static constexpr absl::Duration kSpareWait = absl::Seconds(5);
   // An event line from the process (the status's `events`).
   void Event(const std::string& line);
 
@@ -328,6 +333,9 @@ class Job {
   // (Fences) and is told to leave (ReportLost answers kLeave).
   std::set<std::tuple<int, int, int>> retired_workers_ ABSL_GUARDED_BY(mu_);
   CoordinatorInfo coordinator_ ABSL_GUARDED_BY(mu_);
+  // TakeOverFromLostNode: the node lost with the coordinator, and when (-1: none).
+  int coordinator_lost_node_ ABSL_GUARDED_BY(mu_) = -1;
+  absl::Time coordinator_lost_at_ ABSL_GUARDED_BY(mu_);
   // The journal's condition as last announced in an event.
   JournalCondition journal_noted_ ABSL_GUARDED_BY(mu_) = JournalCondition::kOk;
   // When Restore took over a rank table from the journal (InfinitePast: never). For a heartbeat

@@ -101,6 +101,8 @@ void Job::TakeOverFromLostNode(int node, int64_t epoch) {
                 &out);
     return;
   }
+  coordinator_lost_node_ = node;
+  coordinator_lost_at_ = clock_->Now();
   EventLocked(absl::StrCat(described, " lost with its coordinator (its task, coordinator and ",
                            "workers); coordinator epoch ", epoch, " takes over"),
               &out);

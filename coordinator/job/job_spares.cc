@@ -57,9 +57,26 @@ void Job::TakeOverLostNodesLocked(absl::Time now, Completions* out) {
       continue;
     }
     const int nodes = membership_.NodesInSlots();
-    if (config_.min_nodes <= 0 || nodes - 1 < config_.min_nodes) continue;  // the deadline decides
+    const bool shrink = config_.min_nodes > 0 && nodes - 1 >= config_.min_nodes;
+    // The node lost with the coordinator, no spare after kSpareWait, no shrinking allowed: the
+    // survivors go on without it only to write the stop's checkpoint (exit 3, a requeue resumes
+    // at full size), as a job whose coordinator is lost does.
+    const bool stop = !shrink && node == coordinator_lost_node_ && nodes >= 2 &&
+                      now - coordinator_lost_at_ >= kSpareWait;
+    if (!shrink && !stop) continue;  // the deadline decides
     const int world = membership_.world_size();
     membership_.RemoveNode(node);
+    if (stop) {
+      EventLocked(
+          absl::StrCat(lost, "; no spare standing by and no shrinking (--min-nodes): the ",
+                       nodes - 1, " other node(s), world ", world, " -> ", membership_.world_size(),
+                       ", write the stop's checkpoint and exit for a requeue"),
+          out);
+      RequestGracefulStopLocked(
+          absl::StrCat(membership_.DescribeNode(node), " lost with the coordinator and no spare"),
+          out);
+      continue;
+    }
     EventLocked(
         absl::StrCat(lost, "; no spare standing by: the job goes on without it on ", nodes - 1,
                      " node(s), world ", world, " -> ", membership_.world_size(), " (--min-nodes ",

@@ -25,7 +25,7 @@ WORKERS_PER_NODE = 2  # R.BASE trains 4 ranks: 2 job nodes of 2 workers
 class SlurmStep:
     """One faked `srun` step: a ddp-trainer task per node, each in its own session."""
 
-    def __init__(self, tmp, job_id, nodes, extra=(), holds=(), switches=()):
+    def __init__(self, tmp, job_id, nodes, extra=(), holds=(), switches=(), restart=0):
         """`extra`: flag, value pairs (R.with_flags); `switches`: flags without a value."""
         self.tmp, self.job_id = tmp, job_id
         self.dist = os.path.join(tmp, f"dist_file.{job_id}")
@@ -38,7 +38,7 @@ class SlurmStep:
             env = {"SLURM_JOB_ID": job_id, "SLURM_STEP_NUM_TASKS": str(nodes),
                    "SLURM_PROCID": str(node), "SLURM_LOCALID": "0", "SLURM_NODEID": str(node),
                    "SLURM_STEP_NUM_NODES": str(nodes), "SLURM_STEP_TASKS_PER_NODE": f"1(x{nodes})",
-                   "SLURM_RESTART_COUNT": "0"}
+                   "SLURM_RESTART_COUNT": str(restart)}
             if hold:
                 env["DDP_TEST_HOLD"] = hold
             self.tasks.append(subprocess.Popen(

@@ -248,5 +248,39 @@ def case_coordinator_lost_during_recovery(tmp):
     R.expect(takeover_seconds(epoch_log(step, 1)) is not None, "no takeover", epoch_log(step, 1))
     print(re.search(r"coordinator epoch 1 .*", epoch_log(step, 1)).group(0))
 
+def case_node0_killed_no_spare_stops(tmp):
+    """2 nodes, no spare, no --min-nodes: node 0 (task, coordinator, workers) is SIGKILLed after
+    step 10. Node 1 takes the job over, waits for a spare (none comes), and goes on without node
+    0 only to write the stop's checkpoint: its task exits 3 (resumable). The requeue (the next
+    Slurm generation, both nodes) resumes from that checkpoint and the run ends exit 0, bit for
+    bit as the uninterrupted one."""
+    step = S.SlurmStep(tmp, "6108", 2, ["--heartbeat-timeout", "5", "--failover-timeout", "2",
+                                        "--coordinator-grace", "30"],
+                       holds=[("step", 0, 10)])
+    step.held(0)
+    os.killpg(step.tasks[0].pid, signal.SIGKILL)
+    codes, outs = step.finish()
+    all_out = step.outputs()
+    log = epoch_log(step, 1)
+    R.expect(codes == [-signal.SIGKILL, 3], f"task exit codes {codes}, want [-9, 3]",
+             all_out + log)
+    R.expect(re.search(r"lost node 0 \(host [^,]+, ranks 0,1\): .*no spare standing by and no "
+                       r"shrinking \(--min-nodes\): the 1 other node\(s\), world 4 -> 2, write the "
+                       r"stop's checkpoint", log), "no stop for the lost node 0", log)
+    commits = re.findall(r"checkpoint committed by rank 0: epoch (\d+) step (\d+) (\S+)", log)
+    R.expect(commits, "the epoch-1 coordinator saw no checkpoint", log)
+    stop_step = commits[-1][1]
+    requeue = S.SlurmStep(tmp, "6108", 2, ["--heartbeat-timeout", "5"], restart=1)
+    codes, outs = requeue.finish()
+    all_out = requeue.outputs()
+    R.expect(codes == [0, 0], f"requeue exit codes {codes}", all_out)
+    R.expect(re.search(r"resuming from \S+ \(run \w+\): epoch \d+, step " + stop_step + ",",
+                       all_out),
+             f"the requeue did not resume from the stop's checkpoint (step {stop_step})", all_out)
+    # The stop came with the recovery, before any step at world 2: the run is the uninterrupted
+    # one's, bit for bit.
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), R.reference())
+    print(f"stopped with a checkpoint at step {stop_step}; the requeue ended bit for bit")
+
 if __name__ == "__main__":
     R.run_case(globals(), "standby")
