@@ -6,7 +6,8 @@
 # takes node 0's ranks; every run must end exit 0 with final.pt bit for bit the uninterrupted
 # run's. Prints each kill, the median and max, and the machine and its load. Target: median
 # <= 5 s, max <= 10 s on a 2-core machine. First, the standby's cost on a job without faults:
-# OVERHEAD_PAIRS interleaved runs of a 2-node step with --standby auto and off (steps/s). Figures:
+# the epoch lease's check per coordinator call (ddp-leasebench), then OVERHEAD_PAIRS interleaved
+# runs of a 2-node step with --standby auto and off (steps/s). Figures:
 # docs/bench-standby.md.
 #
 #   BUILD_DIR=build bench/standby.sh
@@ -22,5 +23,7 @@ WORK=${LOGS:-$(mktemp -d /tmp/ddp-bench-standby.XXXXXX)}
 mkdir -p "$WORK"
 [[ -n ${LOGS:-} ]] || trap 'rm -rf "$WORK"' EXIT
 echo "bench/standby.sh: $(nproc) cores, $(uptime)"
+# What fencing adds to every coordinator call (the epoch lease's check), before the jobs.
+[[ -x $BIN/ddp-leasebench ]] && "$BIN/ddp-leasebench"
 DDP_BIN_DIR="$BIN" DDP_E2E_CACHE="$WORK/cache" WORK="$WORK" "$PY" \
   "$ROOT/bench/standby/standby_bench.py"
