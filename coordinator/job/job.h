@@ -293,6 +293,11 @@ class Job {
   // a replacement not possible yet (a recovery under way) is tried again at the next check.
   void ActOnStragglersLocked(absl::Time now, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands `st`'s node to a spare standing by; false (and why, once per reason) when it cannot.
+  // Loses every rank of `node` (cause `kind`, its description followed by `why`) and retires its
+  // workers by (node, local rank, pid): Fences names them to their task, and a Rejoin, ReportDone
+  // or ReportLost of theirs is refused, ignored or answered LEAVE.
+  void RetireNodeLocked(int node, FailureKind kind, const std::string& why, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ReplaceStragglerNodeLocked(const StragglerReport& st, absl::Time now, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Status: each rank's score, the stragglers, the step breakdown and the time use.

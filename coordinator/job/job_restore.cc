@@ -1,6 +1,5 @@
 // Job::Restore: a restarted coordinator takes over the state its journal recorded (journal.h).
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job/job.h"
@@ -106,19 +105,7 @@ void Job::TakeOverFromLostNode(int node, int64_t epoch) {
   EventLocked(absl::StrCat(described, " lost with its coordinator (its task, coordinator and ",
                            "workers); coordinator epoch ", epoch, " takes over"),
               &out);
-  std::vector<int> ranks;
-  for (int local = 0; local < slots; ++local) {
-    const int rank = membership_.RankOf(node, local);
-    if (rank < 0) continue;
-    ranks.push_back(rank);
-    retired_workers_.insert({node, local, membership_.who(rank).pid});
-  }
-  for (int rank : ranks) {
-    const FailureCause cause{
-        rank, FailureKind::kLostHeartbeat,
-        absl::StrCat(membership_.Describe(rank), " lost with the coordinator's node")};
-    if (LoseRankLocked(rank, cause, &out) == LostAction::kStop) break;
-  }
+  RetireNodeLocked(node, FailureKind::kLostHeartbeat, " lost with the coordinator's node", &out);
 }
 
 }  // namespace ddp

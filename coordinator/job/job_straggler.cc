@@ -143,13 +143,6 @@ bool Job::ReplaceStragglerNodeLocked(const StragglerReport& st, absl::Time now, 
     if (straggler_refusals_.insert(line).second) EventLocked(line, out);
     return false;
   }
-  std::vector<int> ranks;
-  for (int local = 0; local < slots; ++local) {
-    const int rank = membership_.RankOf(node, local);
-    if (rank < 0) continue;
-    ranks.push_back(rank);
-    retired_workers_.insert({node, local, membership_.who(rank).pid});
-  }
   const std::string described = membership_.DescribeNode(node);
   const Spares::Spare* spare = spares_.Assign(node, slots, now);
   EventLocked(absl::StrCat("--straggler-action replace: ", described, " is handed to spare node ",
@@ -157,13 +150,24 @@ bool Job::ReplaceStragglerNodeLocked(const StragglerReport& st, absl::Time now, 
                            spare->report.pid, "), in the job: ", StragglerReason(st),
                            "; its workers are fenced and its task leaves"),
               out);
+  RetireNodeLocked(
+      node, FailureKind::kStragglerReplaced,
+      absl::StrCat(" replaced: its node is a ", StepSectionName(st.section), " straggler"), out);
+  return true;
+}
+
+void Job::RetireNodeLocked(int node, FailureKind kind, const std::string& why, Completions* out) {
+  std::vector<int> ranks;
+  for (int local = 0; local < membership_.SlotsOnNode(node); ++local) {
+    const int rank = membership_.RankOf(node, local);
+    if (rank < 0) continue;
+    ranks.push_back(rank);
+    retired_workers_.insert({node, local, membership_.who(rank).pid});
+  }
   for (int rank : ranks) {
-    const FailureCause cause{rank, FailureKind::kStragglerReplaced,
-                             absl::StrCat(membership_.Describe(rank), " replaced: its node is a ",
-                                          StepSectionName(st.section), " straggler")};
+    const FailureCause cause{rank, kind, absl::StrCat(membership_.Describe(rank), why)};
     if (LoseRankLocked(rank, cause, out) == LostAction::kStop) break;
   }
-  return true;
 }
 
 void Job::StragglerStatusLocked(absl::Time now, JobStatus* s) const {
