@@ -8,6 +8,7 @@ Run as `python standby_e2e_test.py CASE` (CTest registers one test per case). Ne
 and Python torch; shares recovery_e2e_test.py's flags, reference run and checks.
 """
 import glob
+import json
 import os
 import re
 import signal
@@ -97,6 +98,14 @@ def case_node0_stopped_is_fenced(tmp):
     R.expect(takeover_seconds(epoch_log(step, 1)) is not None, "no takeover while node 0 stopped",
              epoch_log(step, 1))
     time.sleep(3)  # the spare takes node 0's ranks over meanwhile
+    # ddpctl follows the dist_file to the newest epoch (the stopped one still holds its port).
+    st = subprocess.run([R.DDPCTL, "status", "--json", "--dist-file", step.dist],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30,
+                        cwd=tmp)
+    R.expect(st.returncode == 0, f"ddpctl status exited {st.returncode}", st.stdout)
+    coord = json.loads(st.stdout)["coordinator"]
+    R.expect(coord["epoch"] == 1 and coord["node"] == 1 and coord["takeovers"] == 1,
+             f"ddpctl status shows coordinator {coord}, want epoch 1 on node 1", st.stdout)
     os.killpg(step.tasks[0].pid, signal.SIGCONT)
     outs, all_out = check_bitwise_end(step, tmp, ref, [0, 0, 0])
     old, new = step.coordinator_log(), epoch_log(step, 1)
