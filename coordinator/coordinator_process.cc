@@ -137,16 +137,18 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   if (options_.claim_epoch && options_.lost_node >= 0) {
     job_->TakeOverFromLostNode(options_.lost_node, options_.epoch);
   }
+
+  // Before the first thread: Slurm delivers a job step's signals to every process of the task.
+  ASSIGN_OR_RETURN(signals_, SignalWatcher::Start({SIGTERM, SIGINT, SIGUSR1},
+                                                  [this](int sig) { OnSignal(sig); }));
+  // After the watcher: the lease's thread must not take a job step's SIGUSR1 (its default
+  // action would end the coordinator).
   EpochLease::Options lease;
   lease.dist_file = dist_file_;
   lease.mine = contents_;
   lease.wait_for_serve_from = options_.claim_epoch;
   lease.on_fenced = [this](const DistFileContents& newer) { OnFenced(newer); };
   lease_ = std::make_unique<EpochLease>(std::move(lease));
-
-  // Before the first thread: Slurm delivers a job step's signals to every process of the task.
-  ASSIGN_OR_RETURN(signals_, SignalWatcher::Start({SIGTERM, SIGINT, SIGUSR1},
-                                                  [this](int sig) { OnSignal(sig); }));
 
   ServerOptions server_options;
   server_options.listen =
