@@ -1,8 +1,9 @@
 #include "coordinator/epoch_lease.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
-#include <chrono>
 #include <cstdint>
 #include <utility>
 
@@ -29,7 +30,13 @@ EpochLease::EpochLease(Options options)
     absl::MutexLock lock(&mu_);
     Refresh();
   }
+  // The thread takes no process signal (a job step's SIGUSR1 is the signal watcher's).
+  sigset_t all;
+  sigset_t before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &before);
   thread_ = std::thread([this] { Loop(); });
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 EpochLease::~EpochLease() {
