@@ -125,9 +125,11 @@ LostAction Job::LoseRankLocked(int rank, const FailureCause& cause, Completions*
   // and takes the restart that one used (Recovery::TakeRestart).
   const int done = lifecycle_.ranks_done();
   if (done > 0 || !recovery_.TakeRestart()) {
-    FailureCause final_cause = recovery_.ExhaustedCause(cause);
+    FailureCause final_cause = cause;
     if (done > 0 && recovery_.CanRestart()) {
       absl::StrAppend(&final_cause.text, "; cannot recover: ", done, " rank(s) already finished");
+    } else {
+      final_cause = recovery_.ExhaustedCause(cause);
     }
     recovery_.Abandon();
     FailLocked(final_cause, absl::StatusCode::kAborted, absl::InfinitePast(), out);

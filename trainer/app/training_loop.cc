@@ -81,6 +81,15 @@ class Loop {
     if (result_.checkpoint.empty() && !c_.checkpoint_dir.empty()) {
       RETURN_IF_ERROR(Checkpoint(CheckpointKind::kFinal));
     }
+    // No rank reports its end before rank 0's last checkpoint is written: a rank lost until then
+    // (rank 0 killed mid-write) is recovered in the job, as at any other step, because the others
+    // are still members that can rejoin (a rank that had reported done could not). One small
+    // allreduce per run.
+    if (c_.max_restarts > 0) {
+      Agree(StopCode::kNone, "agreeing the run is complete");
+      // A recovery after the last step: its line is printed here (no step follows).
+      if (ctx_.recovery != nullptr) ctx_.recovery->OnStepCommitted();
+    }
     PrintSummary(started);
     return result_;
   }

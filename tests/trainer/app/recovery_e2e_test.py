@@ -326,6 +326,21 @@ def case_kill_during_checkpoint(tmp):
     expect(not left, f"temp files left in the checkpoint folder: {left}")
 
 
+def case_kill_during_last_checkpoint(tmp):
+    """Rank 0 dies as it is about to write the run's last checkpoint (step 24, after the last
+    epoch), when the other ranks have trained their last step: they are still members (they wait
+    for rank 0 before they report done), rejoin, and the replacement rank 0 writes the checkpoint
+    and final.pt from their state; no checkpoint file is read."""
+    ref = reference()
+    job = Job(tmp, "last", holds=[("checkpoint", 0, 3 * STEPS_PER_EPOCH)])
+    os.kill(job.held(0), signal.SIGKILL)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 1, ref)
+    expect("resuming from" not in out, "a checkpoint file was read", out)
+    expect("already finished" not in job.coordinator_log(),
+           "the coordinator found ranks finished", job.coordinator_log())
+
+
 def case_kill_during_eval(tmp):
     """Rank 2 dies during the evaluation after epoch 0: the evaluation is done again."""
     ref = reference()
