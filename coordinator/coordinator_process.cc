@@ -345,8 +345,14 @@ int CoordinatorProcess::RunUntilDone() {
   {
     const JobStatus s = job_->Status();
     // Ranks still running when a job fails or stops learn it from their next heartbeat reply:
-    // the coordinator stays for that, whatever --linger says.
-    if (s.state != JobState::kSucceeded) linger = std::max(linger, kOutcomeLinger);
+    // the coordinator stays for that, whatever --linger says. When every rank has reported its
+    // end (a graceful stop: each checkpointed and stopped) nobody is left to tell, and a requeue
+    // should not wait for it.
+    const bool all_reported = std::all_of(s.ranks.begin(), s.ranks.end(),
+                                          [](const RankStatus& r) { return IsFinal(r.state); });
+    if (s.state != JobState::kSucceeded && !all_reported) {
+      linger = std::max(linger, kOutcomeLinger);
+    }
     const std::string reason = OutcomeReason(s);
     Log(absl::StrCat("job finished: ", OutcomeName(s.state), reason.empty() ? "" : ": ", reason,
                      "; lingering ", absl::FormatDuration(linger), " (a signal ends it)"));
@@ -355,7 +361,7 @@ int CoordinatorProcess::RunUntilDone() {
   // Read again: a late report may have named the failure's root cause while we lingered.
   const JobStatus final_status = job_->Status();
   if (http_) http_->Stop();
-  server_->Shutdown(absl::Seconds(2));
+  server_->Shutdown(absl::Milliseconds(250));
   auto still_ours = ReadDistFile(dist_file_, {job_->config().job_id, job_->config().generation});
   // Every incarnation shares the nonce: the file is removed only while it is this one's.
   if (still_ours.ok() && still_ours->nonce == contents_.nonce &&

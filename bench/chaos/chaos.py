@@ -16,6 +16,9 @@ a real process, a killed process tree, a full file system or a relaunch, never a
   coord_in_recovery   SIGKILL of a worker, then of the coordinator while the job is RECOVERING
   node                SIGKILL of node 1's whole task tree (launcher and workers) while a spare
                       stands by; the spare takes over (a requeue brings the spare back)
+  node0               SIGKILL of the coordinator's node: the task tree that runs the coordinator
+                      (node 0's, or the node that took the job over), its workers with it, while a
+                      spare stands by; the standby coordinator takes the job over
   disk_full           the checkpoint folder (its own tmpfs) filled to the last byte across a
                       periodic checkpoint, then freed
   preempt             SIGUSR1 to every process of the step (as Slurm signals a step), exit 3,
@@ -26,8 +29,7 @@ a real process, a killed process tree, a full file system or a relaunch, never a
   kill_stopping       a worker frozen, a graceful stop asked (ddpctl stop), the frozen worker
                       SIGKILLed while the job is STOPPING: recovery, exit 3, requeue
 
-Not in the menu: node 0 (it runs the coordinator; no standby coordinator exists, so its loss is
-not recoverable in the job), a node lost while no spare stands by (without --min-nodes
+Not in the menu: a node lost while no spare stands by (without --min-nodes
 the job then fails at the recovery deadline by design; with it the world shrinks and the result
 differs by design), and a full disk across the final or stop checkpoint (exit 3 by design).
 
@@ -52,10 +54,10 @@ import threading
 import time
 
 KINDS = ["kill1", "kill2", "stop_long", "stop_short", "coord", "coord_in_recovery", "node",
-         "disk_full", "preempt", "slow", "kill_ckpt", "kill_eval", "kill_stopping"]
+         "node0", "disk_full", "preempt", "slow", "kill_ckpt", "kill_eval", "kill_stopping"]
 # The issue's numbering of the menu, for the report.
 KIND_GROUP = {"kill1": 1, "kill2": 2, "stop_long": 3, "stop_short": 3, "coord": 4,
-              "coord_in_recovery": 4, "node": 5, "disk_full": 6, "preempt": 7, "slow": 8,
+              "coord_in_recovery": 4, "node": 5, "node0": 5, "disk_full": 6, "preempt": 7, "slow": 8,
               "kill_ckpt": 9, "kill_eval": 9, "kill_stopping": 9}
 
 NODES, SPARES, PER_NODE = 2, 1, 2
@@ -202,6 +204,7 @@ class Launch:
         self.dist = os.path.join(d.folder, f"dist_file.{self.job_id}")
         d.timeline.new_launch()
         self.tasks = [self.start(node) for node in range(NODES + SPARES)]
+        self.killed = set()  # tasks a fault killed: their exit is no verdict on the job
         self.started = time.time()
         self.first_line = d.timeline.count
 
@@ -220,11 +223,24 @@ class Launch:
     def start(self, node):
         self.d.task_count += 1
         label = f"g{self.restart}-n{node}-{self.d.task_count}"
+        # Every task's output is read for rank 0's lines: rank 0 moves to a spare's task when
+        # its node is lost.
         return Task(self.d.bin, self.d.folder, self.job_id, node, self.restart, self.d.flags,
-                    self.d.timeline.on_line if node == 0 else None, label)
+                    self.d.timeline.on_line, label)
+
+    def kill_task(self, task):
+        self.killed.add(task.label)
+        task.killpg(signal.SIGKILL)
 
     def code(self):
-        return self.tasks[0].p.poll()
+        """The step's exit once every task a fault did not kill has ended, as srun waits for
+        every task (a task that never ends is the driver's hang timeout's): a code other than 0
+        and 3 wins, then 3, then 0. None while the step runs."""
+        codes = [t.p.poll() for t in self.tasks if t.label not in self.killed]
+        if any(c is None for c in codes):
+            return None
+        bad = [c for c in codes if c not in (0, 3)]
+        return bad[0] if bad else (3 if 3 in codes else 0)
 
     def finish(self, timeout=60):
         """Waits for every task (task 0 already ended or ends within `timeout`)."""
@@ -273,10 +289,32 @@ class Launch:
             return None
         return {r["rank"]: r["pid"] for r in s["ranks"]}
 
+    def coordinator(self):
+        """(pid, task) of the coordinator that serves the job: the dist_file's epoch names the
+        node whose task runs it (task 0's, or a standby's after a takeover)."""
+        st = self.status()
+        epoch = (st or {}).get("coordinator", {}).get("epoch", 0)
+        found = []
+        for t in self.tasks:
+            if not t.alive():
+                continue
+            out = subprocess.run(["pgrep", "-P", str(t.p.pid), "-x", "ddp-coordinator"],
+                                 stdout=subprocess.PIPE, text=True).stdout.split()
+            for pid in out:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv = f.read().split(b"\0")
+                except OSError:
+                    continue
+                e = int(argv[argv.index(b"--epoch") + 1]) if b"--epoch" in argv else 0
+                found.append((e == epoch, e, int(pid), t))
+        if not found:
+            return None, None
+        _, _, pid, task = max(found, key=lambda x: (x[0], x[1]))
+        return pid, task
+
     def coordinator_pid(self):
-        out = subprocess.run(["pgrep", "-P", str(self.tasks[0].p.pid), "-x", "ddp-coordinator"],
-                             stdout=subprocess.PIPE, text=True).stdout.split()
-        return int(out[0]) if out else None
+        return self.coordinator()[0]
 
 
 # --- faults -------------------------------------------------------------------------------------
@@ -467,8 +505,25 @@ class Driver:
         if victim is None:
             return self._skip(f, "node 1's task not found")
         f.injected = time.time()
-        victim.killpg(signal.SIGKILL)
+        L.kill_task(victim)
         f.detail = f"node 1's task (pid {victim.p.pid}, {victim.label}) and its workers"
+
+    def do_node0(self, f, L):
+        s = L.wait_status(lambda s: s.get("state") == "RUNNING" and s.get("spare_nodes", 0) >= 1,
+                          10)
+        if s is None:
+            return self._skip(f, "no spare standing by")
+        if L.worker_pids() is None:
+            return self._skip(f, "no running job")
+        pid, victim = L.coordinator()
+        if victim is None:
+            return self._skip(f, "no coordinator process")
+        epoch = s.get("coordinator", {}).get("epoch", 0)
+        node = s.get("coordinator", {}).get("node", 0)
+        f.injected = time.time()
+        L.kill_task(victim)
+        f.detail = (f"the coordinator's node {node} (epoch {epoch}): its task (pid "
+                    f"{victim.p.pid}, {victim.label}), coordinator pid {pid} and workers")
 
     def do_disk_full(self, f, L):
         if not self.tmpfs:
