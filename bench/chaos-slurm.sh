@@ -180,25 +180,29 @@ body() {
   local a=${CHAOS_EVERY%-*} b=${CHAOS_EVERY#*-} end=$((SECONDS + CHAOS_MINUTES * 60)) i=0 deck=() faults=0
   local -a rs
   read -r -a rs <<<"$(rng "$CHAOS_SEED" 4000)"
-  local next=$((SECONDS + a)) k s tmp
+  local next=$((SECONDS + a)) k s tmp r
   while ((SECONDS < end)); do
     job_done "$JOB" && { note "the job ended before the chaos window did (after $((CHAOS_MINUTES * 60 - end + SECONDS)) s): give it more data (CHAOS_SAMPLES)"; break; }
     if ((SECONDS < next)); then sleep 0.5; continue; fi
     if ((${#deck[@]} == 0)); then  # a new round: every kind once, shuffled
       deck=("${KINDS[@]}")
       for ((k = ${#deck[@]} - 1; k > 0; k--)); do
-        s=$(scale "${rs[i++]}" $((k + 1)))
+        s=$(scale "${rs[i]}" $((k + 1)))
+        i=$((i + 1))
         tmp=${deck[k]}; deck[k]=${deck[s]}; deck[s]=$tmp
       done
     fi
     local kind=${deck[-1]}
     unset 'deck[-1]'
-    if inject "$kind" "${rs[i++]}"; then
+    r=${rs[i]}
+    i=$((i + 1))
+    if inject "$kind" "$r"; then
       COUNT[$kind]=$((${COUNT[$kind]:-0} + 1)); faults=$((faults + 1))
     else
       SKIPPED[$kind]=$((${SKIPPED[$kind]:-0} + 1))
     fi
-    next=$((SECONDS + a + $(scale "${rs[i++]}" $((b - a + 1)))))
+    next=$((SECONDS + a + $(scale "${rs[i]}" $((b - a + 1)))))
+    i=$((i + 1))
     # Faults come only while the job trains (a requeued job is first pending, then starting).
     wait_eval 600 "job $JOB training again" "job_done $JOB || tr_step_at_least $DF 1" >/dev/null
   done
