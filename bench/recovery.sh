@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # In-job recovery speed: from the SIGKILL of a worker to the first training step
 # completed after it, for the demo's CNN (--arch cnn --data fashion-mnist) with 4 CPU workers,
-# over KILLS kills (ranks in turn, rank 0 included), and in the same run the old path (the job
-# fails, is started again and resumes from its last checkpoint). Prints every kill and the
+# over KILLS kills (ranks in turn, rank 0 included), cold (a replacement process started then)
+# and with a warm worker (--warm-workers 1), and in the same run the old path (the job fails, is
+# started again and resumes from its last checkpoint). Prints every kill and the
 # median and max of each path. Target: median <= 3 s, max <= 10 s. Method and figures:
 # docs/bench-recovery.md.
 #
 #   BUILD_DIR=build bench/recovery.sh
-#   env: KILLS=10 (in-job recovery kills)  OLD_KILLS=3 (old-path kills)  CKPT=100 (old path:
-#        --checkpoint-every)  DATA=fashion-mnist (any --data)  LOGS=DIR (keep the work folder)
+#   env: KILLS=10 (in-job recovery kills, cold and with a warm worker each)  OLD_KILLS=3
+#        (old-path kills)  CKPT=100 (old path: --checkpoint-every)  DATA=fashion-mnist (any
+#        --data)  WARM=0 (skip the --warm-workers 1 run)  LOGS=DIR (keep the work folder)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN=${BUILD_DIR:-build}/bin

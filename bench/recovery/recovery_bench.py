@@ -32,6 +32,7 @@ OLD_KILLS = int(os.environ.get("OLD_KILLS", "3"))
 CKPT = int(os.environ.get("CKPT", "100"))
 WORK = os.environ["WORK"]
 DATA = os.environ.get("DATA", "fashion-mnist")
+WARM = os.environ.get("WARM", "1") != "0"  # also measure --warm-workers 1
 COMMON = ["--nprocs-per-node", "4", "--backend", "gloo", "--data", DATA, "--arch", "cnn",
           "--batch-size", "64", "--workers", "1", "--print-freq", "1", "--no-eval",
           "--heartbeat-timeout", "5", "--registration-timeout", "60", "--seed", "1"]
@@ -94,8 +95,10 @@ def startup_breakdown(lines, since):
     return ""
 
 
-def new_path():
-    run = Run("rec", ["--epochs", "20", "--max-restarts", str(KILLS + 5)])
+def new_path(name="rec", extra=()):
+    """In-job recovery; `extra` flags (--warm-workers 1: each slot goes to a warm worker)."""
+    label = "warm path" if "--warm-workers" in extra else "new path"
+    run = Run(name, ["--epochs", "20", "--max-restarts", str(KILLS + 5)] + list(extra))
     results = []
     try:
         for k in range(KILLS):
@@ -126,7 +129,7 @@ def new_path():
             coord = float(re.search(r"formed ([0-9.]+) s after the loss", line).group(1))
             results.append((rank, t_step - t_kill, coord,
                             startup_breakdown(run.snapshot(), t_kill)))
-            print(f"new path kill {k + 1}: rank {rank}: first step after {t_step - t_kill:.2f} s "
+            print(f"{label} kill {k + 1}: rank {rank}: first step after {t_step - t_kill:.2f} s "
                   f"(generation formed {coord:.2f} s after the loss; replacement: "
                   f"{results[-1][3] or '-'})", flush=True)
     finally:
@@ -183,8 +186,10 @@ def main():
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"{os.cpu_count()} CPUs", flush=True)
     new = new_path()
+    warm = new_path("warm", ["--warm-workers", "1"]) if WARM else []
     old = old_path()
     new_s = [r[1] for r in new]
+    warm_s = [r[1] for r in warm]
     old_s = [r[1] for r in old]
     load = os.getloadavg()
     print(f"load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
@@ -198,6 +203,15 @@ def main():
     print(f"ratio old/new (medians): {statistics.median(old_s) / statistics.median(new_s):.1f}x")
     ok = statistics.median(new_s) <= 3.0 and max(new_s) <= 10.0
     print("target (median <= 3 s, max <= 10 s): " + ("met" if ok else "NOT met"))
+    if warm_s:
+        print(f"in-job recovery with a warm worker (--warm-workers 1): {len(warm_s)} kills, "
+              f"median {statistics.median(warm_s):.2f} s, max {max(warm_s):.2f} s, min "
+              f"{min(warm_s):.2f} s (kill -> first step after it); coordinator: loss -> new "
+              f"generation median {statistics.median(r[2] for r in warm):.2f} s")
+        print(f"ratio cold/warm (medians, the same job and kills): "
+              f"{statistics.median(new_s) / statistics.median(warm_s):.1f}x")
+        ok = statistics.median(warm_s) <= 0.5 and max(warm_s) <= 1.5
+        print("warm target (median <= 0.5 s, max <= 1.5 s): " + ("met" if ok else "NOT met"))
 
 
 if __name__ == "__main__":

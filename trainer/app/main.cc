@@ -229,6 +229,7 @@ int main(int argc, char** argv) {
     // answers (the workers themselves wait as long for it).
     options.lost_report_patience = absl::Seconds(config->coordinator_grace_s);
     options.max_restarts = config->max_restarts;
+    options.warm_workers = config->warm_workers;
     // A hung worker is fenced (killed, then replaced) only when it can be replaced.
     if (config->max_restarts > 0) options.fences = FenceReporter(*plan);
     // The relay outlives the launcher's run: it owns the sockets its workers inherit.

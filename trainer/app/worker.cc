@@ -32,6 +32,7 @@
 #include "trainer/ddp/process_group.h"
 #include "trainer/ddp/status_from_exception.h"
 #include "trainer/launcher/host_memory.h"
+#include "trainer/launcher/warm_link.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/coordinator_session.h"
 #include "trainer/worker/data_stage.h"
@@ -132,6 +133,12 @@ double SecondsSinceProcessStart() {
 class StartupTimes {
  public:
   StartupTimes() : last_(absl::Now()), before_main_(SecondsSinceProcessStart()) {}
+  // A warm worker's, from its activation on (its process and data were ready before).
+  static StartupTimes Warm() {
+    StartupTimes t;
+    t.warm_ = true;
+    return t;
+  }
   void Mark(const char* what) {
     const absl::Time now = absl::Now();
     absl::StrAppend(&text_, ", ", what, " ",
@@ -139,13 +146,15 @@ class StartupTimes {
     last_ = now;
   }
   std::string Describe() const {
+    if (warm_) return absl::StrCat("warm (process and data ready before)", text_);
     return absl::StrCat(absl::StrFormat("%.2f", before_main_), " s to main (exec, LibTorch load)",
                         text_);
   }
 
  private:
   absl::Time last_;
-  const double before_main_;
+  double before_main_;
+  bool warm_ = false;
   std::string text_;
 };
 
@@ -271,9 +280,12 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
 
 }  // namespace
 
-int RunWorker(const TrainerConfig& c, const WorkerPlacement& p, const TestHold& hold) {
+int RunWorker(const TrainerConfig& c, const WorkerPlacement& placement, const TestHold& hold) {
   StartupTimes startup;
-  std::string prefix = absl::StrCat("[node ", p.node_rank, " local ", p.local_rank, "] ");
+  WorkerPlacement p = placement;  // a warm worker learns its local rank below
+  std::string prefix = p.warm_fd >= 0
+                           ? absl::StrCat("[node ", p.node_rank, " warm worker] ")
+                           : absl::StrCat("[node ", p.node_rank, " local ", p.local_rank, "] ");
   InstallStopSignals();
   const std::string host_memory = TuneHostAllocator();  // before the first tensor
 
@@ -300,6 +312,22 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& p, const TestHold& 
       RunGuarded("opening the data", [&] { return DataStage::Open(DataOptions(c)); });
   if (!data.ok()) return Fail(prefix, kExitUsage, std::string(data.status().message()));
   startup.Mark("data");
+  if (p.warm_fd >= 0) {
+    // A warm worker (trainer/launcher/warm_link.h): LibTorch is loaded and the data open; it
+    // waits for the slot of a lost worker. Its start-up as a replacement begins when it has one.
+    const absl::StatusOr<WarmActivation> slot =
+        AwaitWarmActivation(p.warm_fd, [] { return g_signal_stop.load(); });
+    ::close(p.warm_fd);
+    if (!slot.ok()) return absl::IsCancelled(slot.status()) ? kExitOk : kExitFailed;
+    const std::string ready = startup.Describe();
+    p.warm_fd = -1;
+    p.local_rank = slot->local_rank;
+    p.heartbeat_fd = slot->relay_fd;
+    prefix = absl::StrCat("[node ", p.node_rank, " local ", p.local_rank, "] ");
+    std::fprintf(stderr, "%swarm worker (pid %d) takes this slot; it was ready after %s\n",
+                 prefix.c_str(), static_cast<int>(::getpid()), ready.c_str());
+    startup = StartupTimes::Warm();
+  }
   absl::StatusOr<at::Device> device = ChooseDevice(c, p);
   if (!device.ok()) return Fail(prefix, kExitUsage, std::string(device.status().message()));
   // cuDNN picks the fastest convolution algorithm per shape (the recipe's cudnn.benchmark = True).

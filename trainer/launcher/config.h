@@ -42,6 +42,9 @@ struct TrainerConfig {
   // In-job recovery: workers the job may replace in place, job-wide (0: a lost worker fails the
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
   int max_restarts = 3;
+  // Warm workers per task (0 or 1; trainer/launcher/warm_link.h): started ahead of need, each
+  // takes the slot of a lost worker without a process start or a data open.
+  int warm_workers = 0;
   // The last K nodes of a Slurm step (one task per node) are spares: they hold no ranks and
   // take over a node that is lost as a whole (docs/operations.md, "When a node is lost").
   int spare_nodes = 0;

@@ -72,6 +72,8 @@ class FailurePolicy {
     stopping_ = true;
   }
   bool leaving() const { return leaving_; }
+  // Whether a failed worker may still be started again (recovery on, restarts left).
+  bool may_respawn() const { return recovery_ && restarts_left_ > 0 && !stopping_; }
   int task_exit_code() const { return result_; }
   bool stopping() const { return stopping_; }
 

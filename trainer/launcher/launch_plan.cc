@@ -210,6 +210,7 @@ std::vector<std::string> PlacementEnv(const WorkerPlacement& p) {
       absl::StrCat("DDP_WORKER_LOCAL_MODE=", p.local_mode ? 1 : 0),
   };
   if (p.heartbeat_fd >= 0) env.push_back(absl::StrCat("DDP_WORKER_HEARTBEAT_FD=", p.heartbeat_fd));
+  if (p.warm_fd >= 0) env.push_back(absl::StrCat("DDP_WORKER_WARM_FD=", p.warm_fd));
   return env;
 }
 
@@ -238,6 +239,12 @@ absl::StatusOr<WorkerPlacement> PlacementFromEnv(const EnvMap& env) {
   if (!Get(env, "DDP_WORKER_HEARTBEAT_FD").empty()) {
     ASSIGN_OR_RETURN(const int64_t fd, GetInt(env, "DDP_WORKER_HEARTBEAT_FD"));
     p.heartbeat_fd = static_cast<int>(fd);
+  }
+  if (!Get(env, "DDP_WORKER_WARM_FD").empty()) {
+    ASSIGN_OR_RETURN(const int64_t fd, GetInt(env, "DDP_WORKER_WARM_FD"));
+    p.warm_fd = static_cast<int>(fd);
+  } else if (p.local_rank < 0) {
+    return absl::FailedPreconditionError("DDP_WORKER_LOCAL_RANK is negative and no DDP_WORKER_WARM_FD");
   }
   return p;
 }

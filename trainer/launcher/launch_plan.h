@@ -40,6 +40,9 @@ struct WorkerPlacement {
   // The worker's end of its task's heartbeat relay socket (client/heartbeat_relay.h), inherited
   // across exec; -1: the worker heartbeats the coordinator itself.
   int heartbeat_fd = -1;
+  // A warm worker's end of its warm link (trainer/launcher/warm_link.h), inherited across exec;
+  // -1 for a worker started for its slot. A warm worker's local_rank is -1 until activated.
+  int warm_fd = -1;
 };
 
 struct LaunchPlan {

@@ -19,9 +19,11 @@
 #include "common/dist_file_lock.h"
 #include "common/exit_codes.h"
 #include "common/job_result.h"
+#include "common/status_macros.h"
 #include "trainer/launcher/coordinator_restarts.h"
 #include "trainer/launcher/failure_policy.h"
 #include "trainer/launcher/supervisor.h"
+#include "trainer/launcher/warm_link.h"
 
 namespace ddp {
 namespace {
@@ -77,6 +79,7 @@ class LauncherRun {
         }
       }
     }
+    StopWarm();
     if (coordinator_ >= 0) OutlastCoordinator();
     if (lock_ != nullptr) lock_->Release();  // the job is over: its dist_file path is free
     const int result = policy_.task_exit_code();
@@ -182,27 +185,38 @@ class LauncherRun {
     }
   }
 
+  // A new relay socket for one worker, or -1 (it then heartbeats by itself).
+  int NewRelaySocket(const std::string& who) {
+    if (!options_.heartbeat_socket) return -1;
+    absl::StatusOr<int> fd = options_.heartbeat_socket();
+    if (fd.ok()) return *fd;
+    Log(task_, absl::StrCat(who, " heartbeats by itself: ", fd.status().message()));
+    return -1;
+  }
+
+  // Starts a worker for `local_rank` (relay socket `relay_fd`, or -1); a warm worker when
+  // `warm_fd` >= 0 (its local rank comes with its activation).
+  absl::StatusOr<int> StartWorker(int local_rank, int relay_fd, int warm_fd = -1) {
+    WorkerPlacement p = plan_.base;
+    p.local_rank = local_rank;
+    p.heartbeat_fd = relay_fd;
+    p.warm_fd = warm_fd;
+    ChildSpec spec;
+    spec.name = warm_fd >= 0 ? std::string("warm worker")
+                             : absl::StrCat("worker (local rank ", local_rank, ")");
+    spec.spawn.argv = options_.worker_command;
+    if (options_.block_stop_request_until_ready) spec.blocked_at_start = {SIGUSR1};
+    if (relay_fd >= 0) spec.spawn.inherit_fds.push_back(relay_fd);
+    if (warm_fd >= 0) spec.spawn.inherit_fds.push_back(warm_fd);
+    spec.spawn.extra_env = PlacementEnv(p);
+    spec.spawn.stop_grace = options_.timeouts.worker_stop_grace;
+    return supervisor_.Start(std::move(spec));
+  }
+
   void StartWorkers() {
     for (int local_rank : plan_.local_ranks) {
-      WorkerPlacement p = plan_.base;
-      p.local_rank = local_rank;
-      ChildSpec spec;
-      spec.name = absl::StrCat("worker (local rank ", local_rank, ")");
-      spec.spawn.argv = options_.worker_command;
-      if (options_.block_stop_request_until_ready) spec.blocked_at_start = {SIGUSR1};
-      if (options_.heartbeat_socket) {
-        absl::StatusOr<int> fd = options_.heartbeat_socket();
-        if (fd.ok()) {
-          p.heartbeat_fd = *fd;
-          spec.spawn.inherit_fds.push_back(*fd);
-        } else {
-          Log(task_, absl::StrCat("worker (local rank ", local_rank,
-                                  ") heartbeats by itself: ", fd.status().message()));
-        }
-      }
-      spec.spawn.extra_env = PlacementEnv(p);
-      spec.spawn.stop_grace = options_.timeouts.worker_stop_grace;
-      auto id = supervisor_.Start(std::move(spec));
+      const int relay_fd = NewRelaySocket(absl::StrCat("worker (local rank ", local_rank, ")"));
+      auto id = StartWorker(local_rank, relay_fd);
       if (!id.ok()) {
         Log(task_,
             absl::StrCat("cannot start ", id.status().message(), "; stopping the other workers"));
@@ -212,10 +226,71 @@ class LauncherRun {
       }
       workers_.push_back(*id);
       local_ranks_.push_back(local_rank);
+      relay_fds_.push_back(relay_fd);
+    }
+    if (options_.warm_workers > 0 && policy_.may_respawn()) StartWarm();
+  }
+
+  // A warm worker (trainer/launcher/warm_link.h), ready for the next lost worker of this task.
+  void StartWarm() {
+    absl::StatusOr<WarmLinkEnds> link = MakeWarmLink();
+    if (!link.ok()) {
+      Log(task_, absl::StrCat("no warm worker: ", link.status().message()));
+      return;
+    }
+    absl::StatusOr<int> id = StartWorker(-1, -1, link->worker_end);
+    ::close(link->worker_end);  // the warm worker has its own
+    if (!id.ok()) {
+      ::close(link->task_end);
+      Log(task_, absl::StrCat("no warm worker: cannot start ", id.status().message()));
+      return;
+    }
+    warm_ = Warm{*id, link->task_end};
+    warm_started_.push_back(*id);
+  }
+
+  // Hands the slot of the lost worker `lost_id` to the warm worker, if one is ready: the warm
+  // worker becomes that local rank's (with its relay socket) and a new warm one is started.
+  bool ActivateWarm(int lost_id, const std::string& who, const ExitStatus& status) {
+    if (!warm_ || !supervisor_.running(warm_->id)) return false;
+    size_t slot = workers_.size();
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (workers_[i] == lost_id) slot = i;
+    }
+    if (slot == workers_.size()) return false;
+    const Warm warm = *warm_;
+    warm_.reset();
+    const absl::Status sent = SendWarmActivation(warm.task_end, local_ranks_[slot], relay_fds_[slot]);
+    ::close(warm.task_end);
+    if (!sent.ok()) {
+      Log(task_, absl::StrCat("warm worker (pid ", supervisor_.pid(warm.id),
+                              ") cannot take the slot: ", sent.message(), "; starting one"));
+      supervisor_.Stop(warm.id, options_.timeouts.worker_stop_grace);
+      return false;
+    }
+    workers_[slot] = warm.id;
+    Log(task_, absl::StrCat("worker ", who, " ", status.Describe(), "; the warm worker (pid ",
+                            supervisor_.pid(warm.id), ") takes local rank ", local_ranks_[slot]));
+    if (policy_.may_respawn()) StartWarm();
+    return true;
+  }
+
+  // The warm worker ended before it was needed: replacements start cold from now on.
+  void OnWarmExit(const ExitStatus& status) {
+    Log(task_, absl::StrCat("warm worker (pid ", supervisor_.pid(warm_->id), ") ",
+                            status.Describe(), " before it was needed; replacements start cold"));
+    ::close(warm_->task_end);
+    warm_.reset();
+  }
+
+  void StopWarm() {
+    if (warm_ && supervisor_.running(warm_->id)) {
+      supervisor_.Stop(warm_->id, options_.timeouts.worker_stop_grace);
     }
   }
 
   void StopWorkers() {
+    StopWarm();
     for (int id : workers_) supervisor_.Stop(id, options_.timeouts.worker_stop_grace);
   }
 
@@ -332,6 +407,22 @@ class LauncherRun {
     }
   }
 
+  // Starts the slot of the lost worker `id` again: the same child, or, for a slot a warm worker
+  // held (its spec is a warm worker's), a new child for that local rank. Returns the slot's id.
+  absl::StatusOr<int> RespawnSlot(int id) {
+    if (std::find(warm_started_.begin(), warm_started_.end(), id) == warm_started_.end()) {
+      RETURN_IF_ERROR(supervisor_.Respawn(id));
+      return id;
+    }
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (workers_[i] != id) continue;
+      ASSIGN_OR_RETURN(const int fresh, StartWorker(local_ranks_[i], relay_fds_[i]));
+      workers_[i] = fresh;
+      return fresh;
+    }
+    return absl::InternalError("no slot for the lost worker");
+  }
+
   int LocalRankOf(int id) const {
     for (size_t i = 0; i < workers_.size(); ++i) {
       if (workers_[i] == id) return local_ranks_[i];
@@ -357,6 +448,10 @@ class LauncherRun {
       case SupervisorEvent::Kind::kExited:
         if (e.id == coordinator_) {
           OnCoordinatorExit(*e.status);
+        } else if (warm_ && e.id == warm_->id) {
+          OnWarmExit(*e.status);
+        } else if (LocalRankOf(e.id) < 0) {
+          // A warm worker stopped after its activation failed, or at the end: not a slot's.
         } else {
           OnWorkerExit(e.id, *e.status);
         }
@@ -408,7 +503,10 @@ class LauncherRun {
   };
 
   void OnWorkerExit(int id, const ExitStatus& status) {
-    const FailurePolicy::Decision d = policy_.OnWorkerExit(status, supervisor_.starts(id) > 1);
+    const bool replacement =
+        supervisor_.starts(id) > 1 ||
+        std::find(warm_started_.begin(), warm_started_.end(), id) != warm_started_.end();
+    const FailurePolicy::Decision d = policy_.OnWorkerExit(status, replacement);
     if (!d.failure) return;
     const int local_rank = LocalRankOf(id);
     const pid_t pid = supervisor_.pid(id);
@@ -488,13 +586,15 @@ class LauncherRun {
         StopWorkers();
         return;
       case FailurePolicy::Action::kRespawn: {
-        absl::Status respawned = supervisor_.Respawn(id);
-        Log(task_,
-            absl::StrCat("worker ", who, " ", status.Describe(), "; ",
-                         respawned.ok()
-                             ? absl::StrCat("started it again (pid ", supervisor_.pid(id), ")")
-                             : absl::StrCat("cannot start it again: ", respawned.message(),
-                                            "; stopping the other workers")));
+        if (ActivateWarm(id, who, status)) return;
+        absl::StatusOr<int> respawned = RespawnSlot(id);
+        Log(task_, absl::StrCat("worker ", who, " ", status.Describe(), "; ",
+                                respawned.ok()
+                                    ? absl::StrCat("started it again (pid ",
+                                                   supervisor_.pid(*respawned), ")")
+                                    : absl::StrCat("cannot start it again: ",
+                                                   respawned.status().message(),
+                                                   "; stopping the other workers")));
         if (!respawned.ok()) {
           policy_.OnLaunchFailure();
           StopWorkers();
@@ -537,6 +637,15 @@ class LauncherRun {
   Supervisor supervisor_;
   FailurePolicy policy_;
   int coordinator_ = -1;
+  // The warm worker ready for the next loss (--warm-workers), and every child started warm
+  // (their specs are a warm worker's: a slot one held is started again as a new child).
+  struct Warm {
+    int id;
+    int task_end;
+  };
+  std::optional<Warm> warm_;
+  std::vector<int> warm_started_;
+  std::vector<int> relay_fds_;  // per slot, as workers_: its relay socket, or -1
   std::unique_ptr<DistFileLock> lock_;       // task 0: the job's dist_file, held to the end
   std::vector<std::string> resume_command_;  // the coordinator's restart, with the lock
   CoordinatorRestarts coordinator_restarts_;

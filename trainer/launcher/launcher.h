@@ -96,6 +96,10 @@ struct LauncherOptions {
   // --max-restarts, the job-wide bound on restarts: this task respawns at most this many
   // workers (the coordinator decides each one). 0: fail fast.
   int max_restarts = 0;
+  // --warm-workers: while restarts are left, this task keeps this many (0 or 1) warm workers
+  // (trainer/launcher/warm_link.h) started ahead of need; a lost worker's slot goes to one, and
+  // another is started. 0: a replacement is started when needed.
+  int warm_workers = 0;
   // A spare node (plan.spare): how it asks, how often, and how long it goes on without an
   // answer before it leaves (exit 0: the job does without it).
   SpareStandBy stand_by;

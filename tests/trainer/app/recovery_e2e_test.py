@@ -326,6 +326,32 @@ def case_kill_during_checkpoint(tmp):
     expect(not left, f"temp files left in the checkpoint folder: {left}")
 
 
+def case_warm_worker_takes_the_slot(tmp):
+    """--warm-workers 1: rank 1 dies after step 3 and rank 3 after step 13; each slot goes to the
+    task's warm worker (started ahead of need, LibTorch loaded and data open), not to a process
+    started then, and a new warm worker is ready for the second loss. Bit for bit, no checkpoint
+    read, and no warm worker is left behind."""
+    ref = reference()
+    job = Job(tmp, "warm", extra=["--warm-workers", "1"], holds=[("step", 1, 3), ("step", 3, 13)])
+    os.kill(job.held(0), signal.SIGKILL)
+    os.kill(job.held(1), signal.SIGKILL)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 2, ref)
+    taken = re.findall(r"the warm worker \(pid (\d+)\) takes local rank (\d+)", out)
+    expect([r for _, r in taken] == ["1", "3"], f"warm workers took {taken}, want local ranks 1 "
+           "and 3", out)
+    expect(taken[0][0] != taken[1][0], "the same warm worker took both slots", out)
+    for pid, rank in taken:
+        expect(re.search(r"\[node 0 local %s\] warm worker \(pid %s\) takes this slot; it was "
+                         r"ready after" % (rank, pid), out), f"warm worker {pid} did not say so",
+               out)
+    expect("started it again" not in out, "a replacement process was started cold", out)
+    expect("resuming from" not in out, "a checkpoint file was read", out)
+    left = subprocess.run(["pgrep", "-s", str(job.p.pid)], stdout=subprocess.PIPE,
+                          text=True).stdout.split()
+    expect(not left, f"processes left in the job's session: {left}", out)
+
+
 def case_kill_during_last_checkpoint(tmp):
     """Rank 0 dies as it is about to write the run's last checkpoint (step 24, after the last
     epoch), when the other ranks have trained their last step: they are still members (they wait
