@@ -244,7 +244,8 @@ absl::StatusOr<WorkerPlacement> PlacementFromEnv(const EnvMap& env) {
     ASSIGN_OR_RETURN(const int64_t fd, GetInt(env, "DDP_WORKER_WARM_FD"));
     p.warm_fd = static_cast<int>(fd);
   } else if (p.local_rank < 0) {
-    return absl::FailedPreconditionError("DDP_WORKER_LOCAL_RANK is negative and no DDP_WORKER_WARM_FD");
+    return absl::FailedPreconditionError(
+        "DDP_WORKER_LOCAL_RANK is negative and no DDP_WORKER_WARM_FD");
   }
   return p;
 }

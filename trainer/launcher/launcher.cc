@@ -260,7 +260,8 @@ class LauncherRun {
     if (slot == workers_.size()) return false;
     const Warm warm = *warm_;
     warm_.reset();
-    const absl::Status sent = SendWarmActivation(warm.task_end, local_ranks_[slot], relay_fds_[slot]);
+    const absl::Status sent =
+        SendWarmActivation(warm.task_end, local_ranks_[slot], relay_fds_[slot]);
     ::close(warm.task_end);
     if (!sent.ok()) {
       Log(task_, absl::StrCat("warm worker (pid ", supervisor_.pid(warm.id),
@@ -588,13 +589,13 @@ class LauncherRun {
       case FailurePolicy::Action::kRespawn: {
         if (ActivateWarm(id, who, status)) return;
         absl::StatusOr<int> respawned = RespawnSlot(id);
-        Log(task_, absl::StrCat("worker ", who, " ", status.Describe(), "; ",
-                                respawned.ok()
-                                    ? absl::StrCat("started it again (pid ",
-                                                   supervisor_.pid(*respawned), ")")
-                                    : absl::StrCat("cannot start it again: ",
-                                                   respawned.status().message(),
-                                                   "; stopping the other workers")));
+        Log(task_,
+            absl::StrCat(
+                "worker ", who, " ", status.Describe(), "; ",
+                respawned.ok()
+                    ? absl::StrCat("started it again (pid ", supervisor_.pid(*respawned), ")")
+                    : absl::StrCat("cannot start it again: ", respawned.status().message(),
+                                   "; stopping the other workers")));
         if (!respawned.ok()) {
           policy_.OnLaunchFailure();
           StopWorkers();
@@ -645,7 +646,7 @@ class LauncherRun {
   };
   std::optional<Warm> warm_;
   std::vector<int> warm_started_;
-  std::vector<int> relay_fds_;  // per slot, as workers_: its relay socket, or -1
+  std::vector<int> relay_fds_;               // per slot, as workers_: its relay socket, or -1
   std::unique_ptr<DistFileLock> lock_;       // task 0: the job's dist_file, held to the end
   std::vector<std::string> resume_command_;  // the coordinator's restart, with the lock
   CoordinatorRestarts coordinator_restarts_;
