@@ -51,13 +51,6 @@ EPOCHS=2
 SEED=$((CHAOS_SEED % 100000))
 HB=5  # --heartbeat-timeout
 
-# env_of PID VAR -> the value of VAR in the environment PID started with
-env_of() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n "s/^$2=//p" | head -1; }
-descendants() {
-  local p
-  echo "$1"
-  for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$p"; done
-}
 # node_tasks JOB -> "NODEID PID" of each live ddp-trainer task of JOB (not its workers)
 node_tasks() {
   local p

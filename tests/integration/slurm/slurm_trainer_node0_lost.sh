@@ -17,16 +17,6 @@ tr_require
 N0_DATA=${N0_DATA:-synthetic:8192x1x8x8:10}   # world 2, batch 16: 256 steps per epoch
 N0_SEED=11
 
-# env_of PID VAR -> the value of VAR in the environment PID started with
-env_of() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n "s/^$2=//p" | head -1; }
-
-# descendants PID -> PID and every process below it (one per line)
-descendants() {
-  local p
-  echo "$1"
-  for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$p"; done
-}
-
 # all_gone PID...: none of them runs (gone, or a zombie its parent has not reaped yet)
 all_gone() {
   local p

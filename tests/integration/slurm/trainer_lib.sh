@@ -124,3 +124,13 @@ procs_mentioning() {
     tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$s" && echo "${p#/proc/}"
   done
 }
+
+# env_of PID VAR -> the value of VAR in the environment PID started with
+env_of() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n "s/^$2=//p" | head -1; }
+
+# descendants PID -> PID and every process below it (one per line)
+descendants() {
+  local p
+  echo "$1"
+  for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$p"; done
+}
