@@ -148,8 +148,10 @@ def case_finished_ranks_kept(tmp):
     """3 workers; rank 0 frozen before its final checkpoint while ranks 1 and 2 are done; the
     coordinator SIGKILLed then. The restarted one must know from its journal that ranks 1 and 2
     are done (they never call again), so the job SUCCEEDS once rank 0 is done."""
-    # The hold freezes rank 0's heartbeats too: a timeout longer than the test.
-    extra = ["--nprocs-per-node", "3", "--heartbeat-timeout", "60"]
+    # The hold freezes rank 0's heartbeats too: a timeout longer than the test. No in-job
+    # recovery: with it, every rank waits for rank 0's last checkpoint before it reports done
+    # (training_loop.cc), and ranks 1 and 2 could not be done while rank 0 is held before it.
+    extra = ["--nprocs-per-node", "3", "--heartbeat-timeout", "60", "--max-restarts", "0"]
     # 512 samples over 3 ranks: 171 each (padded), batches of 16: 11 steps per epoch.
     total = 3 * -(-(-(-512 // 3)) // 16)
     ref = R.reference(extra)
