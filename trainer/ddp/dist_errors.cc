@@ -35,23 +35,15 @@ namespace {
 
 std::atomic<CollectiveWaitHook> g_wait_hook{nullptr};
 
-// Calls the hook with true now and with false when it goes out of scope.
-class WaitMark {
- public:
-  WaitMark() : hook_(g_wait_hook.load(std::memory_order_relaxed)) {
-    if (hook_ != nullptr) hook_(true);
-  }
-  ~WaitMark() {
-    if (hook_ != nullptr) hook_(false);
-  }
-  WaitMark(const WaitMark&) = delete;
-  WaitMark& operator=(const WaitMark&) = delete;
-
- private:
-  const CollectiveWaitHook hook_;
-};
-
 }  // namespace
+
+CollectiveWaitScope::CollectiveWaitScope() : hook_(g_wait_hook.load(std::memory_order_relaxed)) {
+  if (hook_ != nullptr) hook_(true);
+}
+
+CollectiveWaitScope::~CollectiveWaitScope() {
+  if (hook_ != nullptr) hook_(false);
+}
 
 void SetCollectiveWaitHook(CollectiveWaitHook hook) {
   g_wait_hook.store(hook, std::memory_order_relaxed);
@@ -59,7 +51,7 @@ void SetCollectiveWaitHook(CollectiveWaitHook hook) {
 
 void WaitForWork(c10d::Work& work, c10d::Backend& pg, std::chrono::steady_clock::time_point issued,
                  const char* what) {
-  const WaitMark mark;
+  const CollectiveWaitScope mark;
   std::exception_ptr error;
   std::string message;
   bool distributed = false;

@@ -52,6 +52,20 @@ std::chrono::milliseconds CollectiveTimeout(c10d::Backend& pg);
 using CollectiveWaitHook = void (*)(bool waiting);
 void SetCollectiveWaitHook(CollectiveWaitHook hook);
 
+// Calls the hook with true when made and with false when it ends: for the other waits on a
+// group's collectives than WaitForWork's (the teardown of a failed group, which waits for the
+// collectives still in flight).
+class CollectiveWaitScope {
+ public:
+  CollectiveWaitScope();
+  ~CollectiveWaitScope();
+  CollectiveWaitScope(const CollectiveWaitScope&) = delete;
+  CollectiveWaitScope& operator=(const CollectiveWaitScope&) = delete;
+
+ private:
+  const CollectiveWaitHook hook_;
+};
+
 // Waits for `work` (a collective of `pg` issued at `issued`). On failure throws
 // CollectiveTimeoutError or c10::DistBackendError (see above) naming `what`; errors that already
 // are c10 distributed errors keep their type unless they are a timeout.

@@ -4,6 +4,8 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <utility>
 
+#include "trainer/ddp/dist_errors.h"
+
 namespace ddp {
 
 absl::StatusOr<ProcessGroupHandle> ProcessGroupHandle::Create(
@@ -54,7 +56,15 @@ absl::Status ProcessGroupHandle::Close() {
   if (!backend_) return absl::OkStatus();
   c10::intrusive_ptr<c10d::Backend> backend = std::move(backend_);
   backend_.reset();
-  return failed_ ? AbortProcessGroup(*backend) : ShutdownProcessGroup(*backend);
+  if (!failed_) return ShutdownProcessGroup(*backend);
+  // Ending a failed Gloo group waits for the collectives its threads still run, and one may wait
+  // on a peer that is alive but never sends (it tears its own group down): up to the group's
+  // timeout. To the worker that is a collective wait, so that its rejoin deadline applies
+  // (ProgressReporter): marked until the last reference is gone.
+  const CollectiveWaitScope waiting;
+  absl::Status aborted = AbortProcessGroup(*backend);
+  backend.reset();
+  return aborted;
 }
 
 absl::Status ProcessGroupHandle::Abort() {

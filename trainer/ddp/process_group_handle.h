@@ -11,7 +11,9 @@
 //
 // Gloo keeps no abort or shutdown of its own: its group closes its connections when the last
 // reference goes, which this handle drops at its end (other holders, such as the DDP engine, must
-// be gone first to close it then).
+// be gone first to close it then). That end waits for the collectives its threads still run,
+// which can take up to the group's timeout when one waits on a live peer that never sends: the
+// wait is reported through the collective-wait hook (dist_errors.h), as any collective wait.
 //
 // Thread safety: owned by one thread (the training thread); backend() follows c10d's contract.
 #ifndef SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_HANDLE_H_

@@ -144,6 +144,30 @@ def case_killed_during_recovery(tmp):
     R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
 
 
+def case_killed_during_second_recovery(tmp):
+    """Rank 0 SIGKILLed and replaced (generation 1); later rank 2 SIGKILLed and the coordinator
+    SIGKILLed as soon as the job is RECOVERING again. The old coordinator had announced
+    generation 2 to the survivors; the restarted one knows generation 1 only and forms the next
+    one again. Every survivor, the replacement rank 0 among them, must take part in it: the run
+    ends exit 0, bit for bit, with one coordinator restart."""
+    ref = R.reference()
+    first = random.Random().randint(2, 6)
+    second = random.Random().randint(first + 4, TOTAL_STEPS - 6)
+    job = R.Job(tmp, "cr2", holds=[("step", 0, first), ("step", 2, second)])
+    os.kill(job.held(0), signal.SIGKILL)
+    job.wait_status(lambda s: s["state"] == "RUNNING" and s.get("membership_generation", 0) >= 1,
+                    every=0.02)
+    os.kill(job.held(1), signal.SIGKILL)
+    job.wait_status(lambda s: s["state"] == "RECOVERING", every=0.02)
+    os.kill(coordinator_pid(job), signal.SIGKILL)
+    print(f"rank 0 killed after step {first}; rank 2 after step {second}, the coordinator during "
+          "the second recovery")
+    code, out = job.finish()
+    R.expect(code == 0, f"job exited {code}, want 0", out)
+    R.expect(out.count("restarting it from its journal (1 of 3)") == 1, "no restart logged", out)
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+
+
 def case_finished_ranks_kept(tmp):
     """3 workers; rank 0 frozen before its final checkpoint while ranks 1 and 2 are done; the
     coordinator SIGKILLed then. The restarted one must know from its journal that ranks 1 and 2

@@ -1,17 +1,20 @@
 // ProcessGroupHandle: how a group ends (shutdown after a normal end; abort after MarkFailed or
 // while an exception unwinds; exactly once, moves included), and, in real processes on loopback,
 // a group whose peer was SIGKILLed fails fast, is dropped, and a new group under a new prefix
-// works among the survivors.
+// works among the survivors; ending a failed group that waits on a silent peer is a reported
+// collective wait.
 #include "trainer/ddp/process_group_handle.h"
 
 #include <signal.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <vector>
 
@@ -83,11 +86,12 @@ TEST(ProcessGroupHandle, ExplicitAbortAbortsAHealthyGroup) {
   EXPECT_EQ(fake->calls, Calls{"abort"});
 }
 
-ProcessGroupHandle Build(const std::string& prefix, int rank, int world) {
+ProcessGroupHandle Build(const std::string& prefix, int rank, int world,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), 3);
   ProcessGroupOptions options;
   options.backend = BackendKind::kGloo;
-  options.timeout = std::chrono::seconds(60);
+  options.timeout = timeout;
   options.gloo_hostname = "127.0.0.1";
   auto pg = ProcessGroupHandle::Create(store, prefix, rank, world, options);
   if (!pg.ok()) {
@@ -146,6 +150,67 @@ TEST(ProcessGroupHandleRebuild, SurvivorsOfASigkilledPeerRebuildUnderANewPrefix)
   at::Tensor x = torch::full({8}, static_cast<float>(rank + 1));
   ASSERT_TRUE(Allreduce(gen1, x).ok());
   EXPECT_TRUE(torch::equal(x, torch::full({8}, 3.0f)));
+}
+
+// What the collective-wait hook saw, in this process: the times it was called with true and false.
+std::atomic<int64_t> g_wait_began_ns{0};
+std::atomic<int64_t> g_wait_ended_ns{0};
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+void RecordWait(bool waiting) { (waiting ? g_wait_began_ns : g_wait_ended_ns).store(NowNs()); }
+
+// Ending a failed Gloo group waits for the collectives its threads still run. Here the one in
+// flight waits on rank 2, which is alive and never joins it (as a peer tearing down its own group
+// does): the end takes the group's timeout, and the wait is reported through the collective-wait
+// hook all along (the worker's rejoin deadline applies to it as to any collective wait).
+TEST(ProcessGroupHandleRebuild, EndingAFailedGroupWaitsOnASilentPeerAsACollectiveWait) {
+  if (!testing::IsChild()) {
+    auto results = testing::RunRanks(3, absl::Seconds(120));
+    ASSERT_EQ(results.size(), 3u);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_FALSE(results[r].timed_out) << results[r].output;
+      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
+    }
+    const size_t line = results[0].output.find("rank 0: ending");
+    if (line != std::string::npos) {
+      std::printf(
+          "%s\n",
+          results[0].output.substr(line, results[0].output.find('\n', line) - line).c_str());
+    }
+    return;
+  }
+  const int rank = testing::ChildRank();
+  constexpr auto kTimeout = std::chrono::seconds(3);
+  ProcessGroupHandle pg = Build("gen0", rank, 3, kTimeout);
+  at::Tensor one = torch::ones({4});
+  ASSERT_TRUE(Allreduce(pg, one).ok());
+  if (rank == 2) {
+    // Alive, connected, and silent until the others have ended their groups.
+    std::this_thread::sleep_for(2 * kTimeout);
+    return;
+  }
+  std::vector<at::Tensor> v = {torch::ones({1 << 12})};
+  c10::intrusive_ptr<c10d::Work> in_flight = pg.backend().allreduce(v);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(in_flight->isCompleted());
+  in_flight.reset();  // the training thread left its wait (another collective failed)
+  SetCollectiveWaitHook(&RecordWait);
+  pg.MarkFailed();
+  const int64_t before = NowNs();
+  EXPECT_TRUE(pg.Close().ok());
+  const int64_t after = NowNs();
+  SetCollectiveWaitHook(nullptr);
+  const double seconds = static_cast<double>(after - before) * 1e-9;
+  std::printf("rank %d: ending the failed group took %.2f s (group timeout %lld s)\n", rank,
+              seconds, static_cast<long long>(kTimeout.count()));
+  EXPECT_GT(seconds, 0.5 * static_cast<double>(kTimeout.count()));
+  EXPECT_GE(g_wait_began_ns.load(), before);
+  EXPECT_LT(g_wait_began_ns.load(), before + 100'000'000) << "marked as the wait began";
+  EXPECT_GE(g_wait_ended_ns.load(), after - 100'000'000) << "and unmarked only at its end";
+  EXPECT_LE(g_wait_ended_ns.load(), after);
 }
 
 }  // namespace
