@@ -97,9 +97,12 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done_as_is) {
     if (!joined.ok()) {
       error = joined.status();
       // A replacement whose predecessor's loss went to the coordinator before this restored one:
-      // until the predecessor is reported again or misses its heartbeat timeout, retry.
-      if (absl::IsAlreadyExists(error) &&
-          clock_->Now() - restored_at_ < config_.heartbeat_timeout) {
+      // while the predecessor has not been heard from since the restore, retry (it is reported
+      // again or misses its heartbeat timeout). Judged by its last heartbeat, not by the clock:
+      // a Register that comes as the timeout runs out must not be refused a moment before the
+      // loss is declared.
+      if (absl::IsAlreadyExists(error) && restored_at_ != absl::InfinitePast() &&
+          !HeardSinceRestoreLocked(membership_.RankOf(who.node_rank, who.local_rank))) {
         error = absl::UnavailableError(
             absl::StrCat(error.message(),
                          ", not heard from since the coordinator restarted from its journal; "
@@ -136,6 +139,12 @@ void Job::CompleteRegistrationLocked(Completions* out) {
       absl::StrCat("all ", config_.world_size, " workers registered on ", membership_.num_nodes(),
                    " node(s) after ", SecondsText(now - lifecycle_.start())),
       out);
+}
+
+bool Job::HeardSinceRestoreLocked(int rank) const {
+  if (rank < 0 || rank >= liveness_.num_ranks()) return true;  // no such rank: a plain refusal
+  const absl::Time now = clock_->Now();
+  return now - liveness_.Sample(rank, now).since_seen > restored_at_;
 }
 
 absl::StatusOr<ShardAssignment> Job::GetShard(int rank, int pid, const ShardRequest& request) {

@@ -269,6 +269,8 @@ class Job {
   void EventLocked(const std::string& line, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A change every status reader must see at once (EventLocked includes it).
   void ChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `rank` was heard from after the restore from the journal (true for no such rank).
+  bool HeardSinceRestoreLocked(int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A new slot was taken: its event line (a large world logs every tenth of it only).
   void NoteRegistrationLocked(const WorkerIdentity& who, bool replacing, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -343,9 +345,10 @@ class Job {
   absl::Time coordinator_lost_at_ ABSL_GUARDED_BY(mu_);
   // The journal's condition as last announced in an event.
   JournalCondition journal_noted_ ABSL_GUARDED_BY(mu_) = JournalCondition::kOk;
-  // When Restore took over a rank table from the journal (InfinitePast: never). For a heartbeat
-  // timeout after it, the job cannot tell a slot's live holder from one whose loss was reported
-  // to the coordinator before this one: Register answers a taken slot UNAVAILABLE (retry).
+  // When Restore took over a rank table from the journal (InfinitePast: never). Until a slot's
+  // holder is heard from after it, the job cannot tell a live holder from one whose loss was
+  // reported to the coordinator before this one: Register answers that taken slot UNAVAILABLE
+  // (retry) until the holder beats or is declared lost (HeardSinceRestoreLocked).
   absl::Time restored_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Thread-safe on its own; written under mu_ (the command mirrors lifecycle_).
   Published published_;

@@ -290,6 +290,66 @@ TEST_F(JournalTest, ALengthInTheMiddleRunningPastTheEndIsRefusedWithItsOffset) {
 
 // Ranks that reported their end are journaled: a coordinator restarted after ranks 1-3 finished
 // shows them done, and the job SUCCEEDS once rank 0 finishes too.
+// After a restore, a replacement meeting its slot still held by a process not heard from since
+// is told to retry (its predecessor's loss may have gone to the coordinator before this one),
+// however long that takes, up to the moment the loss is declared; a holder that beats after the
+// restore is alive, and the same Register is refused for good.
+TEST_F(JournalTest, AReplacementRetriesUntilItsSilentPredecessorIsDeclaredLost) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    Job job(Config(journal->get()), &clock_);
+    for (int i = 0; i < 4; ++i) {
+      job.Register(Who(i / 2, i % 2, 100 + i), [](absl::StatusOr<RankAssignment>) {});
+    }
+    ASSERT_EQ(job.Status().state, JobState::kRunning);
+  }
+  JournalState state;
+  auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  JobConfig config = Config(resumed->get());
+  config.heartbeat_timeout = absl::Seconds(3);
+  config.max_restarts = 3;
+  Job job(config, &clock_);
+  ASSERT_TRUE(job.Restore(state).ok());
+  // The answer, which may come later (a replacement's waits for the generation to form).
+  using Answer = std::shared_ptr<absl::StatusOr<RankAssignment>>;
+  auto register_as = [&job](int node, int local, int pid) {
+    Answer got = std::make_shared<absl::StatusOr<RankAssignment>>(absl::UnknownError("no answer"));
+    job.Register(Who(node, local, pid), [got](absl::StatusOr<RankAssignment> r) { *got = r; });
+    return got;
+  };
+  ProgressReport p;
+  for (int r : {0, 1, 3}) ASSERT_TRUE(job.Heartbeat(r, 100 + r, p).ok());
+  // Rank 2 (node 1, local rank 0, pid 102) is silent: its replacement retries, even at the very
+  // end of the timeout (before the tick that declares the loss).
+  for (int second = 1; second <= 3; ++second) {
+    clock_.Advance(absl::Seconds(1));
+    for (int r : {0, 1, 3}) ASSERT_TRUE(job.Heartbeat(r, 100 + r, p).ok());
+    Answer got = register_as(1, 0, 200);
+    EXPECT_TRUE(absl::IsUnavailable(got->status())) << second << " s: " << got->status();
+  }
+  // Rank 3's slot (node 1, local rank 1) is held by a process heard from since the restore: a
+  // second process claiming it is refused for good.
+  Answer duplicate = register_as(1, 1, 201);
+  EXPECT_TRUE(absl::IsAlreadyExists(duplicate->status())) << duplicate->status();
+  // The tick past the timeout declares rank 2 lost; the replacement takes its place.
+  clock_.Advance(absl::Milliseconds(100));
+  job.Tick();
+  ASSERT_EQ(job.Status().state, JobState::kRecovering);
+  Answer replaced = register_as(1, 0, 200);
+  RejoinRequest rejoin;
+  rejoin.membership_generation = state.table->generation;
+  for (int r : {0, 1, 3}) {
+    job.Rejoin(r, 100 + r, rejoin, [r](absl::StatusOr<RankAssignment> a) {
+      EXPECT_TRUE(a.ok()) << "rank " << r << ": " << a.status();
+    });
+  }
+  ASSERT_TRUE(replaced->ok()) << replaced->status();
+  EXPECT_EQ((*replaced)->rank, 2);
+  EXPECT_EQ(job.Status().state, JobState::kRunning);
+}
+
 TEST_F(JournalTest, FinishedRanksStayFinishedAfterARestart) {
   {
     auto journal = Journal::Create(path_, Header(), nullptr);
