@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/tls_credentials.h"
 #include "client/token_file.h"
+#include "common/job_result.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "proto/convert.h"
@@ -169,6 +170,15 @@ bool RpcChannel::FollowRestart() const {
   return true;
 }
 
+std::optional<std::string> RpcChannel::JobEnded() const {
+  if (dist_file_.empty()) return std::nullopt;
+  const absl::StatusOr<JobResult> r = ReadJobResult(JobResultPath(dist_file_));
+  if (!r.ok() || r->job_id != endpoint_.job_id || r->generation != endpoint_.generation) {
+    return std::nullopt;  // none yet, or an earlier generation's (a requeue)
+  }
+  return absl::StrCat("the job has ended (", r->state, ")");
+}
+
 bool RpcChannel::StaleEpoch(const grpc::ClientContext& ctx) const {
   const auto& md = ctx.GetServerInitialMetadata();
   auto it = md.find(kEpochHeader);
@@ -218,6 +228,15 @@ absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE && now < deadline && FollowRestart()) {
       backoff = absl::Milliseconds(50);
       continue;  // the coordinator came back elsewhere: try there at once
+    }
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      // A coordinator that is gone because the job is over wrote the result file as it ended:
+      // no retry can be answered, so the caller learns it now, not at its deadline (a task's
+      // last relayed heartbeat or fence poll kept its step open for the whole deadline).
+      if (std::optional<std::string> ended = JobEnded(); ended) {
+        return absl::UnavailableError(
+            absl::StrCat(method, ": coordinator at ", address(), " is gone: ", *ended));
+      }
     }
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE && now + backoff < deadline) {
       std::uniform_real_distribution<double> jitter(0.5, 1.5);

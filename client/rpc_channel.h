@@ -16,6 +16,9 @@
 // epoch 0): a reply from an epoch older than the newest this channel has seen is never obeyed; the
 // call is treated as UNAVAILABLE, so the dist_file is read again and the call retried there.
 //
+// A call that finds the coordinator UNAVAILABLE while the job's result file (<dist_file>.result,
+// this job and generation) exists returns at once: the job is over and no retry can be answered.
+//
 // Every channel is TLS and trusts one certificate: the job's (the dist_file's `tls_cert`, or with
 // an address the token file's or ConnectOptions::tls_cert), checked under kTlsServerName
 // (common/dist_file.h). A peer without the job's key fails the handshake before any call, its
@@ -31,6 +34,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +96,9 @@ class RpcChannel {
   // True when the reply in `ctx` came from an epoch older than the newest seen (and records a
   // newer one).
   bool StaleEpoch(const grpc::ClientContext& ctx) const;
+  // How the job ended, from its result file (common/job_result.h) when that file is this job's
+  // and generation's; nullopt while there is none, or without a dist_file.
+  std::optional<std::string> JobEnded() const;
 
   DistFileContents endpoint_;  // address, tokens, nonce (nonce empty without a dist_file)
   std::string token_;

@@ -15,6 +15,8 @@
 #include "client/coordinator_client.h"
 #include "client/operator_client.h"
 #include "common/dist_file.h"
+#include "common/file_util.h"
+#include "common/job_result.h"
 #include "common/sampler_plan.h"
 #include "coordinator/job/job.h"
 #include "coordinator/kv_store.h"
@@ -463,6 +465,38 @@ TEST_F(ServerTest, NonsensicalRequestsAreRefusedAndChangeNothing) {
   EXPECT_EQ(s.state, JobState::kFailed);
   EXPECT_EQ(s.failure.kind, FailureKind::kWorkerError);
   EXPECT_LT(s.failure.text.size(), 5000u);
+}
+
+// A coordinator gone because the job is over (its result file says so, for this job and
+// generation): a call finding it UNAVAILABLE returns at once instead of retrying until its
+// deadline. An earlier generation's result file (a requeue's leftover) is not taken for it.
+TEST_F(ServerTest, ACallToTheGoneCoordinatorOfAnEndedJobReturnsAtOnce) {
+  Start(1);
+  ConnectOptions o = Options();
+  o.rpc_timeout = absl::Seconds(3);  // backoff: the last retry comes up to 1.5 s before it
+  auto api = ConnectToCoordinator(o);
+  ASSERT_TRUE(api.ok()) << api.status();
+  server_.reset();  // the coordinator is gone
+  auto write_result = [&](int64_t generation) {
+    JobResult r;
+    r.job_id = contents_.job_id;
+    r.generation = generation;
+    r.state = "SUCCEEDED";
+    r.exit_code = 0;
+    ASSERT_TRUE(WriteFileAtomically(JobResultPath(dist_file_), FormatJobResult(r), 0600).ok());
+  };
+  write_result(contents_.generation + 1);
+  absl::Time start = absl::Now();
+  absl::Status st = (*api)->Ping();
+  EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(1500)) << "another generation's result";
+  write_result(contents_.generation);
+  start = absl::Now();
+  st = (*api)->Ping();
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("the job has ended (SUCCEEDED)"));
+  EXPECT_LT(took, absl::Milliseconds(500)) << st;
 }
 
 TEST_F(ServerTest, StaleNonceIsRefusedAtConnect) {
