@@ -207,8 +207,6 @@ body() {
   note "job $JOB: $outcome after $restarts requeue(s)"
   grep -hE 'took over|lost with its coordinator|recovery [0-9]+:|resuming from|requeue' "$w/job.out" "$DF".coordinator.log* 2>/dev/null |
     sed 's/^/    | /' | tail -40
-  wait "$ref_pid"; rc=$?
-  ((rc == DDP_EXIT_OK)) || { dump_file "$ref/out"; fail "reference run exit $rc"; }
   local summary="" kind_list="" skipped=0
   for k in "${KINDS[@]}"; do
     kind_list+="${kind_list:+, }$k x${COUNT[$k]:-0}"
@@ -216,8 +214,12 @@ body() {
   done
   summary="slurm chaos: faults $faults ($kind_list; $skipped skipped), requeues $restarts, job ${outcome%%/*}"
   if [[ $outcome != "COMPLETED/$DDP_EXIT_OK:0" ]]; then
+    # Judged before the reference ends: a failed job needs no comparison, so it is not awaited.
+    kill -TERM "$ref_pid" 2>/dev/null
     echo "$summary"; dump_file "$w/job.out"; fail "want COMPLETED/$DDP_EXIT_OK:0, got $outcome"
   fi
+  wait "$ref_pid"; rc=$?
+  ((rc == DDP_EXIT_OK)) || { dump_file "$ref/out"; fail "reference run exit $rc"; }
   [[ -s "$ref/ckpt/final.pt" && -s "$w/checkpoints/$JOB/final.pt" ]] || fail "final.pt missing"
   if tr_same_weights "$w/checkpoints/$JOB/final.pt" "$ref/ckpt/final.pt"; then
     echo "$summary, final.pt bit for bit equal to the reference"

@@ -118,12 +118,20 @@ ddp_job() {
     "${extra_spares[@]}" "${extra_standby[@]}" "${DDP_RESUME_ARGS[@]}" "${extra[@]}"
   local rc=$?
   # With spares, shrinking or a standby, a lost node's task ends badly (killed, or its node
-  # failed) while the others finish the job: the coordinator's result file (never its log, which
-  # carries strings from clients) says how the job ended.
-  if ((rc != DDP_EXIT_OK)) && ((survives_lost_node)) &&
-     ddp_job_outcome "$DIST_FILE" >/dev/null; then
-    ddp_log "a task of the step exited $rc (a lost node), but the job SUCCEEDED on the others"
-    rc=$DDP_EXIT_OK
+  # failed) while the others finish the job, or stop it resumable (a preemption after the loss:
+  # the step's code is then the dead task's, not the stop's): the coordinator's result file
+  # (never its log, which carries strings from clients) says how the job ended.
+  if ((rc != DDP_EXIT_OK)) && ((survives_lost_node)); then
+    case $(ddp_job_outcome "$DIST_FILE") in
+      SUCCEEDED)
+        ddp_log "a task of the step exited $rc (a lost node), but the job SUCCEEDED on the others"
+        rc=$DDP_EXIT_OK ;;
+      STOPPED)
+        if ((rc != DDP_EXIT_RESUMABLE)); then
+          ddp_log "a task of the step exited $rc (a lost node), but the job STOPPED resumable on the others"
+          rc=$DDP_EXIT_RESUMABLE
+        fi ;;
+    esac
   fi
   ddp_finish "$rc"
 }

@@ -5,6 +5,10 @@
 # the step goes on: srun --no-kill --kill-on-bad-exit=0). Its rank goes silent, the spare takes it
 # over with the survivor's state, the job ends COMPLETED 0:0, and its final.pt is bitwise equal to
 # an uninterrupted run with the same flags (srun on 2 nodes, in the background).
+# SP_PREEMPT=1 (the ctest slurm_trainer_spare_preempt): after the takeover the kit's own requeue
+# (`scancel --signal=USR1 --batch`) stops the job resumable. The step's exit code is then the
+# killed task's (137), not the stop's: the kit must still requeue it (the coordinator's result file
+# says STOPPED), and generation 1 resumes from the stop's checkpoint and completes.
 export SLURM_HARNESS_NODES=3
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/kit_lib.sh"
@@ -13,6 +17,8 @@ tr_require
 
 SP_DATA=${SP_DATA:-synthetic:8192x1x8x8:10}   # world 2, batch 16: 256 steps per epoch
 SP_SEED=9
+SP_PREEMPT=${SP_PREEMPT:-0}
+job_restarts_is() { [[ "$(job_field "$1" Restarts)" == "$2" ]]; }
 
 body() {
   local w=$T_WORK/sp ref=$T_WORK/ref job df j victim_pid task_pid rc step
@@ -46,16 +52,29 @@ body() {
     'j=$(tr_status "$df") && [[ "$(tr_json_get "$j" restarts)" == 1 && "$(tr_json_get "$j" spare_nodes)" == 0 ]]' ||
     { dump_file "$w/job.out"; dump_file "$df.coordinator.log"; fail "the spare never took over"; }
 
+  if ((SP_PREEMPT)); then
+    note "at step $(tr_json_get "$(tr_status "$df")" step): scancel --signal=USR1 --batch $job"
+    scancel --signal=USR1 --batch "$job" || fail "scancel --signal=USR1"
+    wait_until 90 "job $job requeued (Restarts=1)" job_restarts_is "$job" 1 ||
+      { show_job "$job"; dump_file "$w/job.out"; dump_file "$df.coordinator.log"; fail "job was not requeued"; }
+  fi
+
   wait_until 300 "job $job to end" job_done "$job" || { show_job "$job"; dump_file "$w/job.out"; fail "job did not end"; }
   local outcome; outcome="$(job_field "$job" JobState)/$(job_field "$job" ExitCode)"
   note "job $job: $outcome"
   [[ "$outcome" == "COMPLETED/$DDP_EXIT_OK:0" ]] ||
     { show_job "$job"; dump_file "$w/job.out"; dump_file "$df.coordinator.log"; fail "want COMPLETED/$DDP_EXIT_OK:0, got $outcome"; }
-  expect_file_has "$df.coordinator.log" 'lost node 1 \(host [^,]+, rank 1\): its task and workers went silent; spare node 2'
   expect_file_has "$w/job.out" 'taking over node 1'
-  expect_file_has "$w/job.out" 'but the job SUCCEEDED on the others'
-  grep -E 'lost node|takes over|taking over|SUCCEEDED' "$w/job.out" "$df.coordinator.log" | sed 's/^/    | /' | head -8
-  expect_file_lacks "$w/job.out" 'resuming from'
+  if ((SP_PREEMPT)); then
+    expect_file_has "$w/job.out" "but the job STOPPED resumable on the others"
+    expect_file_has "$w/job.out" 'resuming from'
+    grep -E 'lost node|taking over|STOPPED|resuming from' "$w/job.out" | sed 's/^/    | /' | head -8
+  else
+    expect_file_has "$df.coordinator.log" 'lost node 1 \(host [^,]+, rank 1\): its task and workers went silent; spare node 2'
+    expect_file_has "$w/job.out" 'but the job SUCCEEDED on the others'
+    grep -E 'lost node|takes over|taking over|SUCCEEDED' "$w/job.out" "$df.coordinator.log" | sed 's/^/    | /' | head -8
+    expect_file_lacks "$w/job.out" 'resuming from'
+  fi
 
   wait "$ref_pid"; rc=$?
   ((rc == DDP_EXIT_OK)) || { dump_file "$ref/out"; fail "reference run exit $rc"; }
