@@ -43,6 +43,10 @@ source "$SL/kit_lib.sh"
 source "$SL/trainer_lib.sh"
 tr_require
 
+# The test cluster's three nodes share this machine's cores: one intra-op thread per worker, or
+# the job's and the reference's workers, each taking every core, oversubscribe them (a step
+# measured ~0.3 s instead of tens of ms). A real node's worker has its node's cores to itself.
+export OMP_NUM_THREADS=1
 # World 2, batch 16: CHAOS_SAMPLES / 32 steps per epoch, 2 epochs. About 25 ms a step on 2 idle
 # cores while the reference trains beside it: the default outlasts 15 minutes of faults.
 CHAOS_SAMPLES=${CHAOS_SAMPLES:-$((CHAOS_MINUTES * 60 * 40 * 32 / 2))}
@@ -136,8 +140,9 @@ inject() {  # inject KIND R -> logs the fault; returns 1 when skipped
         done
       fi
       [[ -n $victim ]] || { note "fault $kind skipped: no such task found"; return 1; }
+      local slurm_node; slurm_node=$(env_of "$victim" SLURM_NODEID); slurm_node=${slurm_node:-?}
       n=$(kill_tree "$victim")
-      note "fault $kind: SIGKILL node $(env_of "$victim" SLURM_NODEID 2>/dev/null || echo '?')'s task tree (task pid $victim, $n processes$([[ $victim == "$coord_task" ]] && echo ", the coordinator's")) at step $(json "$j" step)" ;;
+      note "fault $kind: SIGKILL Slurm node $slurm_node's task tree (task pid $victim, $n processes$([[ $victim == "$coord_task" ]] && echo ", the coordinator's")) at step $(json "$j" step)" ;;
     stop_long)
       rank=$(scale "$r" 2)
       pid=$(rank_pid "$j" "$rank")
