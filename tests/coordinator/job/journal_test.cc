@@ -72,6 +72,17 @@ class JournalTest : public ::testing::Test {
     return job;
   }
 
+  // Writes a journal of a job in which `workers` of its 4 workers registered (the job then ends
+  // as a coordinator killed would leave it: nothing more is appended).
+  void RegisterInJournal(int workers) {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    Job job(Config(journal->get()), &clock_);
+    for (int i = 0; i < workers; ++i) {
+      job.Register(Who(i / 2, i % 2, 100 + i), [](absl::StatusOr<RankAssignment>) {});
+    }
+  }
+
   std::string path_;
   FakeClock clock_;
 };
@@ -139,14 +150,7 @@ TEST_F(JournalTest, EveryRecordTypeRoundTripsAndRestoresTheLiveState) {
 }
 
 TEST_F(JournalTest, ARestoreWhileRegisteringKeepsTheSlotsAndCompletesOnRetries) {
-  {
-    auto journal = Journal::Create(path_, Header(), nullptr);
-    ASSERT_TRUE(journal.ok());
-    Job job(Config(journal->get()), &clock_);
-    for (int i = 0; i < 3; ++i) {
-      job.Register(Who(i / 2, i % 2, 100 + i), [](absl::StatusOr<RankAssignment>) {});
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(RegisterInJournal(3));
   JournalState state;
   auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
@@ -295,18 +299,11 @@ TEST_F(JournalTest, ALengthInTheMiddleRunningPastTheEndIsRefusedWithItsOffset) {
 // however long that takes, up to the moment the loss is declared; a holder that beats after the
 // restore is alive, and the same Register is refused for good.
 TEST_F(JournalTest, AReplacementRetriesUntilItsSilentPredecessorIsDeclaredLost) {
-  {
-    auto journal = Journal::Create(path_, Header(), nullptr);
-    ASSERT_TRUE(journal.ok());
-    Job job(Config(journal->get()), &clock_);
-    for (int i = 0; i < 4; ++i) {
-      job.Register(Who(i / 2, i % 2, 100 + i), [](absl::StatusOr<RankAssignment>) {});
-    }
-    ASSERT_EQ(job.Status().state, JobState::kRunning);
-  }
+  ASSERT_NO_FATAL_FAILURE(RegisterInJournal(4));  // the world complete: RUNNING
   JournalState state;
   auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
+  ASSERT_TRUE(state.table.has_value()) << "the world was complete: a rank table is journaled";
   JobConfig config = Config(resumed->get());
   config.heartbeat_timeout = absl::Seconds(3);
   config.max_restarts = 3;
