@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "client/coordinator_client.h"
 #include "client/heartbeat_relay.h"
@@ -59,7 +60,12 @@ ddp::LostReporter LostReporter(const ddp::LaunchPlan& plan) {
         std::fprintf(stderr, "ddp-trainer: cannot report the lost worker to the coordinator: %s\n",
                      std::string(connected.status().message()).c_str());
         ddp::LostDecision none;
-        none.unanswered = true;
+        // Worth asking again only while the path holds this job's dist_file: a coordinator that
+        // restarts from its journal or is taken over keeps (then rewrites) it. No file, or
+        // another job's or an earlier generation's, means this job's coordinator is not there
+        // (not started yet, refused to start, or ended): the default decision stands.
+        none.unanswered = !absl::IsNotFound(connected.status()) &&
+                          !absl::IsFailedPrecondition(connected.status());
         return none;
       }
       api = std::move(*connected);

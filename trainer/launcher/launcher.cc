@@ -103,6 +103,9 @@ class LauncherRun {
       return absl::IsAlreadyExists(lock.status()) ? kExitUsage : kExitFailed;
     }
     lock_ = std::move(*lock);
+    // A result left at this path by an earlier run of the same job id and generation (a local
+    // rerun) must not read as this run's end (JobEnded); the lock says no live job owns it.
+    ::unlink(JobResultPath(base.dist_file).c_str());
     const std::vector<std::string> lock_flag = {"--dist-file-lock-fd", absl::StrCat(lock_->fd())};
     resume_command_ = options_.coordinator_resume_command;
     resume_command_.insert(resume_command_.end(), lock_flag.begin(), lock_flag.end());
@@ -482,6 +485,12 @@ class LauncherRun {
                        "; not restarted: coordinator epoch ", *newer, " serves the job now"));
       return;
     }
+    if (const std::optional<std::string> ended = JobEnded(); ended) {
+      // It wrote the job's outcome before it exited: a restart would find no job to resume.
+      Log(task_, absl::StrCat("coordinator (pid ", pid, ") ", status.Describe(), " after the ",
+                              *ended, "; not restarted"));
+      return;
+    }
     const CoordinatorRestarts::Decision d = coordinator_restarts_.OnExit(status);
     if (!d.restart) {
       Log(task_, absl::StrCat("coordinator (pid ", pid, ") ", status.Describe(),
@@ -512,12 +521,15 @@ class LauncherRun {
     const int local_rank = LocalRankOf(id);
     const pid_t pid = supervisor_.pid(id);
     LostDecision decision;  // kStop when nobody was asked
-    if (d.report_lost && options_.report_lost) {
+    // Once the job has ended (its result file is written) there is nobody left to ask.
+    if (d.report_lost && options_.report_lost && !JobEnded()) {
       const LostWorker lost{plan_.base.node_rank,  local_rank,
                             static_cast<int>(pid), status.Describe(),
                             status.signal(),       status.signaled() ? 0 : status.code()};
       decision = options_.report_lost(lost);
-      if (decision.unanswered && options_.lost_report_patience > absl::ZeroDuration()) {
+      if (decision.unanswered && JobEnded()) {
+        decision = LostDecision{};  // it ended meanwhile
+      } else if (decision.unanswered && options_.lost_report_patience > absl::ZeroDuration()) {
         Log(task_,
             absl::StrCat("worker (local rank ", local_rank, ", pid ", pid, ") ", status.Describe(),
                          "; the coordinator does not answer: reporting it again until it "
@@ -536,7 +548,10 @@ class LauncherRun {
   void RetryLostReports() {
     std::vector<PendingLost> still;
     for (PendingLost& p : pending_lost_) {
-      const LostDecision decision = options_.report_lost(p.lost);
+      // The coordinator that did not answer may be gone because the job ended (it writes the
+      // result file last): then there is nobody to ask or wait for.
+      LostDecision decision;
+      if (!JobEnded()) decision = options_.report_lost(p.lost);
       if (decision.unanswered && absl::Now() < p.give_up) {
         still.push_back(std::move(p));
         continue;

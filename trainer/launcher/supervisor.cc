@@ -182,9 +182,11 @@ std::vector<SupervisorEvent> Supervisor::DoWork(absl::Time deadline) {
   std::vector<SupervisorEvent> events;
   while (true) {
     Check(&events);
-    if (!events.empty() || !AnyRunning()) return events;
+    if (!events.empty()) return events;
     const absl::Time now = absl::Now();
-    if (now >= deadline) return events;
+    // With no child left, a finite deadline is still waited for (a caller that retries
+    // something every second must not spin); without one there is nothing to wait for.
+    if (now >= deadline || (!AnyRunning() && deadline == absl::InfiniteFuture())) return events;
     const absl::Time wake = std::min({deadline, NextEscalation(), now + kTick});
     const absl::Duration wait = std::max(wake - now, absl::ZeroDuration());
     timespec ts = absl::ToTimespec(wait);

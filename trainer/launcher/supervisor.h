@@ -77,7 +77,8 @@ class Supervisor {
   void Kill(int id);
 
   // Waits until something happens (a watched signal, a child ended or was given up on), or
-  // `deadline` passes, or no child is running; returns what happened, oldest first.
+  // `deadline` passes; returns what happened, oldest first. With no child running and no
+  // deadline (InfiniteFuture) it returns at once.
   std::vector<SupervisorEvent> DoWork(absl::Time deadline);
   // Waits for a watched signal (not SIGCHLD) until `deadline`, children or not: the signal, or
   // nullopt when the deadline passed first. For a launcher that has no child yet.

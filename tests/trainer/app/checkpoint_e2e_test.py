@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 import zlib
 
@@ -196,8 +197,16 @@ def case_mismatch(tmp):
     (it would silently train on a different data order); --force-resume overrides it."""
     run(ONE + ["--epochs", "1", "--seed", "7", "--checkpoint-dir", "ck", "--stop-after-steps", "8",
                "--job-id", "m1"], tmp, check=3)
+    start = time.monotonic()
     p = run(ONE + ["--epochs", "1", "--seed", "8", "--checkpoint-dir", "ck", "--job-id", "m2"], tmp,
             check=1)
+    # The refusal ends the job at once: the coordinator that wrote FAILED is not restarted from
+    # its journal, and the failed worker is not reported again to a coordinator that is gone
+    # (that took the minute of --coordinator-grace, spinning a core).
+    elapsed = time.monotonic() - start
+    expect(elapsed < 20 and "restarting it from its journal" not in p.stdout
+           and p.stdout.count("cannot report the lost worker") <= 1,
+           f"the refused run took {elapsed:.1f} s or went on after the job failed", p.stdout)
     expect(re.search(r"error: checkpoint \S+ was written with --seed 7 \(this run: --seed 8\): "
                      r"resuming it would not continue the same training\. .*--force-resume",
                      p.stdout), "no clear seed error", p.stdout)

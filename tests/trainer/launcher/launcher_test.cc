@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -258,6 +259,43 @@ TEST(Launcher, StopsThePeersWhenTheCoordinatorRefusesARespawn) {
   ExpectNoChildLeft();
 }
 
+// A shell command that writes the job's result file (common/job_result.h) as its coordinator
+// does once the job has ended.
+std::string WriteResult(const LaunchPlan& plan, const std::string& state) {
+  return absl::StrCat("(umask 077; printf 'job_id=", plan.base.job_id,
+                      "\\ngeneration=", plan.base.generation, "\\nstate=", state,
+                      "\\nexit_code=1\\n' > ", plan.base.dist_file, ".result)");
+}
+
+// A worker that fails after its coordinator ended the job (wrote FAILED, exited) is not
+// reported again and again to a coordinator that is gone: the task ends at once, not after the
+// whole patience (a refused checkpoint took a minute this way, spinning a core).
+TEST(Launcher, ALostWorkerOfAnEndedJobIsNotReportedAgain) {
+  const LaunchPlan plan = Plan(1, true);
+  unlink((plan.base.dist_file + ".result").c_str());
+  LauncherOptions o;
+  o.timeouts = Fast();
+  o.max_restarts = 3;
+  o.lost_report_patience = absl::Seconds(60);
+  o.coordinator_command = Sh(absl::StrCat(WriteResult(plan, "FAILED"), "; exit 1"));
+  o.coordinator_resume_command = Sh("sleep 0.1");
+  o.coordinator_restarts = 3;
+  o.worker_command = Worker("*) sleep 0.5; exit 1 ;;");
+  int reports = 0;
+  o.report_lost = [&reports](const LostWorker&) {
+    ++reports;
+    LostDecision none;
+    none.unanswered = true;
+    return none;
+  };
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunLauncher(plan, o), kExitFailed);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(reports, 0) << "reported to the coordinator of a job that had ended";
+  ExpectNoChildLeft();
+  unlink((plan.base.dist_file + ".result").c_str());
+}
+
 TEST(Launcher, AbortedWorkerGivesTheAbortedCode) {
   LauncherOptions o;
   o.timeouts = Fast();
@@ -447,6 +485,22 @@ TEST_F(CoordinatorRestartTest, ARestartedOnesOwnErrorExitIsFinal) {
   EXPECT_EQ(RunLauncher(Plan(1, true), Options("sleep 0.1; kill -9 $$", "exit 1", 3)), kExitOk);
   EXPECT_EQ(Restarts(), 1);
   ExpectNoChildLeft();
+}
+
+// A coordinator that exits after it wrote the job's result has ended the job: nothing to resume.
+// A result left at the path by an earlier run of the same job id does not count (task 0
+// removes it before it starts the coordinator).
+TEST_F(CoordinatorRestartTest, NotRestartedOnceItWroteTheJobsResult) {
+  const LaunchPlan plan = Plan(1, true);
+  EXPECT_EQ(RunLauncher(plan, Options(absl::StrCat(WriteResult(plan, "FAILED"), "; exit 1"),
+                                      "sleep 0.1", 3)),
+            kExitOk);
+  EXPECT_EQ(Restarts(), 0);
+  ASSERT_EQ(system(WriteResult(plan, "FAILED").c_str()), 0);  // a stale one, before the start
+  EXPECT_EQ(RunLauncher(plan, Options("sleep 0.1; kill -9 $$", "sleep 0.1", 3)), kExitOk);
+  EXPECT_EQ(Restarts(), 1);
+  ExpectNoChildLeft();
+  unlink((plan.base.dist_file + ".result").c_str());
 }
 
 TEST_F(CoordinatorRestartTest, ZeroRestartsTurnsItOff) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -214,6 +215,28 @@ TEST(Supervisor, DoWorkHonoursItsDeadline) {
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(500));
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
   EXPECT_TRUE(s.running(*id));
+}
+
+// A launcher with no child left that retries something every second (a lost worker's report
+// to a coordinator that is gone) waits in DoWork: it used to return at once, and the loop spun
+// a core for the whole minute of patience. Signals still come back.
+TEST(Supervisor, WithNoChildAFiniteDeadlineIsWaitedForWithoutSpinning) {
+  Supervisor s({SIGUSR1});
+  auto id = s.Start(Sh("quick", "exit 0"));
+  ASSERT_TRUE(id.ok());
+  ASSERT_EQ(Drain(s, {*id}, absl::Seconds(10)), (std::map<int, int>{{*id, 0}}));
+  const absl::Time start = absl::Now();
+  const std::clock_t cpu = std::clock();
+  EXPECT_TRUE(s.DoWork(start + absl::Milliseconds(600)).empty());
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(600));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_LT(static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC, 0.2)
+      << "DoWork spun instead of waiting";
+  ASSERT_EQ(kill(getpid(), SIGUSR1), 0);
+  const std::vector<SupervisorEvent> events = s.DoWork(absl::Now() + absl::Seconds(10));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, SupervisorEvent::Kind::kSignal);
+  EXPECT_EQ(events[0].signal, SIGUSR1);
 }
 
 TEST(Supervisor, RespawnStartsTheSameCommandAgain) {
