@@ -13,7 +13,14 @@ absl::StatusOr<ProcessGroupHandle> ProcessGroupHandle::Create(
     int world_size, const ProcessGroupOptions& options) {
   c10::intrusive_ptr<c10d::Store> scoped = store;
   if (!prefix.empty()) scoped = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
-  auto backend = CreateProcessGroup(scoped, rank, world_size, options);
+  // Building a group waits for every peer's address and connects to each: a peer that dies (or
+  // stops) meanwhile leaves this rank waiting up to the group's timeout, --pg-timeout. To the
+  // worker that is a collective wait, so that its rejoin deadline applies (ProgressReporter).
+  absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> backend;
+  {
+    const CollectiveWaitScope waiting;
+    backend = CreateProcessGroup(scoped, rank, world_size, options);
+  }
   if (!backend.ok()) return backend.status();
   return ProcessGroupHandle(*std::move(backend), prefix);
 }

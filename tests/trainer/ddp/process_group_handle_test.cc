@@ -1,8 +1,8 @@
 // ProcessGroupHandle: how a group ends (shutdown after a normal end; abort after MarkFailed or
 // while an exception unwinds; exactly once, moves included), and, in real processes on loopback,
 // a group whose peer was SIGKILLed fails fast, is dropped, and a new group under a new prefix
-// works among the survivors; ending a failed group that waits on a silent peer is a reported
-// collective wait.
+// works among the survivors; ending a failed group that waits on a silent peer, and building one
+// whose peer never comes, are reported collective waits.
 #include "trainer/ddp/process_group_handle.h"
 
 #include <signal.h>
@@ -206,6 +206,64 @@ TEST(ProcessGroupHandleRebuild, EndingAFailedGroupWaitsOnASilentPeerAsACollectiv
   const double seconds = static_cast<double>(after - before) * 1e-9;
   std::printf("rank %d: ending the failed group took %.2f s (group timeout %lld s)\n", rank,
               seconds, static_cast<long long>(kTimeout.count()));
+  EXPECT_GT(seconds, 0.5 * static_cast<double>(kTimeout.count()));
+  EXPECT_GE(g_wait_began_ns.load(), before);
+  EXPECT_LT(g_wait_began_ns.load(), before + 100'000'000) << "marked as the wait began";
+  EXPECT_GE(g_wait_ended_ns.load(), after - 100'000'000) << "and unmarked only at its end";
+  EXPECT_LE(g_wait_ended_ns.load(), after);
+}
+
+// Building a group waits for every peer. Here rank 2 is alive and never builds "gen1" (as a
+// peer killed or stopped while the group forms): the others' Create waits up to the group's
+// timeout, and that wait is reported through the collective-wait hook from its start to its end,
+// so that the worker's rejoin deadline applies to it (the chaos run's defect 10: a survivor stuck
+// building a group whose peer died 50 ms after the generation formed, outside any deadline).
+TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWait) {
+  if (!testing::IsChild()) {
+    auto results = testing::RunRanks(3, absl::Seconds(120));
+    ASSERT_EQ(results.size(), 3u);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_FALSE(results[r].timed_out) << results[r].output;
+      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
+    }
+    const size_t line = results[0].output.find("rank 0: building");
+    if (line != std::string::npos) {
+      std::printf(
+          "%s\n",
+          results[0].output.substr(line, results[0].output.find('\n', line) - line).c_str());
+    }
+    return;
+  }
+  const int rank = testing::ChildRank();
+  constexpr auto kTimeout = std::chrono::seconds(3);
+  {
+    ProcessGroupHandle pg = Build("gen0", rank, 3, kTimeout);
+    at::Tensor one = torch::ones({4});
+    ASSERT_TRUE(Allreduce(pg, one).ok());
+  }
+  if (rank == 2) {
+    std::this_thread::sleep_for(3 * kTimeout);  // alive, and never in "gen1"
+    return;
+  }
+  auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), 3);
+  store->setTimeout(kTimeout);
+  ProcessGroupOptions options;
+  options.backend = BackendKind::kGloo;
+  options.timeout = kTimeout;
+  options.gloo_hostname = "127.0.0.1";
+  g_wait_began_ns.store(0);
+  g_wait_ended_ns.store(0);
+  SetCollectiveWaitHook(&RecordWait);
+  const int64_t before = NowNs();
+  absl::StatusOr<ProcessGroupHandle> pg =
+      ProcessGroupHandle::Create(store, "gen1", rank, 3, options);
+  const int64_t after = NowNs();
+  SetCollectiveWaitHook(nullptr);
+  const double seconds = static_cast<double>(after - before) * 1e-9;
+  std::printf("rank %d: building the group without rank 2 took %.2f s and %s (timeout %lld s)\n",
+              rank, seconds, pg.ok() ? "succeeded" : std::string(pg.status().message()).c_str(),
+              static_cast<long long>(kTimeout.count()));
+  EXPECT_FALSE(pg.ok());
   EXPECT_GT(seconds, 0.5 * static_cast<double>(kTimeout.count()));
   EXPECT_GE(g_wait_began_ns.load(), before);
   EXPECT_LT(g_wait_began_ns.load(), before + 100'000'000) << "marked as the wait began";
