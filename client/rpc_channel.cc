@@ -212,8 +212,13 @@ absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
     grpc::Status s = call(&ctx);
     ++tries;
     // A coordinator older than the newest epoch this client has seen is fenced: whatever it
-    // answered is not obeyed, and the call goes to the newest one (the dist_file names it).
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE && StaleEpoch(ctx)) {
+    // answered is not obeyed, and the call goes to the newest one (the dist_file names it). A
+    // call that ran out of time with no metadata at all got no answer to judge (our own
+    // deadline): it is not taken for an epoch-0 reply.
+    const bool answered = s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+                          !(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+                            ctx.GetServerInitialMetadata().empty());
+    if (answered && StaleEpoch(ctx)) {
       s = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                        "answered by a coordinator of an older epoch (fenced)");
     }

@@ -27,10 +27,11 @@ namespace ddp {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ServerTest : public ::testing::Test {
  protected:
-  void Start(int world, absl::Duration heartbeat_timeout = absl::Seconds(10)) {
+  void Start(int world, absl::Duration heartbeat_timeout = absl::Seconds(10), int64_t epoch = 0) {
     std::string tmpl = ::testing::TempDir() + "/server_test.XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
@@ -45,6 +46,8 @@ class ServerTest : public ::testing::Test {
     ServerOptions options;
     options.tokens = {contents_.token, contents_.view_token, contents_.control_token};
     options.tick = absl::Milliseconds(20);
+    options.epoch = epoch;
+    contents_.epoch = epoch;
     auto server = CoordinatorServer::Start(options, job_.get(), &store_, MonotonicClock::Get());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -497,6 +500,19 @@ TEST_F(ServerTest, ACallToTheGoneCoordinatorOfAnEndedJobReturnsAtOnce) {
   EXPECT_TRUE(absl::IsUnavailable(st)) << st;
   EXPECT_THAT(std::string(st.message()), HasSubstr("the job has ended (SUCCEEDED)"));
   EXPECT_LT(took, absl::Milliseconds(500)) << st;
+}
+
+// A call that runs out of its own time got no answer: it is not taken for the reply of an older
+// (epoch 0, headerless) coordinator. A Register held past its deadline by the coordinator of
+// epoch 1 said "answered by a coordinator of an older epoch (fenced)" in a chaos
+// run, which sent the reader after a fencing that had not happened.
+TEST_F(ServerTest, ARegisterHeldPastItsDeadlineIsNotCalledFenced) {
+  Start(2, absl::Seconds(10), /*epoch=*/1);  // a coordinator that took the job over
+  auto api = Connect();
+  ASSERT_NE(api, nullptr);
+  const auto held = api->Register(NodeWorker(0, 4000), absl::Seconds(1));  // 1 of 2: parked
+  ASSERT_FALSE(held.ok());
+  EXPECT_THAT(std::string(held.status().message()), Not(HasSubstr("older epoch"))) << held.status();
 }
 
 TEST_F(ServerTest, StaleNonceIsRefusedAtConnect) {
