@@ -162,24 +162,37 @@ int64_t NowNs() {
 }
 void RecordWait(bool waiting) { (waiting ? g_wait_began_ns : g_wait_ended_ns).store(NowNs()); }
 
+// The parent of a three-rank test: every rank exits 0 in time; rank 0's line that starts with
+// `shown` is printed (the measured wait).
+void RunThreeRanksAndShow(const std::string& shown) {
+  auto results = testing::RunRanks(3, absl::Seconds(120));
+  ASSERT_EQ(results.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_FALSE(results[r].timed_out) << results[r].output;
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
+  }
+  const size_t line = results[0].output.find(shown);
+  if (line != std::string::npos) {
+    std::printf("%s\n",
+                results[0].output.substr(line, results[0].output.find('\n', line) - line).c_str());
+  }
+}
+
+// The hook saw the wait begin at `before` and end at `after` (within 100 ms).
+void ExpectWaitMarked(int64_t before, int64_t after) {
+  EXPECT_GE(g_wait_began_ns.load(), before);
+  EXPECT_LT(g_wait_began_ns.load(), before + 100'000'000) << "marked as the wait began";
+  EXPECT_GE(g_wait_ended_ns.load(), after - 100'000'000) << "and unmarked only at its end";
+  EXPECT_LE(g_wait_ended_ns.load(), after);
+}
+
 // Ending a failed Gloo group waits for the collectives its threads still run. Here the one in
 // flight waits on rank 2, which is alive and never joins it (as a peer tearing down its own group
 // does): the end takes the group's timeout, and the wait is reported through the collective-wait
 // hook all along (the worker's rejoin deadline applies to it as to any collective wait).
 TEST(ProcessGroupHandleRebuild, EndingAFailedGroupWaitsOnASilentPeerAsACollectiveWait) {
   if (!testing::IsChild()) {
-    auto results = testing::RunRanks(3, absl::Seconds(120));
-    ASSERT_EQ(results.size(), 3u);
-    for (int r = 0; r < 3; ++r) {
-      EXPECT_FALSE(results[r].timed_out) << results[r].output;
-      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
-    }
-    const size_t line = results[0].output.find("rank 0: ending");
-    if (line != std::string::npos) {
-      std::printf(
-          "%s\n",
-          results[0].output.substr(line, results[0].output.find('\n', line) - line).c_str());
-    }
+    RunThreeRanksAndShow("rank 0: ending");
     return;
   }
   const int rank = testing::ChildRank();
@@ -207,10 +220,7 @@ TEST(ProcessGroupHandleRebuild, EndingAFailedGroupWaitsOnASilentPeerAsACollectiv
   std::printf("rank %d: ending the failed group took %.2f s (group timeout %lld s)\n", rank,
               seconds, static_cast<long long>(kTimeout.count()));
   EXPECT_GT(seconds, 0.5 * static_cast<double>(kTimeout.count()));
-  EXPECT_GE(g_wait_began_ns.load(), before);
-  EXPECT_LT(g_wait_began_ns.load(), before + 100'000'000) << "marked as the wait began";
-  EXPECT_GE(g_wait_ended_ns.load(), after - 100'000'000) << "and unmarked only at its end";
-  EXPECT_LE(g_wait_ended_ns.load(), after);
+  ExpectWaitMarked(before, after);
 }
 
 // Building a group waits for every peer. Here rank 2 is alive and never builds "gen1" (as a
@@ -220,18 +230,7 @@ TEST(ProcessGroupHandleRebuild, EndingAFailedGroupWaitsOnASilentPeerAsACollectiv
 // building a group whose peer died 50 ms after the generation formed, outside any deadline).
 TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWait) {
   if (!testing::IsChild()) {
-    auto results = testing::RunRanks(3, absl::Seconds(120));
-    ASSERT_EQ(results.size(), 3u);
-    for (int r = 0; r < 3; ++r) {
-      EXPECT_FALSE(results[r].timed_out) << results[r].output;
-      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
-    }
-    const size_t line = results[0].output.find("rank 0: building");
-    if (line != std::string::npos) {
-      std::printf(
-          "%s\n",
-          results[0].output.substr(line, results[0].output.find('\n', line) - line).c_str());
-    }
+    RunThreeRanksAndShow("rank 0: building");
     return;
   }
   const int rank = testing::ChildRank();
@@ -265,10 +264,7 @@ TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWa
               static_cast<long long>(kTimeout.count()));
   EXPECT_FALSE(pg.ok());
   EXPECT_GT(seconds, 0.5 * static_cast<double>(kTimeout.count()));
-  EXPECT_GE(g_wait_began_ns.load(), before);
-  EXPECT_LT(g_wait_began_ns.load(), before + 100'000'000) << "marked as the wait began";
-  EXPECT_GE(g_wait_ended_ns.load(), after - 100'000'000) << "and unmarked only at its end";
-  EXPECT_LE(g_wait_ended_ns.load(), after);
+  ExpectWaitMarked(before, after);
 }
 
 }  // namespace
