@@ -86,14 +86,22 @@ TEST(ProcessGroupHandle, ExplicitAbortAbortsAHealthyGroup) {
   EXPECT_EQ(fake->calls, Calls{"abort"});
 }
 
-ProcessGroupHandle Build(const std::string& prefix, int rank, int world,
-                         std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+// A Gloo group on loopback through the children's shared FileStore: the status of its creation.
+absl::StatusOr<ProcessGroupHandle> Create(const std::string& prefix, int rank, int world,
+                                          std::chrono::milliseconds timeout) {
   auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), 3);
+  store->setTimeout(timeout);
   ProcessGroupOptions options;
   options.backend = BackendKind::kGloo;
   options.timeout = timeout;
   options.gloo_hostname = "127.0.0.1";
-  auto pg = ProcessGroupHandle::Create(store, prefix, rank, world, options);
+  return ProcessGroupHandle::Create(store, prefix, rank, world, options);
+}
+
+// The same, exiting the child (code 3) when the group cannot be built.
+ProcessGroupHandle Build(const std::string& prefix, int rank, int world,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  auto pg = Create(prefix, rank, world, timeout);
   if (!pg.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, std::string(pg.status().message()).c_str());
     std::exit(3);
@@ -244,18 +252,11 @@ TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWa
     std::this_thread::sleep_for(3 * kTimeout);  // alive, and never in "gen1"
     return;
   }
-  auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), 3);
-  store->setTimeout(kTimeout);
-  ProcessGroupOptions options;
-  options.backend = BackendKind::kGloo;
-  options.timeout = kTimeout;
-  options.gloo_hostname = "127.0.0.1";
   g_wait_began_ns.store(0);
   g_wait_ended_ns.store(0);
   SetCollectiveWaitHook(&RecordWait);
   const int64_t before = NowNs();
-  absl::StatusOr<ProcessGroupHandle> pg =
-      ProcessGroupHandle::Create(store, "gen1", rank, 3, options);
+  absl::StatusOr<ProcessGroupHandle> pg = Create("gen1", rank, 3, kTimeout);
   const int64_t after = NowNs();
   SetCollectiveWaitHook(nullptr);
   const double seconds = static_cast<double>(after - before) * 1e-9;
