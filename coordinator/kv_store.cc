@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -167,6 +168,8 @@ KvStore::WaiterId KvStore::Get(const std::string& key, absl::Time deadline, GetC
     auto it = data_.find(key);
     if (it != data_.end()) {
       result = it->second;
+    } else if (const absl::Status* closed = ClosedLocked(key)) {
+      result = *closed;
     } else {
       absl::Status room = CheckWaiterRoomLocked(key.size());
       if (room.ok()) {
@@ -196,6 +199,15 @@ KvStore::WaiterId KvStore::Wait(std::vector<std::string> keys, absl::Time deadli
   if (st.ok()) {
     absl::MutexLock lock(&mu_);
     if (!AllExistLocked(keys)) {
+      for (const std::string& k : keys) {
+        const absl::Status* closed = data_.count(k) == 0 ? ClosedLocked(k) : nullptr;
+        if (closed != nullptr) {
+          st = *closed;
+          break;
+        }
+      }
+    }
+    if (st.ok() && !AllExistLocked(keys)) {
       st = CheckWaiterRoomLocked(key_bytes);
       if (st.ok()) {
         Waiter w;
@@ -346,6 +358,34 @@ void KvStore::CancelAll(const absl::Status& status) {
     for (WaiterId id : ids) done.push_back(CompleteLocked(id, status));
   }
   Run(done);
+}
+
+const absl::Status* KvStore::ClosedLocked(const std::string& key) const {
+  for (const auto& [prefix, status] : closed_) {
+    if (absl::StartsWith(key, prefix)) return &status;
+  }
+  return nullptr;
+}
+
+size_t KvStore::ClosePrefix(const std::string& prefix, const absl::Status& status) {
+  if (prefix.empty()) return 0;
+  std::vector<Completion> done;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& closed : closed_) {
+      if (closed.first == prefix) return 0;
+    }
+    closed_.emplace_back(prefix, status);
+    if (closed_.size() > kMaxClosedPrefixes) closed_.pop_front();
+    // Every waiter still missing a key under `prefix` is listed under that key.
+    absl::flat_hash_set<WaiterId> ids;
+    for (const auto& [key, waiting] : waiters_by_key_) {
+      if (absl::StartsWith(key, prefix)) ids.insert(waiting.begin(), waiting.end());
+    }
+    for (WaiterId id : ids) done.push_back(CompleteLocked(id, status));
+  }
+  Run(done);
+  return done.size();
 }
 
 }  // namespace ddp

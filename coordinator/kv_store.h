@@ -2,7 +2,8 @@
 // c10d::Store / TCPStore). Blocking operations (Get, Wait) take a callback instead of blocking a
 // thread: the callback runs at once when the keys exist, else later from Set/Add/CompareSet (the
 // key appeared), from ExpireWaiters (DEADLINE_EXCEEDED naming the missing keys) or from
-// CancelAll (shutdown). Callbacks always run without the store's lock held.
+// CancelAll (shutdown) or ClosePrefix (a generation's group that can no longer form). Callbacks
+// always run without the store's lock held.
 //
 // Bounded (KvLimits): key size, value size and the key bytes of one Get or Wait
 // (INVALID_ARGUMENT), number of keys, bytes held (keys + values), parked waiters and the key bytes
@@ -94,6 +95,14 @@ class KvStore {
   void ExpireWaiters(absl::Time now);
   // Fails every waiter with `status` (shutdown).
   void CancelAll(const absl::Status& status);
+  // Closes the non-empty `prefix` (the keys of a membership generation whose process group can
+  // no longer form, e.g. "gen0/m3/"): every parked waiter that misses a key under it ends now
+  // with `status`, and a later Get or Wait that would park on such a key ends at once with it.
+  // Keys under it can still be set and read. The last kMaxClosedPrefixes prefixes stay closed
+  // (the oldest is forgotten first); closing one again changes nothing. Returns how many
+  // waiters it ended.
+  size_t ClosePrefix(const std::string& prefix, const absl::Status& status);
+  static constexpr size_t kMaxClosedPrefixes = 64;
   size_t NumWaiters() const;
   // Bytes of the keys parked waiters hold.
   size_t WaiterKeyBytes() const;
@@ -131,6 +140,8 @@ class KvStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AllExistLocked(const std::vector<std::string>& keys) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Completion CompleteLocked(WaiterId id, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The status of the closed prefix `key` is under; null when it is under none.
+  const absl::Status* ClosedLocked(const std::string& key) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   static void Run(std::vector<Completion>& completions);
 
   const KvLimits limits_;
@@ -147,6 +158,8 @@ class KvStore {
   // Results of recent Adds by request id, oldest first in add_order_.
   std::unordered_map<std::string, int64_t> add_results_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> add_order_ ABSL_GUARDED_BY(mu_);
+  // Closed prefixes with their status, oldest first (ClosePrefix).
+  std::deque<std::pair<std::string, absl::Status>> closed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp

@@ -395,6 +395,13 @@ bool Job::Finished() const {
   return FinishedLocked();
 }
 
+std::string Job::SupersededStorePrefix() const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (!membership_.forming_next()) return "";
+  const std::shared_ptr<const RankTable> t = membership_.table();
+  return t == nullptr ? "" : absl::StrCat(t->store_prefix, "/");
+}
+
 bool Job::WaitFinished(absl::Duration timeout) const {
   absl::ReaderMutexLock lock(&mu_);
   mu_.AwaitWithTimeout(absl::Condition(this, &Job::FinishedLocked), timeout);

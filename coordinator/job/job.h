@@ -217,6 +217,11 @@ class Job {
 
   JobStatus Status() const;
   bool Finished() const;
+  // While a newer membership generation forms: the store prefix ("gen<S>/m<G>/", with its
+  // slash) of the generation it replaces, whose process group can no longer form, so that the
+  // server ends the store waits under it (KvStore::ClosePrefix) and its ranks rejoin at once
+  // instead of waiting for a peer that is gone until the group's timeout. Empty otherwise.
+  std::string SupersededStorePrefix() const;
   // Blocks until the job is terminal or `timeout` passes; returns Finished().
   bool WaitFinished(absl::Duration timeout) const;
   // Process exit code for the final state (Lifecycle::ExitCode): 0 SUCCEEDED, kExitResumable

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -165,6 +166,15 @@ void CoordinatorServer::TickLoop() {
   while (!stop_ticker_.WaitForNotificationWithTimeout(tick_)) {
     job_->Tick();
     store_->ExpireWaiters(clock_->Now());
+    // A newer membership generation forms: the group of the one it replaces can never be built,
+    // so ranks still waiting for a peer's address under it (a peer lost right after that
+    // generation formed) learn it now and rejoin, rather than at the group's timeout.
+    if (const std::string superseded = job_->SupersededStorePrefix(); !superseded.empty()) {
+      store_->ClosePrefix(superseded,
+                          absl::AbortedError(absl::StrCat(
+                              "the process group under '", superseded,
+                              "' can no longer form: a newer membership generation is forming")));
+    }
     gate_->ExpireAwaitedRequests();
     cache_->Refresh();
     // While workers register the chart has nothing to add, and a Get() per tick would copy the

@@ -285,6 +285,69 @@ TEST(KvStoreTest, CancelEndsAParkedWaiterAtOnce) {
   EXPECT_EQ(s.Get("k", kFar, [](absl::StatusOr<std::string>) {}), KvStore::kNotParked);
 }
 
+// A generation's group that can no longer form: its waiters end at once (a Get, and a Wait
+// that misses a key under the prefix), later ones that would park end too; other generations'
+// waiters, keys that exist and prefixes that only share a beginning ("gen0/m1" and
+// "gen0/m10/") are left alone.
+TEST(KvStoreTest, ClosingAPrefixEndsItsWaitersNowAndLater) {
+  KvStore s;
+  const absl::Status closed = absl::AbortedError("generation 1 superseded");
+  ASSERT_TRUE(s.Set("gen0/m1/rank_0", "addr0").ok());
+  absl::StatusOr<std::string> got = absl::UnknownError("pending");
+  s.Get("gen0/m1/rank_2", kFar, [&](absl::StatusOr<std::string> v) { got = v; });
+  absl::Status waited = absl::UnknownError("pending");
+  s.Wait({"gen0/m1/rank_0", "gen0/m1/rank_3"}, kFar, [&](absl::Status st) { waited = st; });
+  absl::StatusOr<std::string> other = absl::UnknownError("pending");
+  s.Get("gen0/m10/rank_2", kFar, [&](absl::StatusOr<std::string> v) { other = v; });
+  absl::Status next = absl::UnknownError("pending");
+  s.Wait({"gen0/m2/rank_1"}, kFar, [&](absl::Status st) { next = st; });
+  ASSERT_EQ(s.NumWaiters(), 4u);
+
+  EXPECT_EQ(s.ClosePrefix("gen0/m1/", closed), 2u);
+  EXPECT_TRUE(absl::IsAborted(got.status())) << got.status();
+  EXPECT_EQ(got.status().message(), "generation 1 superseded");
+  EXPECT_TRUE(absl::IsAborted(waited)) << waited;
+  EXPECT_EQ(s.NumWaiters(), 2u) << "gen0/m10/ and gen0/m2/ still wait";
+  EXPECT_EQ(absl::StatusCode::kUnknown, other.status().code());
+  EXPECT_EQ(absl::StatusCode::kUnknown, next.code());
+  EXPECT_EQ(s.ClosePrefix("gen0/m1/", closed), 0u) << "closing again changes nothing";
+  EXPECT_EQ(s.ClosePrefix("", closed), 0u) << "an empty prefix closes nothing";
+
+  // Later calls: a missing key under the prefix ends at once, an existing one is answered.
+  absl::StatusOr<std::string> late = absl::UnknownError("pending");
+  EXPECT_EQ(s.Get("gen0/m1/rank_1", kFar, [&](absl::StatusOr<std::string> v) { late = v; }),
+            KvStore::kNotParked);
+  EXPECT_TRUE(absl::IsAborted(late.status())) << late.status();
+  absl::Status late_wait = absl::UnknownError("pending");
+  EXPECT_EQ(s.Wait({"gen0/m2/x", "gen0/m1/rank_1"}, kFar, [&](absl::Status st) { late_wait = st; }),
+            KvStore::kNotParked);
+  EXPECT_TRUE(absl::IsAborted(late_wait)) << late_wait;
+  s.Get("gen0/m1/rank_0", kFar, [&](absl::StatusOr<std::string> v) { late = v; });
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_EQ(*late, "addr0");
+  absl::Status present = absl::UnknownError("pending");
+  s.Wait({"gen0/m1/rank_0"}, kFar, [&](absl::Status st) { present = st; });
+  EXPECT_TRUE(present.ok()) << present;
+  // Keys can still be set under it; the ended waiters are not woken again.
+  ASSERT_TRUE(s.Set("gen0/m1/rank_2", "addr2").ok());
+  ASSERT_TRUE(s.Set("gen0/m1/rank_3", "addr3").ok());
+  EXPECT_TRUE(absl::IsAborted(got.status()));
+  EXPECT_EQ(s.NumWaiters(), 2u);
+  ASSERT_TRUE(s.Set("gen0/m2/rank_1", "addr").ok());
+  EXPECT_TRUE(next.ok()) << next;
+
+  // Only the last kMaxClosedPrefixes stay closed.
+  for (size_t i = 0; i < KvStore::kMaxClosedPrefixes; ++i) {
+    s.ClosePrefix(absl::StrCat("gen1/m", i, "/"), closed);
+  }
+  absl::StatusOr<std::string> reopened = absl::UnknownError("pending");
+  EXPECT_NE(s.Get("gen0/m1/rank_9", kFar, [&](absl::StatusOr<std::string> v) { reopened = v; }),
+            KvStore::kNotParked)
+      << "the oldest closed prefix was forgotten: its keys are waited for again";
+  s.CancelAll(absl::CancelledError("end"));
+  EXPECT_EQ(s.WaiterKeyBytes(), 0u);
+}
+
 // Wait means every key exists at once: a key that appeared and was deleted again is waited for
 // again; a key named twice counts once.
 TEST(KvStoreTest, WaitAfterADeleteWaitsForTheKeyAgain) {

@@ -100,6 +100,9 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
     p.coordinator_seconds = next->recovery_seconds;
     p.since = since;
     pending_ = p;
+    if (options_.hold != nullptr) {
+      options_.hold->At(TestHold::Point::kConnect, session_.rank().rank, position_.step);
+    }
     absl::Status st = ConnectOnce();
     if (st.ok()) reporter.SendNow();
     if (st.ok() || !Recoverable(st) || absl::Now() >= deadline) return st;

@@ -44,7 +44,7 @@ class InJobRecovery {
   struct Options {
     absl::Duration rejoin_timeout = absl::Seconds(120);  // one Rejoin answer at most
     int max_restarts = 0;                                // for the log line
-    const TestHold* hold = nullptr;  // end-to-end tests: the "rejoin" point (test_hold.h)
+    const TestHold* hold = nullptr;  // end-to-end tests: "rejoin", "connect" (test_hold.h)
   };
 
   InJobRecovery(CommunicationStage& comm, CoordinatorSession& session, TrainingPosition& position,

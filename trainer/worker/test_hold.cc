@@ -18,9 +18,9 @@ namespace {
 constexpr std::pair<const char*, TestHold::Point> kPoints[] = {
     {"step", TestHold::Point::kStep},           {"checkpoint", TestHold::Point::kCheckpoint},
     {"eval", TestHold::Point::kEval},           {"rejoin", TestHold::Point::kRejoin},
-    {"data", TestHold::Point::kData},           {"forward", TestHold::Point::kForward},
-    {"backward", TestHold::Point::kBackward},   {"allreduce", TestHold::Point::kAllreduce},
-    {"optimizer", TestHold::Point::kOptimizer},
+    {"connect", TestHold::Point::kConnect},     {"data", TestHold::Point::kData},
+    {"forward", TestHold::Point::kForward},     {"backward", TestHold::Point::kBackward},
+    {"allreduce", TestHold::Point::kAllreduce}, {"optimizer", TestHold::Point::kOptimizer},
 };
 
 const char* PointName(TestHold::Point point) {
@@ -42,7 +42,7 @@ absl::StatusOr<TestHold> TestHold::FromEnv(const EnvMap& env) {
       return absl::InvalidArgumentError(absl::StrCat(
           "DDP_TEST_HOLD entry '", entry, "': ", what,
           " (expected <point>:<rank>:<step>:<marker file>, point one of step, checkpoint, "
-          "eval, rejoin, data, forward, backward, allreduce, optimizer)"));
+          "eval, rejoin, connect, data, forward, backward, allreduce, optimizer)"));
     };
     if (parts.size() != 4 || parts[3].empty()) return bad("four fields needed");
     Hold hold{Point::kStep, 0, 0, parts[3]};

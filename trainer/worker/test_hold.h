@@ -8,7 +8,10 @@
 //     point   "step" (after step <step> is committed), "checkpoint" (rank 0, before it writes
 //             the checkpoint of step <step>), "eval" (after the first batch of the evaluation
 //             that follows step <step>), "rejoin" (a survivor at committed step <step>, before
-//             it asks to rejoin); or a phase of the step that follows committed step <step>,
+//             it asks to rejoin), "connect" (a survivor at committed step <step>, its rejoin
+//             answered with the next generation, before it builds that generation's group,
+//             where <rank> is its rank in it); or a phase of the step that follows committed
+//             step <step>,
 //             as the rank enters it: "data" (before its batch is read), "forward", "backward"
 //             (after the forward, before the backward pass), "allreduce" (the first wait for
 //             the gradients' reduction, its buckets already issued), "optimizer" (gradients
@@ -41,6 +44,7 @@ class TestHold {
     kCheckpoint,
     kEval,
     kRejoin,
+    kConnect,
     kData,
     kForward,
     kBackward,

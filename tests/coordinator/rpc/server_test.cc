@@ -31,7 +31,8 @@ using ::testing::Not;
 
 class ServerTest : public ::testing::Test {
  protected:
-  void Start(int world, absl::Duration heartbeat_timeout = absl::Seconds(10), int64_t epoch = 0) {
+  void Start(int world, absl::Duration heartbeat_timeout = absl::Seconds(10), int64_t epoch = 0,
+             int max_restarts = 0) {
     std::string tmpl = ::testing::TempDir() + "/server_test.XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
@@ -42,6 +43,7 @@ class ServerTest : public ::testing::Test {
     config.world_size = world;
     config.registration_timeout = absl::Seconds(60);
     config.heartbeat_timeout = heartbeat_timeout;
+    config.max_restarts = max_restarts;
     job_ = std::make_unique<Job>(config, MonotonicClock::Get());
     ServerOptions options;
     options.tokens = {contents_.token, contents_.view_token, contents_.control_token};
@@ -73,6 +75,30 @@ class ServerTest : public ::testing::Test {
     auto c = ConnectToCoordinator(Options());
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  // Connects two workers of host "h" into `apis` and registers both at once (ranks 0 and 1, pids
+  // first_pid and first_pid + 1); returns their assignments.
+  std::vector<RankAssignment> RegisterTwoLocal(std::vector<std::unique_ptr<CoordinatorApi>>& apis,
+                                               int first_pid = 10) {
+    apis.push_back(Connect());
+    apis.push_back(Connect());
+    std::vector<RankAssignment> assigned(2);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; ++i) {
+      threads.emplace_back([&, i] {
+        WorkerIdentity who;
+        who.host = "h";
+        who.local_rank = i;
+        who.local_world_size = 2;
+        who.pid = first_pid + i;
+        auto a = apis[static_cast<size_t>(i)]->Register(who, absl::Seconds(10));
+        EXPECT_TRUE(a.ok()) << a.status();
+        if (a.ok()) assigned[static_cast<size_t>(i)] = *a;
+      });
+    }
+    for (auto& t : threads) t.join();
+    return assigned;
   }
 
   // Worker `i` of a job of one worker per node.
@@ -290,20 +316,7 @@ TEST_F(ServerTest, StoreGetTimesOutWithDeadlineExceeded) {
 TEST_F(ServerTest, LostRankAbortsTheOthersWithinSeconds) {
   Start(2, absl::Milliseconds(500));
   std::vector<std::unique_ptr<CoordinatorApi>> apis;
-  apis.push_back(Connect());
-  apis.push_back(Connect());
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i) {
-    threads.emplace_back([&, i] {
-      WorkerIdentity who;
-      who.host = "h";
-      who.local_rank = i;
-      who.local_world_size = 2;
-      who.pid = 10 + i;
-      ASSERT_TRUE(apis[static_cast<size_t>(i)]->Register(who, absl::Seconds(10)).ok());
-    });
-  }
-  for (auto& t : threads) t.join();
+  RegisterTwoLocal(apis);
   // Rank 1 goes silent; rank 0 keeps heartbeating and is told to abort.
   absl::Time start = absl::Now();
   HeartbeatReply reply;
@@ -323,25 +336,59 @@ TEST_F(ServerTest, LostRankAbortsTheOthersWithinSeconds) {
   EXPECT_EQ(job_->Status().failure.rank, 1);
 }
 
+// A rank lost right after its generation formed, before the others built that generation's
+// group: a survivor waiting in the store for the lost rank's address is answered at once
+// (ABORTED) when the next generation starts forming, not at its own deadline (the group's
+// timeout), and a later wait under the old generation's keys ends at once too. Keys of the next
+// generation are served as usual.
+TEST_F(ServerTest, AStoreWaitOfASupersededGenerationEndsWhenTheNextForms) {
+  Start(2, absl::Milliseconds(500), /*epoch=*/0, /*max_restarts=*/1);
+  std::vector<std::unique_ptr<CoordinatorApi>> apis;
+  const std::vector<RankAssignment> assigned = RegisterTwoLocal(apis);
+  const std::string prefix = assigned[0].store_prefix + "/";
+  ASSERT_FALSE(assigned[0].store_prefix.empty());
+  ASSERT_TRUE(apis[0]->StoreSet(prefix + "rank_0", {'a'}).ok());
+  // Rank 0 waits for rank 1's address; rank 1 goes silent instead. Rank 0 heartbeats on.
+  absl::Status got;
+  absl::Duration waited;
+  std::thread survivor([&] {
+    const absl::Time start = absl::Now();
+    got = apis[0]->StoreGet(prefix + "rank_1", absl::Seconds(30)).status();
+    waited = absl::Now() - start;
+  });
+  std::atomic<bool> answered{false};
+  std::thread beats([&] {
+    while (!answered.load()) {
+      (void)apis[0]->Heartbeat({});
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
+  survivor.join();
+  answered.store(true);
+  beats.join();
+  EXPECT_TRUE(absl::IsAborted(got)) << got;
+  EXPECT_THAT(std::string(got.message()), HasSubstr("newer membership generation"));
+  EXPECT_THAT(std::string(got.message()), HasSubstr(prefix));
+  EXPECT_LT(waited, absl::Seconds(10)) << "answered when the loss was found, not at 30 s";
+  EXPECT_EQ(job_->Status().state, JobState::kRecovering);
+  EXPECT_EQ(job_->SupersededStorePrefix(), prefix);
+  // Later: a wait under the old generation ends at once; its existing keys still read.
+  const absl::Time again = absl::Now();
+  EXPECT_TRUE(absl::IsAborted(apis[0]->StoreWait({prefix + "rank_1"}, absl::Seconds(30))));
+  EXPECT_LT(absl::Now() - again, absl::Seconds(5));
+  auto old_key = apis[0]->StoreGet(prefix + "rank_0", absl::Seconds(1));
+  ASSERT_TRUE(old_key.ok()) << old_key.status();
+  // Other keys are served as usual.
+  EXPECT_TRUE(absl::IsDeadlineExceeded(
+      apis[0]->StoreGet("gen0/m1/rank_1", absl::Milliseconds(100)).status()));
+}
+
 // Enums end to end: rank states, the job state, the failure's kind and the step phase come back
 // through GetStatus as the coordinator set them; Stop answers with the job state.
 TEST_F(ServerTest, TypedStateCrossesTheWire) {
   Start(2);
   std::vector<std::unique_ptr<CoordinatorApi>> apis;
-  apis.push_back(Connect());
-  apis.push_back(Connect());
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i) {
-    threads.emplace_back([&, i] {
-      WorkerIdentity who;
-      who.host = "h";
-      who.local_rank = i;
-      who.local_world_size = 2;
-      who.pid = 20 + i;
-      ASSERT_TRUE(apis[static_cast<size_t>(i)]->Register(who, absl::Seconds(10)).ok());
-    });
-  }
-  for (auto& t : threads) t.join();
+  RegisterTwoLocal(apis, /*first_pid=*/20);
   ProgressReport p;
   p.phase = WorkerPhase::kEvaluating;
   p.step_phase = StepPhase::kEval;

@@ -506,6 +506,30 @@ def case_second_death_during_recovery(tmp):
     expect("also lost during the recovery" in log, "the second death was not part of it", log)
 
 
+def case_peer_lost_while_the_group_builds(tmp):
+    """Rank 1 is killed after step 5; survivor rank 2, its rejoin answered with the next
+    generation, is killed before it builds that generation's group (a peer lost right after a
+    generation formed: defect 10 of docs/bench-chaos.md). The others, waiting in the store for
+    its address, are answered when the generation after it starts forming and rejoin at once
+    (no rank waits out the group's timeout or is ended by its rejoin deadline): 2 restarts, the
+    result exact."""
+    ref = reference()
+    job = Job(tmp, "gbuild", holds=[("step", 1, 5), ("connect", 2, 5)])
+    os.kill(job.held(0), signal.SIGKILL)
+    second = job.held(1)
+    # The next generation formed (rank 2 holds inside it): the others build its group and wait
+    # for rank 2's address.
+    s = job.wait_status(lambda s: s["state"] == "RUNNING" and s["restarts"] == 1)
+    time.sleep(1.0)
+    os.kill(second, signal.SIGKILL)
+    killed = time.time()
+    code, out = job.finish()
+    recovered_ok(job, code, out, 2, ref)
+    expect("still waiting in a collective" not in out,
+           "a survivor waited out its rejoin deadline instead of rejoining", out)
+    expect(time.time() - killed < 30, f"the job took {time.time() - killed:.1f} s after the kill")
+
+
 def case_restarts_exhausted(tmp):
     """--max-restarts 1 and two ranks lost: exit 4 naming both."""
     job = Job(tmp, "exh", extra=["--max-restarts", "1"], holds=[("step", 1, 5), ("step", 3, 9)])
