@@ -199,16 +199,11 @@ KvStore::WaiterId KvStore::Wait(std::vector<std::string> keys, absl::Time deadli
   if (st.ok()) {
     absl::MutexLock lock(&mu_);
     if (!AllExistLocked(keys)) {
+      const absl::Status* closed = nullptr;
       for (const std::string& k : keys) {
-        const absl::Status* closed = data_.count(k) == 0 ? ClosedLocked(k) : nullptr;
-        if (closed != nullptr) {
-          st = *closed;
-          break;
-        }
+        if (closed == nullptr && data_.count(k) == 0) closed = ClosedLocked(k);
       }
-    }
-    if (st.ok() && !AllExistLocked(keys)) {
-      st = CheckWaiterRoomLocked(key_bytes);
+      st = closed != nullptr ? *closed : CheckWaiterRoomLocked(key_bytes);
       if (st.ok()) {
         Waiter w;
         w.keys = std::move(keys);
