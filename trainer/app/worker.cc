@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -67,6 +68,21 @@ void OnCollectiveWait(bool waiting) {
   if (waiting && in_backward && h != nullptr) {
     h->hold->At(TestHold::Point::kAllreduce, h->session->rank().rank, h->position->step);
   }
+}
+
+// The "published" hold point (test_hold.h), on the store every group is built through. Gloo's
+// full mesh publishes a rank's addresses under the rank's plain number, the key's last part. It
+// reads the rank and step of the build in progress from the build's thread while the training
+// thread waits for that build (ProcessGroupHandle), which is the only time it sets keys.
+CoordinatorStore::SetHook PublishedHold(const TestHold& hold, const CoordinatorSession& session,
+                                        const TrainingPosition& position) {
+  if (hold.empty()) return nullptr;
+  return [&hold, &session, &position](const std::string& key) {
+    const int rank = session.rank().rank;
+    if (absl::EndsWith(key, absl::StrCat("/", rank))) {
+      hold.At(TestHold::Point::kPublished, rank, position.step);
+    }
+  };
 }
 
 // While it lives, the "allreduce" hold point is armed (when DDP_TEST_HOLD names any point).
@@ -238,7 +254,14 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
         TrainingPosition position,
         LoadStartPoint(c, rank.rank, data, model, checkpoints, prefix, rank.state_from_peers));
     const auto options = CommunicationOptions(c, p, model.device());
-    CommunicationStage comm(session.Store(options.process_group.timeout), options, model, position);
+    CommunicationStage comm(
+        session.Store(options.process_group.timeout, PublishedHold(hold, session, position)),
+        options, model, position);
+    if (!hold.empty()) {
+      comm.SetSyncHook([&hold, &session, &position] {
+        hold.At(TestHold::Point::kSync, session.rank().rank, position.step);
+      });
+    }
     const AllreduceHoldScope allreduce_hold(hold, session, position);
     InJobRecovery recovery(comm, session, position, RecoveryOptions(c, &hold));
     RETURN_IF_ERROR(c.max_restarts > 0

@@ -33,8 +33,11 @@ absl::Duration ToDuration(std::chrono::milliseconds timeout) {
 }  // namespace
 
 CoordinatorStore::CoordinatorStore(CoordinatorApi& api, std::string prefix,
-                                   std::chrono::milliseconds timeout)
-    : c10d::Store(timeout), api_(api), prefix_(std::move(prefix)) {}
+                                   std::chrono::milliseconds timeout, SetHook after_set)
+    : c10d::Store(timeout),
+      api_(api),
+      prefix_(std::move(prefix)),
+      after_set_(std::move(after_set)) {}
 
 std::vector<std::string> CoordinatorStore::Keys(const std::vector<std::string>& keys) const {
   std::vector<std::string> out;
@@ -44,12 +47,13 @@ std::vector<std::string> CoordinatorStore::Keys(const std::vector<std::string>& 
 }
 
 c10::intrusive_ptr<c10d::Store> CoordinatorStore::clone() {
-  return c10::make_intrusive<CoordinatorStore>(api_, prefix_, timeout_);
+  return c10::make_intrusive<CoordinatorStore>(api_, prefix_, timeout_, after_set_);
 }
 
 void CoordinatorStore::set(const std::string& key, const std::vector<uint8_t>& value) {
   absl::Status s = api_.StoreSet(Key(key), value);
   if (!s.ok()) Throw(s, "set", {key}, timeout_);
+  if (after_set_) after_set_(key);
 }
 
 std::vector<uint8_t> CoordinatorStore::compareSet(const std::string& key,

@@ -8,13 +8,17 @@
 // compareSet() follows c10d::HashStore. Other coordinator failures throw c10::DistStoreError naming
 // the operation.
 //
+// A hook called after each successful set() (SetHook) lets end-to-end tests freeze a worker right
+// after it published a key (trainer/worker/test_hold.h, "published").
+//
 // Thread safety: safe to use from several threads (the CoordinatorApi contract); clone() returns
-// a store sharing the same client, which must outlive every clone.
+// a store sharing the same client (and hook), which must outlive every clone.
 #ifndef SLURM_DDP_TRAINER_DDP_GRPC_STORE_H_
 #define SLURM_DDP_TRAINER_DDP_GRPC_STORE_H_
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
@@ -25,9 +29,13 @@ namespace ddp {
 
 class CoordinatorStore : public c10d::Store {
  public:
+  // Called with the key as given to set() (without this store's prefix), on the setting thread.
+  using SetHook = std::function<void(const std::string& key)>;
+
   // Every key is prefixed with `prefix` (e.g. "gen3/" to keep generations apart).
   explicit CoordinatorStore(CoordinatorApi& api, std::string prefix = "",
-                            std::chrono::milliseconds timeout = c10d::Store::kDefaultTimeout);
+                            std::chrono::milliseconds timeout = c10d::Store::kDefaultTimeout,
+                            SetHook after_set = nullptr);
 
   c10::intrusive_ptr<c10d::Store> clone() override;
   using c10d::Store::set;
@@ -50,6 +58,7 @@ class CoordinatorStore : public c10d::Store {
 
   CoordinatorApi& api_;
   const std::string prefix_;
+  const SetHook after_set_;
 };
 
 }  // namespace ddp

@@ -15,29 +15,70 @@
 // which can take up to the group's timeout when one waits on a live peer that never sends: the
 // wait is reported through the collective-wait hook (dist_errors.h), as any collective wait.
 //
+// A build can be given up from another thread (GroupBuildCancel): building a Gloo group waits for
+// every peer's address in the store, then connects to each, and a peer that dies after it
+// published its address leaves the others inside Gloo's connect until the group's timeout, where
+// nothing but that timeout ends the wait. With a GroupBuildCancel, the Gloo build runs on a
+// thread of its own and the caller waits for it or for Cancel(), whichever comes first: a
+// cancelled build is left to end by itself (at the latest at the group's timeout; a group it
+// still builds is then dropped), and Create returns UNAVAILABLE at once.
+//
+//   GroupBuildCancel cancel;                       // Cancel() from the heartbeat thread
+//   auto pg = ProcessGroupHandle::Create(store, "gen3", r, w, o, &cancel);
+//
 // Thread safety: owned by one thread (the training thread); backend() follows c10d's contract.
+// GroupBuildCancel::Cancel may be called from any thread.
 #ifndef SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_HANDLE_H_
 #define SLURM_DDP_TRAINER_DDP_PROCESS_GROUP_HANDLE_H_
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "trainer/ddp/process_group.h"
 
 namespace ddp {
 
+namespace internal {
+struct PendingBuild;
+}  // namespace internal
+
+// Gives up a group build that waits now, and every later one until Reset() (see above).
+class GroupBuildCancel {
+ public:
+  // Any thread. `why` becomes the message of the builds it ends.
+  void Cancel(absl::string_view why);
+  // Builds from now on wait again (the training thread, before a new build).
+  void Reset();
+  bool cancelled() const;
+
+ private:
+  friend class ProcessGroupHandle;
+  absl::Status Cancelled() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::optional<std::string> why_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<internal::PendingBuild> waiting_ ABSL_GUARDED_BY(mu_);
+};
+
 class ProcessGroupHandle {
  public:
   // Builds and connects the group with every key under `prefix` (c10d::PrefixStore; empty: the
-  // store's own keys). Errors as CreateProcessGroup.
+  // store's own keys). Errors as CreateProcessGroup; UNAVAILABLE when `cancel` (may be null)
+  // gives the build up.
   static absl::StatusOr<ProcessGroupHandle> Create(const c10::intrusive_ptr<c10d::Store>& store,
                                                    const std::string& prefix, int rank,
                                                    int world_size,
-                                                   const ProcessGroupOptions& options);
+                                                   const ProcessGroupOptions& options,
+                                                   GroupBuildCancel* cancel = nullptr);
 
   // Takes over a backend built by other means (a test double, a group made by hand).
   static ProcessGroupHandle Adopt(c10::intrusive_ptr<c10d::Backend> backend, std::string prefix) {

@@ -20,8 +20,16 @@ CommunicationStage::~CommunicationStage() {
 
 void CommunicationStage::MarkFailed() { pg_.MarkFailed(); }
 
+namespace {
+
+constexpr char kSuperseded[] =
+    "a newer membership generation was announced while this rank built its process group";
+
+}  // namespace
+
 void CommunicationStage::Interrupt() {
   interrupted_.store(true, std::memory_order_release);
+  build_cancel_.Cancel(kSuperseded);
   c10::intrusive_ptr<c10d::Backend> backend;
   {
     absl::MutexLock lock(&interrupt_mu_);
@@ -49,10 +57,13 @@ absl::StatusOr<int> CommunicationStage::Connect(const std::string& prefix, int r
   // A failed teardown of the old group must not stop the new one from being built.
   Disconnect().IgnoreError();
   interrupted_.store(false, std::memory_order_release);
-  ASSIGN_OR_RETURN(
-      ProcessGroupHandle pg,
-      ProcessGroupHandle::Create(store_, prefix, rank, world_size, options_.process_group));
-  absl::StatusOr<int> root = SyncTrainingState(pg.backend(), {model_, position_, gradient_order_});
+  build_cancel_.Reset();
+  if (superseded_ && superseded_()) build_cancel_.Cancel(kSuperseded);
+  ASSIGN_OR_RETURN(ProcessGroupHandle pg,
+                   ProcessGroupHandle::Create(store_, prefix, rank, world_size,
+                                              options_.process_group, &build_cancel_));
+  absl::StatusOr<int> root =
+      SyncTrainingState(pg.backend(), {model_, position_, gradient_order_}, sync_hook_);
   if (!root.ok()) {
     pg.MarkFailed();
     return root.status();

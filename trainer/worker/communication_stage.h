@@ -21,8 +21,14 @@
 // Interrupt() may come from another thread (the heartbeat thread, when the coordinator announces
 // a newer membership generation): it aborts an NCCL group's communicators so that work blocked
 // on a dead peer fails at once instead of at NCCL's timeout. Gloo has no abort (its collectives
-// fail as the dead peer's and then the other survivors' connections close). interrupted() stays
-// true until the next Connect: a step that ran while it turned true must not be committed.
+// fail as the dead peer's and then the other survivors' connections close), but a Gloo group
+// still being built is given up (ProcessGroupHandle's GroupBuildCancel): a peer that died after
+// it published its address would otherwise hold this rank in Gloo's connect until the group's
+// timeout, and Connect returns UNAVAILABLE at once. interrupted() stays true until the next
+// Connect: a step that ran while it turned true must not be committed. An interrupt that comes
+// between the decision to connect and the build is not lost when SetSupersededCheck names what
+// makes it stale (a newer generation announced): Connect consults it once the build can be
+// given up.
 //
 // Thread safety: the training thread only, except Interrupt() and interrupted() (any thread).
 #ifndef SLURM_DDP_TRAINER_WORKER_COMMUNICATION_STAGE_H_
@@ -30,6 +36,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -71,6 +78,12 @@ class CommunicationStage {
   void MarkFailed();
   // From any thread: see above.
   void Interrupt();
+  // Called by Connect once a build can be given up: true gives it up at once. Set before
+  // connecting; it runs on the training thread.
+  void SetSupersededCheck(std::function<bool()> superseded) { superseded_ = std::move(superseded); }
+  // Called in each state sync once the root's position has arrived (tests: the "sync" hold
+  // point of test_hold.h). Set before connecting.
+  void SetSyncHook(std::function<void()> hook) { sync_hook_ = std::move(hook); }
   bool interrupted() const { return interrupted_.load(std::memory_order_acquire); }
 
   bool connected() const { return ddp_ != nullptr; }
@@ -91,6 +104,9 @@ class CommunicationStage {
   ProcessGroupHandle pg_;  // declared before ddp_: outlives it
   std::unique_ptr<DistributedDataParallel> ddp_;
   std::atomic<bool> interrupted_{false};
+  std::function<bool()> superseded_;
+  std::function<void()> sync_hook_;
+  GroupBuildCancel build_cancel_;
   absl::Mutex interrupt_mu_;
   // The connected group when its backend can be aborted from another thread (NCCL).
   c10::intrusive_ptr<c10d::Backend> abortable_ ABSL_GUARDED_BY(interrupt_mu_);

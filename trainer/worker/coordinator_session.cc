@@ -89,8 +89,9 @@ absl::StatusOr<RankAssignment> CoordinatorSession::Rejoin(int64_t committed_step
   return next;
 }
 
-c10::intrusive_ptr<c10d::Store> CoordinatorSession::Store(std::chrono::milliseconds timeout) {
-  return c10::make_intrusive<CoordinatorStore>(*api_, "", timeout);
+c10::intrusive_ptr<c10d::Store> CoordinatorSession::Store(std::chrono::milliseconds timeout,
+                                                          CoordinatorStore::SetHook after_set) {
+  return c10::make_intrusive<CoordinatorStore>(*api_, "", timeout, std::move(after_set));
 }
 
 void CoordinatorSession::ReportOutcome(const absl::Status& outcome) {

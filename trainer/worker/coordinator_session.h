@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/coordinator_api.h"
+#include "trainer/ddp/grpc_store.h"
 #include "trainer/launcher/launch_plan.h"
 #include "trainer/worker/progress_reporter.h"
 
@@ -51,8 +52,10 @@ class CoordinatorSession {
   ProgressReporter& reporter() { return reporter_; }
   const std::string& log_prefix() const { return log_prefix_; }  // "[rank 3] "
 
-  // The coordinator's c10d store (CoordinatorStore), blocking calls bounded by `timeout`.
-  c10::intrusive_ptr<c10d::Store> Store(std::chrono::milliseconds timeout);
+  // The coordinator's c10d store (CoordinatorStore), blocking calls bounded by `timeout`;
+  // `after_set` as CoordinatorStore's (tests).
+  c10::intrusive_ptr<c10d::Store> Store(std::chrono::milliseconds timeout,
+                                        CoordinatorStore::SetHook after_set = nullptr);
 
   // Leaves the current membership generation and joins the next (blocking, bounded by
   // `timeout`): the new place becomes rank(). ABORTED with the coordinator's reason when the job

@@ -31,9 +31,14 @@ InJobRecovery::InJobRecovery(CommunicationStage& comm, CoordinatorSession& sessi
                              TrainingPosition& position, Options options)
     : comm_(comm), session_(session), position_(position), options_(options) {
   session_.reporter().OnNewerGeneration([this] { comm_.Interrupt(); });
+  // An announcement that came after the rejoin was answered but before the build began.
+  comm_.SetSupersededCheck([this] { return session_.reporter().newer_generation(); });
 }
 
-InJobRecovery::~InJobRecovery() { session_.reporter().OnNewerGeneration(nullptr); }
+InJobRecovery::~InJobRecovery() {
+  comm_.SetSupersededCheck(nullptr);
+  session_.reporter().OnNewerGeneration(nullptr);
+}
 
 bool InJobRecovery::Recoverable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);

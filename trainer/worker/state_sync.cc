@@ -45,10 +45,16 @@ absl::StatusOr<TrainingPosition> BroadcastPosition(c10d::Backend& pg, int root,
   return decoded;
 }
 
-// The root's optimizer-slot presence and gradient order, applied to this rank.
-void BroadcastLayout(c10d::Backend& pg, int root, Sgd& sgd, std::vector<size_t>& order,
-                     at::Device device) {
-  std::vector<at::Tensor>& slots = sgd.momentum_slots();
+// The root's optimizer-slot presence (one flag per parameter) and gradient order, received but
+// not applied.
+struct Layout {
+  std::vector<bool> slot_present;
+  std::vector<size_t> order;
+};
+
+Layout BroadcastLayout(c10d::Backend& pg, int root, Sgd& sgd, const std::vector<size_t>& order,
+                       at::Device device) {
+  const std::vector<at::Tensor>& slots = sgd.momentum_slots();
   const int64_t n = static_cast<int64_t>(slots.size());
   // [gradient order length, slot present?...]
   std::vector<int64_t> meta = {static_cast<int64_t>(order.size())};
@@ -57,35 +63,30 @@ void BroadcastLayout(c10d::Backend& pg, int root, Sgd& sgd, std::vector<size_t>&
   Broadcast(pg, m, root, "state sync: optimizer layout");
   const at::Tensor cpu = m.cpu();
   const int64_t* v = cpu.data_ptr<int64_t>();
-  const auto& params = sgd.parameters();
-  for (int64_t i = 0; i < n; ++i) {
-    at::Tensor& slot = slots[static_cast<size_t>(i)];
-    if (v[1 + i] == 0) {
-      slot = at::Tensor();
-    } else if (!slot.defined()) {
-      slot = at::zeros_like(params[static_cast<size_t>(i)].tensor);
-    }
-  }
+  Layout out;
+  for (int64_t i = 0; i < n; ++i) out.slot_present.push_back(v[1 + i] != 0);
   const int64_t order_size = v[0];
-  if (order_size == 0) {
-    order.clear();
-    return;
-  }
+  if (order_size == 0) return out;
   at::Tensor o = pg.getRank() == root
                      ? at::tensor(std::vector<int64_t>(order.begin(), order.end()), at::kLong)
                      : at::zeros({order_size}, at::kLong);
   o = o.to(device);
   Broadcast(pg, o, root, "state sync: gradient order");
   const at::Tensor ocpu = o.cpu();
-  order.assign(ocpu.data_ptr<int64_t>(), ocpu.data_ptr<int64_t>() + order_size);
+  out.order.assign(ocpu.data_ptr<int64_t>(), ocpu.data_ptr<int64_t>() + order_size);
+  return out;
 }
 
-void BroadcastGenerator(c10d::Backend& pg, int root, at::Device device) {
+// The root's default CPU generator state (on the root: its own).
+at::Tensor BroadcastGenerator(c10d::Backend& pg, int root, at::Device device) {
   at::Generator gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  at::Tensor state = gen.get_state().to(device);
+  at::Tensor state;
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    state = gen.get_state().to(device);
+  }
   Broadcast(pg, state, root, "state sync: random generator");
-  if (pg.getRank() != root) gen.set_state(state.cpu());
+  return state.cpu();
 }
 
 }  // namespace
@@ -108,7 +109,8 @@ int ChooseSyncRoot(c10d::Backend& pg, int64_t committed_step, at::Device device)
   return root;
 }
 
-absl::StatusOr<int> SyncTrainingState(c10d::Backend& pg, const TrainingStateRef& state) {
+absl::StatusOr<int> SyncTrainingState(c10d::Backend& pg, const TrainingStateRef& state,
+                                      const std::function<void()>& after_position) {
   const at::Device device = state.model.device();
   int root = 0;
   RETURN_IF_ERROR(RunGuarded("state sync", [&]() -> absl::Status {
@@ -117,19 +119,52 @@ absl::StatusOr<int> SyncTrainingState(c10d::Backend& pg, const TrainingStateRef&
     return absl::OkStatus();
   }));
   const std::string context = absl::StrCat("state sync from rank ", root);
+  // Everything is received before anything is applied: a sync that fails part way (a peer lost
+  // during it) leaves this rank's state as it was. Applied as it arrived, a rank could be left
+  // holding the root's step with only some of its tensors, then win the next sync's root
+  // choice with that mix (the chaos run's defect 11).
   RETURN_IF_ERROR(RunGuarded(context, [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(state.position, BroadcastPosition(pg, root, state.position, device));
+    ASSIGN_OR_RETURN(TrainingPosition position,
+                     BroadcastPosition(pg, root, state.position, device));
+    if (after_position) after_position();
     Sgd& sgd = state.model.optimizer();
-    BroadcastLayout(pg, root, sgd, state.gradient_order, device);
-    const ModuleTensors tensors = state.model.tensors();
-    std::vector<at::Tensor> all;
-    for (const auto& p : tensors.parameters) all.push_back(p.tensor);
-    for (const auto& b : tensors.buffers) all.push_back(b.tensor);
-    for (const auto& slot : sgd.momentum_slots()) {
-      if (slot.defined()) all.push_back(slot);
+    Layout layout = BroadcastLayout(pg, root, sgd, state.gradient_order, device);
+    std::vector<at::Tensor>& slots = sgd.momentum_slots();
+    const auto& params = sgd.parameters();
+    if (layout.slot_present.size() != slots.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", root, " has ",
+                                                     layout.slot_present.size(),
+                                                     " optimizer slots, this rank ", slots.size()));
     }
-    if (!all.empty()) BroadcastCoalesced(pg, all, root);
-    BroadcastGenerator(pg, root, device);
+    const bool is_root = pg.getRank() == root;
+    const ModuleTensors tensors = state.model.tensors();
+    // The tensors this rank ends up with, and what the broadcast fills (the root sends its own
+    // tensors; the others receive into copies).
+    std::vector<at::Tensor> targets;
+    for (const auto& p : tensors.parameters) targets.push_back(p.tensor);
+    for (const auto& b : tensors.buffers) targets.push_back(b.tensor);
+    std::vector<at::Tensor> new_slots(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (!layout.slot_present[i]) continue;
+      new_slots[i] = slots[i].defined() ? slots[i] : at::zeros_like(params[i].tensor);
+      targets.push_back(new_slots[i]);
+    }
+    std::vector<at::Tensor> received;
+    received.reserve(targets.size());
+    for (const auto& t : targets) received.push_back(is_root ? t : t.detach().clone());
+    if (!received.empty()) BroadcastCoalesced(pg, received, root);
+    const at::Tensor generator = BroadcastGenerator(pg, root, device);
+    // Every collective succeeded: apply.
+    if (!is_root) {
+      at::NoGradGuard no_grad;
+      for (size_t i = 0; i < targets.size(); ++i) targets[i].copy_(received[i]);
+      at::Generator gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(generator);
+    }
+    for (size_t i = 0; i < slots.size(); ++i) slots[i] = new_slots[i];
+    state.gradient_order = std::move(layout.order);
+    state.position = std::move(position);
     return absl::OkStatus();
   }));
   return root;

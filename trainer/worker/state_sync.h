@@ -11,6 +11,11 @@
 //   4. broadcast of which optimizer slots (momentum buffers) the root has, the root's DDP
 //      gradient order (bucket layout; ddp.h) and then, coalesced, the root's parameters,
 //      buffers, momentum buffers and default CPU generator state.
+// A rank other than the root applies what it received only once every one of these collectives
+// has succeeded: a sync that fails part way (a peer lost during it) leaves its state, committed
+// step included, exactly as it was, so that no rank ever claims a step whose state it does not
+// wholly hold. The received tensors are staged in one copy of the model's parameters, buffers
+// and momentum buffers for the length of the sync.
 // At start this is the resume: rank 0 alone loaded the checkpoint, so it has the highest step
 // (or all are at 0 and rank 0 wins the tie), and everything comes from it.
 //
@@ -20,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <vector>
 
@@ -43,7 +49,10 @@ int ChooseSyncRoot(c10d::Backend& pg, int64_t committed_step, at::Device device)
 // Steps 1-4 above. Returns the root. A failed collective as StatusFromException gives it
 // (UNAVAILABLE, DEADLINE_EXCEEDED); a bad position record DATA_LOSS; different models on
 // different ranks INVALID_ARGUMENT.
-absl::StatusOr<int> SyncTrainingState(c10d::Backend& pg, const TrainingStateRef& state);
+// `after_position` (tests: the "sync" hold point) is called once the root's position has been
+// received, before the tensors are.
+absl::StatusOr<int> SyncTrainingState(c10d::Backend& pg, const TrainingStateRef& state,
+                                      const std::function<void()>& after_position = nullptr);
 
 }  // namespace ddp
 

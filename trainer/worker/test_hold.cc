@@ -18,7 +18,8 @@ namespace {
 constexpr std::pair<const char*, TestHold::Point> kPoints[] = {
     {"step", TestHold::Point::kStep},           {"checkpoint", TestHold::Point::kCheckpoint},
     {"eval", TestHold::Point::kEval},           {"rejoin", TestHold::Point::kRejoin},
-    {"connect", TestHold::Point::kConnect},     {"data", TestHold::Point::kData},
+    {"connect", TestHold::Point::kConnect},     {"published", TestHold::Point::kPublished},
+    {"sync", TestHold::Point::kSync},           {"data", TestHold::Point::kData},
     {"forward", TestHold::Point::kForward},     {"backward", TestHold::Point::kBackward},
     {"allreduce", TestHold::Point::kAllreduce}, {"optimizer", TestHold::Point::kOptimizer},
 };
@@ -42,7 +43,8 @@ absl::StatusOr<TestHold> TestHold::FromEnv(const EnvMap& env) {
       return absl::InvalidArgumentError(absl::StrCat(
           "DDP_TEST_HOLD entry '", entry, "': ", what,
           " (expected <point>:<rank>:<step>:<marker file>, point one of step, checkpoint, "
-          "eval, rejoin, connect, data, forward, backward, allreduce, optimizer)"));
+          "eval, rejoin, connect, published, sync, data, forward, backward, allreduce, "
+          "optimizer)"));
     };
     if (parts.size() != 4 || parts[3].empty()) return bad("four fields needed");
     Hold hold{Point::kStep, 0, 0, parts[3]};

@@ -10,8 +10,12 @@
 //             that follows step <step>), "rejoin" (a survivor at committed step <step>, before
 //             it asks to rejoin), "connect" (a survivor at committed step <step>, its rejoin
 //             answered with the next generation, before it builds that generation's group,
-//             where <rank> is its rank in it); or a phase of the step that follows committed
-//             step <step>,
+//             where <rank> is its rank in it), "published" (a rank building its group at
+//             committed step <step>, right after it published its own address in the store:
+//             its peers can then connect to it; at a job's start <step> is 0), "sync" (a rank
+//             at committed step <step> in a state sync, once the root's position arrived and
+//             before its tensors do); or a phase of
+//             the step that follows committed step <step>,
 //             as the rank enters it: "data" (before its batch is read), "forward", "backward"
 //             (after the forward, before the backward pass), "allreduce" (the first wait for
 //             the gradients' reduction, its buckets already issued), "optimizer" (gradients
@@ -45,6 +49,8 @@ class TestHold {
     kEval,
     kRejoin,
     kConnect,
+    kPublished,
+    kSync,
     kData,
     kForward,
     kBackward,

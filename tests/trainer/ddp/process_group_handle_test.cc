@@ -2,7 +2,8 @@
 // while an exception unwinds; exactly once, moves included), and, in real processes on loopback,
 // a group whose peer was SIGKILLed fails fast, is dropped, and a new group under a new prefix
 // works among the survivors; ending a failed group that waits on a silent peer, and building one
-// whose peer never comes, are reported collective waits.
+// whose peer never comes, are reported collective waits; a build given up from another thread
+// (GroupBuildCancel) returns at once, and a new group forms after it.
 #include "trainer/ddp/process_group_handle.h"
 
 #include <signal.h>
@@ -88,14 +89,15 @@ TEST(ProcessGroupHandle, ExplicitAbortAbortsAHealthyGroup) {
 
 // A Gloo group on loopback through the children's shared FileStore: the status of its creation.
 absl::StatusOr<ProcessGroupHandle> Create(const std::string& prefix, int rank, int world,
-                                          std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout,
+                                          GroupBuildCancel* cancel = nullptr) {
   auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), 3);
   store->setTimeout(timeout);
   ProcessGroupOptions options;
   options.backend = BackendKind::kGloo;
   options.timeout = timeout;
   options.gloo_hostname = "127.0.0.1";
-  return ProcessGroupHandle::Create(store, prefix, rank, world, options);
+  return ProcessGroupHandle::Create(store, prefix, rank, world, options, cancel);
 }
 
 // The same, exiting the child (code 3) when the group cannot be built.
@@ -266,6 +268,65 @@ TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWa
   EXPECT_FALSE(pg.ok());
   EXPECT_GT(seconds, 0.5 * static_cast<double>(kTimeout.count()));
   ExpectWaitMarked(before, after);
+}
+
+// The same build, given up: rank 2 is alive and never builds "gen1"; the others build it with a
+// GroupBuildCancel that another thread cancels after 300 ms (as the heartbeat thread does when
+// the coordinator announces a newer generation). Create returns UNAVAILABLE with the canceller's
+// words at once instead of at the group's 20 s timeout, the wait is a reported collective wait,
+// a build with the cancel still set returns at once, and after Reset the three ranks build
+// "gen2" and reduce over it while the given-up builds still wait in their own threads.
+TEST(ProcessGroupHandleRebuild, ABuildGivenUpReturnsAtOnceAndTheNextGroupForms) {
+  if (!testing::IsChild()) {
+    RunThreeRanksAndShow("rank 0: the build given up");
+    return;
+  }
+  const int rank = testing::ChildRank();
+  constexpr auto kTimeout = std::chrono::seconds(20);
+  {
+    ProcessGroupHandle pg = Build("gen0", rank, 3, kTimeout);
+    at::Tensor one = torch::ones({4});
+    ASSERT_TRUE(Allreduce(pg, one).ok());
+  }
+  if (rank == 2) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // never in "gen1"
+  } else {
+    GroupBuildCancel cancel;
+    std::thread canceller([&cancel] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      cancel.Cancel("a newer generation was announced");
+    });
+    g_wait_began_ns.store(0);
+    g_wait_ended_ns.store(0);
+    SetCollectiveWaitHook(&RecordWait);
+    const int64_t before = NowNs();
+    absl::StatusOr<ProcessGroupHandle> pg = Create("gen1", rank, 3, kTimeout, &cancel);
+    const int64_t after = NowNs();
+    SetCollectiveWaitHook(nullptr);
+    canceller.join();
+    const double seconds = static_cast<double>(after - before) * 1e-9;
+    std::printf("rank %d: the build given up returned after %.2f s: %s (timeout %lld s)\n", rank,
+                seconds, pg.status().ToString().c_str(), static_cast<long long>(kTimeout.count()));
+    ASSERT_FALSE(pg.ok());
+    EXPECT_EQ(pg.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_EQ(pg.status().message(), "a newer generation was announced");
+    EXPECT_GT(seconds, 0.2);
+    EXPECT_LT(seconds, 2.0);
+    ExpectWaitMarked(before, after);
+    // Still cancelled: the next build does not start.
+    const int64_t again = NowNs();
+    absl::StatusOr<ProcessGroupHandle> stale = Create("gen1b", rank, 3, kTimeout, &cancel);
+    EXPECT_EQ(stale.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_LT(NowNs() - again, 100'000'000);
+    cancel.Reset();
+    EXPECT_FALSE(cancel.cancelled());
+  }
+  GroupBuildCancel fresh;
+  absl::StatusOr<ProcessGroupHandle> gen2 = Create("gen2", rank, 3, kTimeout, &fresh);
+  ASSERT_TRUE(gen2.ok()) << gen2.status();
+  at::Tensor x = torch::full({8}, static_cast<float>(rank + 1));
+  ASSERT_TRUE(Allreduce(*gen2, x).ok());
+  EXPECT_TRUE(torch::equal(x, torch::full({8}, 6.0f)));
 }
 
 }  // namespace
