@@ -131,11 +131,6 @@ absl::StatusOr<int> SyncTrainingState(c10d::Backend& pg, const TrainingStateRef&
     Layout layout = BroadcastLayout(pg, root, sgd, state.gradient_order, device);
     std::vector<at::Tensor>& slots = sgd.momentum_slots();
     const auto& params = sgd.parameters();
-    if (layout.slot_present.size() != slots.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("rank ", root, " has ",
-                                                     layout.slot_present.size(),
-                                                     " optimizer slots, this rank ", slots.size()));
-    }
     const bool is_root = pg.getRank() == root;
     const ModuleTensors tensors = state.model.tensors();
     // The tensors this rank ends up with, and what the broadcast fills (the root sends its own

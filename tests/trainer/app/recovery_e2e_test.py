@@ -554,21 +554,25 @@ def case_peer_lost_after_it_published(tmp):
     rank killed as a launch builds its first group). A rank still inside Gloo's connect to it,
     where nothing but the group's timeout ends the wait, gives the build up as soon as the
     coordinator announces the next generation and rejoins at once. A rank that had completed
-    its connections (TCP accepted them into the frozen rank's listen queue) waits in the state
-    sync's first collective for a peer that left; Gloo cannot be interrupted there, so the
-    rejoin deadline ends it (15 s, one restart). Before the build could be given up, both ended
-    that way: 3 restarts of 3 for one loss (or more, failing the job, when every survivor waits
-    for it to connect). Now at most 2, and the result exact."""
+    its connections (TCP accepted them into the frozen rank's listen queue) goes on to the
+    state sync; there it fails at once on the dead rank's connection, or, when its first read
+    is from a peer that gave its build up, waits until the rejoin deadline ends it (Gloo cannot
+    be interrupted there). So at most two survivors cost a restart besides the lost rank: 3
+    restarts at most, where before the build could be given up every survivor that waited for
+    the frozen rank to connect cost one (4 when all three did). --max-restarts 5, so that the
+    count is seen; the result exact."""
     ref = reference()
-    job = Job(tmp, "published", holds=[("published", 2, 0)])
+    job = Job(tmp, "published", extra=["--max-restarts", "5"], holds=[("published", 2, 0)])
     victim = job.held(0)
     time.sleep(1.0)  # the others reach their connect to it
     os.kill(victim, signal.SIGKILL)
     killed = time.time()
     code, out = job.finish()
-    recovered_ok(job, code, out, 1, ref)
+    expect(code == 0, f"job exited {code}, want 0", out)
+    same_model(os.path.join(tmp, "ck", "final.pt"), ref)
     log = job.coordinator_log()
-    expect("restart 3 of 3" not in log, "the loss cost every restart", log)
+    expect("restart 1 of 5" in log, "the loss was not recovered in the job", log)
+    expect("restart 4 of 5" not in log, "more than two survivors cost a restart", log)
     # Which ranks connect to the frozen one and which wait for it to connect is Gloo's choice
     # (it compares the two listening addresses, ports included), so the path each survivor took
     # varies from run to run; the unit test ABuildGivenUpReturnsAtOnceAndTheNextGroupForms pins
