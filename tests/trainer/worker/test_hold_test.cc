@@ -36,6 +36,7 @@ TEST(TestHold, ParsesItsEnvironmentVariable) {
       {"step:1:5:/tmp/m", true},
       {"checkpoint:0:12:/tmp/a,eval:2:8:/tmp/b,rejoin:0:5:/tmp/c", true},
       {"connect:2:5:/tmp/a", true},
+      {"published:2:0:/tmp/a,sync:0:5:/tmp/b", true},
       {"data:0:1:/tmp/a,forward:1:2:/tmp/b,backward:2:3:/tmp/c", true},
       {"allreduce:3:4:/tmp/d,optimizer:0:5:/tmp/e", true},
       {"reduce:1:5:/tmp/m", false},
