@@ -233,6 +233,22 @@ TEST(ProcessGroupHandleRebuild, EndingAFailedGroupWaitsOnASilentPeerAsACollectiv
   ExpectWaitMarked(before, after);
 }
 
+// The three ranks' first group, "gen0": built, used once and ended, so that a test's own group
+// starts among ranks known to reach each other.
+void FirstGroupWorks(int rank, std::chrono::milliseconds timeout) {
+  ProcessGroupHandle pg = Build("gen0", rank, 3, timeout);
+  at::Tensor one = torch::ones({4});
+  ASSERT_TRUE(Allreduce(pg, one).ok());
+}
+
+// Starts recording the collective-wait hook afresh; returns the time it started.
+int64_t RecordWaits() {
+  g_wait_began_ns.store(0);
+  g_wait_ended_ns.store(0);
+  SetCollectiveWaitHook(&RecordWait);
+  return NowNs();
+}
+
 // Building a group waits for every peer. Here rank 2 is alive and never builds "gen1" (as a
 // peer killed or stopped while the group forms): the others' Create waits up to the group's
 // timeout, and that wait is reported through the collective-wait hook from its start to its end,
@@ -245,19 +261,12 @@ TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWa
   }
   const int rank = testing::ChildRank();
   constexpr auto kTimeout = std::chrono::seconds(3);
-  {
-    ProcessGroupHandle pg = Build("gen0", rank, 3, kTimeout);
-    at::Tensor one = torch::ones({4});
-    ASSERT_TRUE(Allreduce(pg, one).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(FirstGroupWorks(rank, kTimeout));
   if (rank == 2) {
     std::this_thread::sleep_for(3 * kTimeout);  // alive, and never in "gen1"
     return;
   }
-  g_wait_began_ns.store(0);
-  g_wait_ended_ns.store(0);
-  SetCollectiveWaitHook(&RecordWait);
-  const int64_t before = NowNs();
+  const int64_t before = RecordWaits();
   absl::StatusOr<ProcessGroupHandle> pg = Create("gen1", rank, 3, kTimeout);
   const int64_t after = NowNs();
   SetCollectiveWaitHook(nullptr);
@@ -283,11 +292,7 @@ TEST(ProcessGroupHandleRebuild, ABuildGivenUpReturnsAtOnceAndTheNextGroupForms) 
   }
   const int rank = testing::ChildRank();
   constexpr auto kTimeout = std::chrono::seconds(20);
-  {
-    ProcessGroupHandle pg = Build("gen0", rank, 3, kTimeout);
-    at::Tensor one = torch::ones({4});
-    ASSERT_TRUE(Allreduce(pg, one).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(FirstGroupWorks(rank, kTimeout));
   if (rank == 2) {
     std::this_thread::sleep_for(std::chrono::seconds(2));  // never in "gen1"
   } else {
@@ -296,10 +301,7 @@ TEST(ProcessGroupHandleRebuild, ABuildGivenUpReturnsAtOnceAndTheNextGroupForms) 
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       cancel.Cancel("a newer generation was announced");
     });
-    g_wait_began_ns.store(0);
-    g_wait_ended_ns.store(0);
-    SetCollectiveWaitHook(&RecordWait);
-    const int64_t before = NowNs();
+    const int64_t before = RecordWaits();
     absl::StatusOr<ProcessGroupHandle> pg = Create("gen1", rank, 3, kTimeout, &cancel);
     const int64_t after = NowNs();
     SetCollectiveWaitHook(nullptr);
