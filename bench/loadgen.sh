@@ -9,7 +9,9 @@
 # coordinator gives it: 1 s up to 4,096 ranks, 2.5 s at 16,384 with the default 10 s timeout;
 # as ddp-trainer's node tasks do, the 8 ranks of a simulated node send one NodeHeartbeat on the
 # node task's own connection; the coordinator's CPU from /proc) and a status window (GetStatus
-# p50/p99 from an operator process while every rank heartbeats); then the status snapshot's
+# p50/p99 from an operator process while every rank heartbeats) and a re-formation (one rank
+# lost, its replacement registers, every other rank rejoins the next membership generation, each
+# fetches its shard; timed to the last rank holding them); then the status snapshot's
 # rendering, full against incremental (ddp-renderbench), at each size. Every agent process, of
 # either baseline, makes its heap resident before it reports ready (--heap-reserve-kib,
 # common/heap_reserve.h); the servers run with their own defaults: ddp-coordinator with the
@@ -28,6 +30,9 @@
 #                  a benchmark-only switch: no client of the product talks to such a server), and
 #                  print what TLS costs, like for like in the same run
 #     --no-tcpstore skip both TCPStore baselines
+#     --no-node-calls skip the per-node runs (NODE CALLS: each 8-rank node task carries its ranks'
+#                  Register, GetShard, Rejoin and heartbeats in one call per node over its one
+#                  connection, the ranks open none; the default runs them beside the per-rank runs)
 #
 # TCPStore runs with "::ffff:127.0.0.1 localhost" added to /etc/hosts inside a private mount
 # namespace (unshare -m; needs root), so that its reverse lookups of the loopback address never
@@ -41,7 +46,7 @@ for b in ddp-scalebench ddp-rankgen ddp-coordinator; do
   [[ -x "$bin/$b" ]] || { echo "loadgen.sh: build $b first (cmake --build build --target $b)" >&2; exit 1; }
 done
 
-quick=0; python=1; resolver=0; python_max=4096; plaintext=0; tcpstore=1; sizes=()
+quick=0; python=1; resolver=0; python_max=4096; plaintext=0; tcpstore=1; node=1; sizes=()
 while [[ $# -gt 0 ]]; do
   a="$1"; shift
   case "$a" in
@@ -51,7 +56,8 @@ while [[ $# -gt 0 ]]; do
     --resolver) resolver=1 ;;
     --plaintext) plaintext=1 ;;
     --no-tcpstore) tcpstore=0; python=0 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    --no-node-calls) node=0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) sizes+=("$a") ;;
   esac
 done
@@ -110,8 +116,11 @@ fi
 echo "== $tcp_note"
 sb=("$bin/ddp-scalebench" --window "$window" --warmup "$warmup")
 for n in "${sizes[@]}"; do
-  run "grpc-$n" "${sb[@]}" --target grpc --ranks "$n"
-  [[ $plaintext == 1 ]] && run "plain-$n" "${sb[@]}" --target grpc --ranks "$n" --plaintext
+  # The rank lost in the re-formation: on a node in the middle, not its first local rank.
+  lost=$(( n / 2 + 3 < n ? n / 2 + 3 : n - 1 ))
+  run "grpc-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost"
+  [[ $node == 1 ]] && run "node-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost" --node-calls
+  [[ $plaintext == 1 ]] && run "plain-$n" "${sb[@]}" --target grpc --ranks "$n" --plaintext --lost-rank "$lost"
   if [[ $have_cpp == 1 ]]; then
     if [[ $nodns_ok == 1 ]]; then run "cpp-$n" nodns "${sb[@]}" --target tcpstore --ranks "$n"
     else run "cpp-$n" "${sb[@]}" --target tcpstore --ranks "$n"; fi
@@ -128,13 +137,14 @@ fi
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank; CPU seconds of the server and of all client processes during the rendezvous, and the host's idle and stolen CPU seconds meanwhile; the server's peak resident set over the whole run)"
+echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank, or per 8-rank node task in the per-node rows; CPU seconds of the server and of all client processes during the rendezvous, and the host's idle and stolen CPU seconds meanwhile; the server's peak resident set over the whole run)"
 printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-10s %-11s %-12s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms rdzv_srv_cpu rdzv_cli_cpu rdzv_idle rdzv_steal srv_peak_mib listen_overfl load1
-for key in $(for n in "${sizes[@]}"; do echo "grpc-$n plain-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   r="${res[$key]:-}"
   [[ -z "$r" ]] && continue
   case "$key" in
     grpc-*) name="ddp-coordinator (gRPC, TLS)" ;;
+    node-*) name="ddp-coordinator (TLS, per node)" ;;
     plain-*) name="ddp-coordinator (plaintext)" ;;
     cpp-*) name="TCPStore, C++ client" ;;
     py-*) name="TCPStore, Python client" ;;
@@ -149,15 +159,29 @@ done
 
 echo
 echo "ddp-coordinator under heartbeats (every rank at the coordinator's interval, 8 ranks per NodeHeartbeat; GetStatus from an operator process)"
-printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" ranks hb_per_s hb_failed hb_late hb_p99_ms st_p50_ms st_p99_ms coord_cores %core/1k_hb/s state
-for key in $(for n in "${sizes[@]}"; do echo "grpc-$n plain-$n"; done); do
+printf "%-12s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" ranks hb_per_s hb_failed hb_late hb_p99_ms st_p50_ms st_p99_ms coord_cores %core/1k_hb/s state
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n"; done); do
   r="${res[$key]:-}"
   [[ -z "$r" ]] && continue
-  n="${key#*-}"; [[ $key == plain-* ]] && n="$n/plain"
-  printf "%-7s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" "$n" "$(col hb_per_s "$r")" \
+  n="${key#*-}"; [[ $key == plain-* ]] && n="$n/plain"; [[ $key == node-* ]] && n="$n/node"
+  printf "%-12s %-9s %-9s %-10s %-10s %-11s %-10s %-13s %-14s %-7s\n" "$n" "$(col hb_per_s "$r")" \
     "$(col hb_failed "$r")" "$(col hb_late "$r")" "$(col hb_p99_ms "$r")" \
     "$(col status_p50_ms "$r")" "$(col status_p99_ms "$r")" "$(col coord_cores "$r")" \
     "$(col coord_pct_core_per_1k_hbps "$r")" "$(col job_state "$r")"
+done
+
+echo
+echo "Re-formation after one lost rank (in-job recovery with every rank heartbeating: one rank's node task reports it lost, its replacement (a new connection) registers, every other rank rejoins the next membership generation at once, as a failed collective tells ddp-trainer's workers, and each fetches its shard; seconds from the driver's command, which the loss report follows, to the last rank holding its new rank and shard; one connection and one call per rank, or per 8-rank node task in the /node rows)"
+printf "%-12s %-14s %-14s %-13s %-13s %-11s %-10s %-10s %-9s\n" ranks re-formation_s rank_p50_ms rank_p99_ms srv_cpu_s generation hb_failed unhealthy state
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n"; done); do
+  r="${res[$key]:-}"
+  [[ -z "$r" ]] && continue
+  n="${key#*-}"; [[ $key == plain-* ]] && n="$n/plain"; [[ $key == node-* ]] && n="$n/node"
+  printf "%-12s %-14s %-14s %-13s %-13s %-11s %-10s %-10s %-9s\n" "$n" "$(col reformation_s "$r")" \
+    "$(col reformation_rank_p50_ms "$r")" "$(col reformation_rank_p99_ms "$r")" \
+    "$(col reformation_server_cpu_s "$r")" "$(col reformation_generation "$r")" \
+    "$(col reformation_hb_failed "$r")" "$(col reformation_unhealthy_ranks "$r")" \
+    "$(col reformation_job_state "$r")"
 done
 
 echo
@@ -171,6 +195,15 @@ for n in "${sizes[@]}"; do
     echo "  $n ranks, TCPStore $who client: connect $(ratio "$(field connect_s "$t")" "$(field connect_s "$g")"), rendezvous $(ratio "$(field rendezvous_s "$t")" "$(field rendezvous_s "$g")")"
   done
 done
+if [[ $node == 1 ]]; then
+  echo
+  echo "What carrying each node's calls in one call saves (one connection and one call per rank / per 8-rank node, TLS both, same run; above 1x = per node faster)"
+  for n in "${sizes[@]}"; do
+    g="${res[grpc-$n]:-}"; d="${res[node-$n]:-}"
+    [[ -z "$g" || -z "$d" ]] && continue
+    echo "  $n ranks: connect $(ratio "$(field connect_s "$g")" "$(field connect_s "$d")"), rendezvous $(ratio "$(field rendezvous_s "$g")" "$(field rendezvous_s "$d")"), re-formation $(ratio "$(field reformation_s "$g")" "$(field reformation_s "$d")"), coordinator CPU in the re-formation $(ratio "$(field reformation_server_cpu_s "$g")" "$(field reformation_server_cpu_s "$d")")"
+  done
+fi
 if [[ $plaintext == 1 ]]; then
   echo
   echo "What TLS costs (TLS / plaintext, same run; above 1x = TLS slower or costlier)"
@@ -199,7 +232,7 @@ fi
 
 echo
 echo "== raw results (ddp-scalebench, one line per run)"
-for key in $(for n in "${sizes[@]}"; do echo "grpc-$n plain-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   [[ -n "${res[$key]:-}" ]] && echo "$key: ${res[$key]}"
 done
 if [[ ${#failures[@]} -gt 0 ]]; then

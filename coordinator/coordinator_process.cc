@@ -118,6 +118,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   config.straggler = options_.straggler;
   config.suspend_threshold = absl::Seconds(2);  // the server ticks every 50 ms
   config.log = [this](const std::string& line) { Log(line); };
+  config.log_lines = [this](const std::vector<std::string>& lines) { logger_->LogLines(lines); };
   config.exclude = [this](const NodeExclusion& e) { AppendExclusion(e); };
   config.journal = journal_.get();
   config.standby = options_.standby;

@@ -52,10 +52,17 @@ absl::StatusOr<std::unique_ptr<LineLogger>> LineLogger::Open(const std::string& 
   return logger;
 }
 
-void LineLogger::Log(const std::string& line) {
-  const std::string out =
+void LineLogger::Log(const std::string& line) { LogLines({line}); }
+
+void LineLogger::LogLines(const std::vector<std::string>& lines) {
+  if (lines.empty()) return;
+  const std::string head =
       absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3S", absl::Now(), absl::LocalTimeZone()),
-                   " ddp-coordinator: ", EscapeControlCharacters(line), "\n");
+                   " ddp-coordinator: ");
+  std::string out;
+  for (const std::string& line : lines) {
+    absl::StrAppend(&out, head, EscapeControlCharacters(line), "\n");
+  }
   absl::MutexLock lock(&mu_);
   std::cerr << out << std::flush;
   if (file_.is_open()) file_ << out << std::flush;

@@ -23,7 +23,10 @@ inline constexpr char kCmdRendezvous[] = "rendezvous";  // every rank: rank + sh
 inline constexpr char kCmdBeat[] = "beat";              // start heartbeating
 inline constexpr char kCmdCount[] = "count";            // heartbeat counters so far
 inline constexpr char kCmdStop[] = "stop";              // stop heartbeating, final counters
-inline constexpr char kCmdQuit[] = "quit";              // exit (EOF on stdin does the same)
+// One rank lost (its node task reports it), every other rank rejoins the next membership
+// generation and the lost rank's replacement registers; each then fetches its shard.
+inline constexpr char kCmdReform[] = "reform";
+inline constexpr char kCmdQuit[] = "quit";  // exit (EOF on stdin does the same)
 
 // Reply fields, ordered as written.
 class ReplyFields {

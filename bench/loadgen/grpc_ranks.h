@@ -7,7 +7,10 @@
 // per rank per period carrying training progress, at most one in flight per rank (a worker's
 // heartbeat is synchronous). As ddp-trainer's workers do, a rank starts heartbeating as soon as
 // Register has given it its rank, so heartbeats overlap the GetShard calls; StartHeartbeats is
-// then a no-op.
+// then a no-op. Reform is in-job recovery after one loss: the lost rank's node task reports it
+// (ReportLost), its replacement (a new process: a new pid and a new connection) registers, and
+// every other rank rejoins the next membership generation at once, as a failed collective tells
+// ddp-trainer's workers; each rank then fetches its shard of the new generation.
 //
 // Thread safety: the phase methods are called from one thread, in order; Counts may be called
 // while heartbeats run. Internal state is guarded by mu_ (callbacks run on gRPC's threads).
@@ -28,8 +31,9 @@
 #include "bench/loadgen/quantiles.h"
 
 namespace grpc {
+class ClientContext;
 class Status;
-}
+}  // namespace grpc
 
 namespace ddp::bench {
 
@@ -46,9 +50,14 @@ struct GrpcRanksOptions {
   // together, one NodeHeartbeat per node per period on the node task's own connection (one more
   // channel per node). false: every rank sends its own Heartbeat on its own connection.
   bool node_heartbeats = true;
+  // NODE CALLS: each simulated node task carries its ranks' Register, GetShard, Rejoin (and
+  // heartbeats) in one NodeRegister / NodeGetShard / NodeRejoin call per node on its own
+  // connection; the ranks open no connection. false: one connection and one call per rank.
+  bool node_calls = false;
   absl::Duration heartbeat_period = absl::Seconds(1);
   absl::Duration rpc_timeout = absl::Seconds(10);  // ddp-trainer's workers use 10 s
   absl::Duration phase_timeout = absl::Seconds(120);
+  int lost_rank = -1;  // Reform: the global rank that is lost (-1: Reform is refused)
 };
 
 struct HeartbeatReport {
@@ -70,17 +79,31 @@ class GrpcRanks {
   PhaseReport Connect();
   PhaseReport Rendezvous();
   void StartHeartbeats();
+  // After Rendezvous, with heartbeats running or not. The report's done_ns is when the last rank
+  // of this process held its new rank and shard; a rank that joined any generation but the one
+  // after the one it left counts as failed.
+  PhaseReport Reform();
   HeartbeatReport Counts();
   HeartbeatReport StopHeartbeats();
 
  private:
   struct Rank;
   struct Node;
+  struct NodeCallSet;
   struct Call;
   struct NodeCall;
   class Phase;
 
   void BeatLoop();
+  void Rejoin(Rank* rank, const std::shared_ptr<Phase>& phase);
+  std::unique_ptr<grpc::ClientContext> Fresh() const;  // token, phase deadline
+  PhaseReport ReformByNode();
+  // A NodeRegister or NodeRejoin answered: each rank that joined fetches its shard in one
+  // NodeGetShard of the node; each rank's outcome goes to `phase`.
+  void NodeJoined(Node* node, NodeCallSet* calls, const grpc::Status& s,
+                  const std::shared_ptr<Phase>& phase, const char* what);
+  void ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& phase);
+  void FetchShard(Rank* rank, const std::shared_ptr<Phase>& phase, const char* what);
   void SendHeartbeat(Rank* rank, double elapsed_s);
   void SendNodeHeartbeat(Node* node, double elapsed_s);
   void HeartbeatDone(Call* call, bool ok, const std::string& error, int command);

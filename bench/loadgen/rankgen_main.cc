@@ -1,7 +1,8 @@
 // ddp-rankgen: one client process of a scale run (ddp-scalebench starts several). Simulates
 // ranks [--first, --first + --count) of a --world-rank job against a running ddp-coordinator
 // found through its dist_file, one gRPC connection per rank, and answers the driver's commands
-// on stdin/stdout (bench/loadgen/agent_line.h): connect, rendezvous, beat, count, stop, quit.
+// on stdin/stdout (bench/loadgen/agent_line.h): connect, rendezvous, beat, reform, count, stop,
+// quit.
 #include <cstdio>
 #include <string>
 
@@ -50,12 +51,20 @@ int Main(int argc, char** argv) {
                  "node: one NodeHeartbeat per simulated node per period, on the node task's own "
                  "connection (ddp-trainer's default); worker: one Heartbeat per rank")
       ->check(CLI::IsMember({"node", "worker"}));
+  app.add_flag("--node-calls", o.node_calls,
+               "Each simulated node task carries its ranks' Register, GetShard, Rejoin and "
+               "heartbeats in one call per node on its own connection (NODE CALLS); the ranks "
+               "open no connection of their own");
   app.add_option("--heartbeat", heartbeat_s, "Seconds between a rank's heartbeats")
       ->check(CLI::PositiveNumber);
   app.add_option("--rpc-timeout", rpc_timeout_s, "Heartbeat deadline, seconds")
       ->check(CLI::PositiveNumber);
   app.add_option("--phase-timeout", phase_timeout_s, "Connect / rendezvous deadline, seconds")
       ->check(CLI::PositiveNumber);
+  app.add_option("--lost-rank", o.lost_rank,
+                 "reform: the global rank whose loss is reported (its replacement registers; "
+                 "every other rank rejoins)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--heap-reserve-kib", reserve_kib,
                  "Heap made resident per simulated rank before anything is timed "
                  "(common/heap_reserve.h); 0: none")
@@ -67,7 +76,7 @@ int Main(int argc, char** argv) {
                  o.first + o.count, o.world);
     return 2;
   }
-  o.node_heartbeats = heartbeats == "node";
+  o.node_heartbeats = heartbeats == "node" || o.node_calls;
   o.heartbeat_period = absl::Seconds(heartbeat_s);
   o.rpc_timeout = absl::Seconds(rpc_timeout_s);
   o.phase_timeout = absl::Seconds(phase_timeout_s);
@@ -104,6 +113,7 @@ int Main(int argc, char** argv) {
          ranks.StartHeartbeats();
          return ReplyFields().Format();
        }},
+      {kCmdReform, [&] { return PhaseReply(ranks.Reform()); }},
       {kCmdCount, [&] { return BeatReply(ranks.Counts()); }},
       {kCmdStop, [&] { return BeatReply(ranks.StopHeartbeats()); }},
   });

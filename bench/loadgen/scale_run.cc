@@ -50,6 +50,7 @@ absl::Status ScaleRun::CheckHost() {
   const int64_t n = options_.ranks;
   result_.Add("target", options_.target)
       .Add("ranks", n)
+      .Add("calls", options_.node_calls ? "node" : "rank")
       .Add("procs", static_cast<int64_t>(procs_))
       .Add("cpus", static_cast<int64_t>(sysconf(_SC_NPROCESSORS_ONLN)))
       .Add("load1_before", LoadAverage())
@@ -105,6 +106,9 @@ absl::Status ScaleRun::StartCoordinator() {
             "--linger",
             "3600"};  // status stays readable after a failure; the driver kills it
   if (options_.plaintext) o.argv.push_back("--bench-plaintext");
+  if (options_.lost_rank >= 0) {
+    for (const char* a : {"--max-restarts", "1"}) o.argv.push_back(a);
+  }
   o.log_path = absl::StrCat(options_.work_dir, "/coordinator.log");
   o.stdout_to_log = true;
   ASSIGN_OR_RETURN(server_, AgentProcess::Start(o));
@@ -117,10 +121,21 @@ absl::Status ScaleRun::StartCoordinator() {
   address_ = file->grpc_address;
   token_ = file->view_token;  // the status probe reads with the view token
   tls_cert_ = file->tls_cert;
-  return StartAgents({absl::StrCat(options_.bin_dir, "/ddp-rankgen"), "--dist-file", dist_file,
-                      "--heartbeat", absl::StrCat(absl::ToDoubleSeconds(options_.heartbeat)),
-                      "--heartbeats", options_.heartbeats, "--phase-timeout",
-                      absl::StrCat(timeout_s)});
+  std::vector<std::string> agent = {absl::StrCat(options_.bin_dir, "/ddp-rankgen"),
+                                    "--dist-file",
+                                    dist_file,
+                                    "--heartbeat",
+                                    absl::StrCat(absl::ToDoubleSeconds(options_.heartbeat)),
+                                    "--heartbeats",
+                                    options_.heartbeats,
+                                    "--phase-timeout",
+                                    absl::StrCat(timeout_s)};
+  if (options_.lost_rank >= 0) {
+    agent.push_back("--lost-rank");
+    agent.push_back(absl::StrCat(options_.lost_rank));
+  }
+  if (options_.node_calls) agent.push_back("--node-calls");
+  return StartAgents(agent);
 }
 
 absl::Status ScaleRun::StartTcpStoreServer(const std::vector<std::string>& command) {
@@ -288,6 +303,46 @@ absl::Status ScaleRun::HeartbeatWindows() {
   return absl::OkStatus();
 }
 
+absl::Status ScaleRun::Reformation() {
+  if (options_.lost_rank >= options_.ranks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lost-rank ", options_.lost_rank, " is outside ", options_.ranks, " ranks"));
+  }
+  ASSIGN_OR_RETURN(auto probe, StatusProbe::Open(address_, token_, tls_cert_));
+  // Every rank heartbeats through the re-formation, as a running job's do.
+  RETURN_IF_ERROR(agents_->Broadcast(kCmdBeat, absl::Now() + absl::Seconds(60)).status());
+  absl::SleepFor(options_.warmup);
+  RETURN_IF_ERROR(TimedPhase(kCmdReform, "reformation"));
+  ASSIGN_OR_RETURN(const JobSnapshot formed, probe->Once());
+  // A heartbeat period or two in the new generation, the replacement's included.
+  absl::SleepFor(options_.warmup);
+  ASSIGN_OR_RETURN(const auto stopped,
+                   agents_->Broadcast(kCmdStop, absl::Now() + absl::Seconds(60)));
+  ASSIGN_OR_RETURN(const int64_t failed, AgentGroup::Sum(stopped, "failed_beats"));
+  ASSIGN_OR_RETURN(const int64_t aborted, AgentGroup::Sum(stopped, "aborted"));
+  ASSIGN_OR_RETURN(const JobSnapshot end, probe->Once());
+  result_.Add("reformation_lost_rank", static_cast<int64_t>(options_.lost_rank))
+      .Add("reformation_generation", formed.membership_generation)
+      .Add("reformation_restarts", static_cast<int64_t>(formed.restarts))
+      .Add("reformation_hb_failed", failed)
+      .Add("reformation_job_state", end.state)
+      .Add("reformation_unhealthy_ranks", static_cast<int64_t>(end.unhealthy_ranks));
+  Log(absl::StrCat("re-formation: generation ", formed.membership_generation, ", restarts ",
+                   formed.restarts, "; job ", end.state, " with ", end.registered, " of ",
+                   options_.ranks, " registered, ", end.unhealthy_ranks,
+                   " ranks lost/stalled/failed; heartbeats failed ", failed));
+  if (formed.membership_generation != 1 || formed.restarts != 1 || end.state != "RUNNING" ||
+      end.registered != options_.ranks || end.unhealthy_ranks != 0 || failed != 0 || aborted != 0) {
+    healthy_ = false;
+    if (!end.failure.empty()) result_.Add("job_failure", end.failure);
+    return absl::InternalError(absl::StrCat(
+        "after the re-formation: generation ", formed.membership_generation, ", restarts ",
+        formed.restarts, ", job ", end.state, ", ", end.registered, " registered, ",
+        end.unhealthy_ranks, " unhealthy, ", failed, " heartbeats failed, ", aborted, " aborted"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ScaleRun::RunPhases() {
   if (options_.target == "grpc") {
     RETURN_IF_ERROR(StartCoordinator());
@@ -304,6 +359,7 @@ absl::Status ScaleRun::RunPhases() {
   RETURN_IF_ERROR(TimedPhase(kCmdConnect, "connect"));
   RETURN_IF_ERROR(TimedPhase(kCmdRendezvous, "rendezvous"));
   if (options_.target == "grpc") RETURN_IF_ERROR(HeartbeatWindows());
+  if (options_.target == "grpc" && options_.lost_rank >= 0) RETURN_IF_ERROR(Reformation());
   return absl::OkStatus();
 }
 

@@ -4,9 +4,9 @@
 // Phases, each timed on its own: connect (every rank connected and answered once), rendezvous
 // (every rank holds its rank and its shard), then for the coordinator a heartbeat window (every
 // rank heartbeating; the coordinator's CPU from /proc) and a status window (GetStatus p50/p99
-// while every rank heartbeats). Host limits (fd, ports, listen queues) are checked first and
-// reported with the result.
-// Thread-compatible: Run is called once, from one thread.
+// while every rank heartbeats) and, if asked, a re-formation after one lost rank. Host limits (fd,
+// ports, listen queues) are checked first and reported with the result. Thread-compatible: Run is
+// called once, from one thread.
 #ifndef SLURM_DDP_BENCH_LOADGEN_SCALE_RUN_H_
 #define SLURM_DDP_BENCH_LOADGEN_SCALE_RUN_H_
 
@@ -40,9 +40,18 @@ struct ScaleOptions {
   // grpc: node (8 ranks per simulated node send one NodeHeartbeat, as ddp-trainer's node tasks
   // do) or worker (one Heartbeat per rank).
   std::string heartbeats = "node";
+  // grpc: each node task of 8 simulated ranks carries their Register, GetShard, Rejoin and
+  // heartbeats in one call per node over its one connection (NODE CALLS in
+  // proto/coordinator.proto); the ranks open no connection. false: one connection per rank.
+  bool node_calls = false;
   // grpc: the coordinator without TLS (ddp-coordinator --bench-plaintext), to compare TLS's cost
   // like with like. Never what a job runs.
   bool plaintext = false;
+  // grpc: after the status window, one rank is lost and the job re-forms (in-job recovery: its
+  // replacement registers, every other rank rejoins, each fetches its shard), timed from the
+  // command that starts it, which the loss report follows, to the last rank holding its new rank
+  // and shard. -1: no re-formation (the coordinator then runs without restarts, as before).
+  int lost_rank = -1;
   absl::Duration status_pause = absl::Milliseconds(20);
   absl::Duration phase_timeout = absl::Seconds(180);
 };
@@ -71,6 +80,7 @@ class ScaleRun {
   absl::Status StartAgents(const std::vector<std::string>& base_argv);
   absl::Status TimedPhase(const std::string& command, const std::string& name);
   absl::Status HeartbeatWindows();
+  absl::Status Reformation();
   absl::StatusOr<std::map<std::string, int64_t>> TcpExtDelta(
       const std::map<std::string, int64_t>& before);
 

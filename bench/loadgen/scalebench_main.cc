@@ -65,6 +65,12 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"node", "worker"}));
   app.add_option("--phase-timeout", phase_timeout_s, "Deadline of the connect and rendezvous")
       ->check(CLI::PositiveNumber);
+  app.add_option("--lost-rank", o.lost_rank,
+                 "grpc: after the status window this rank is lost and the job re-forms (timed); "
+                 "-1: no re-formation")
+      ->check(CLI::Range(-1, 65535));
+  app.add_flag("--node-calls", o.node_calls,
+               "grpc: one connection and one call per 8-rank node (NODE CALLS), not per rank");
   app.add_flag("--plaintext", o.plaintext,
                "grpc: run the coordinator without TLS (a benchmark comparison only)");
   app.add_flag("--keep", keep, "Keep the work folder (logs) after a successful run");

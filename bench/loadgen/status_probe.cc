@@ -58,6 +58,8 @@ absl::StatusOr<JobSnapshot> StatusProbe::Once() {
   snap.registered = reply->registered();
   snap.bytes = reply->ByteSizeLong();
   snap.failure = reply->failure().text();
+  snap.membership_generation = reply->membership_generation();
+  snap.restarts = reply->restarts();
   for (const pb::RankStatus& r : reply->ranks()) {
     const RankState state = FromProto(r.state());
     if (state == RankState::kLost || state == RankState::kFailed || state == RankState::kStalled) {

@@ -5,6 +5,7 @@
 #ifndef SLURM_DDP_BENCH_LOADGEN_STATUS_PROBE_H_
 #define SLURM_DDP_BENCH_LOADGEN_STATUS_PROBE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -19,8 +20,10 @@ struct JobSnapshot {
   int world_size = 0;
   int registered = 0;
   int unhealthy_ranks = 0;  // ranks lost, failed or stalled
-  std::string failure;      // the job's failure reason, if it failed
-  size_t bytes = 0;         // serialized size of the reply
+  int64_t membership_generation = 0;
+  int restarts = 0;
+  std::string failure;  // the job's failure reason, if it failed
+  size_t bytes = 0;     // serialized size of the reply
 };
 
 struct StatusSeries {

@@ -6,8 +6,11 @@
 
 namespace ddp {
 
-EventLog::EventLog(absl::Time start, size_t max_events, Sink sink)
-    : start_(start), max_events_(max_events), sink_(std::move(sink)) {}
+EventLog::EventLog(absl::Time start, size_t max_events, Sink sink, LinesSink lines_sink)
+    : start_(start),
+      max_events_(max_events),
+      sink_(std::move(sink)),
+      lines_sink_(std::move(lines_sink)) {}
 
 void EventLog::Add(absl::Time now, const std::string& line, Completions* out) {
   events_.push_back(absl::StrFormat("+%.1fs %s", absl::ToDoubleSeconds(now - start_), line));
@@ -17,6 +20,14 @@ void EventLog::Add(absl::Time now, const std::string& line, Completions* out) {
 
 void EventLog::LogOnly(const std::string& line, Completions* out) const {
   if (sink_) out->Add([sink = sink_, line] { sink(line); });
+}
+
+void EventLog::LogOnlyLines(std::vector<std::string> lines, Completions* out) const {
+  if (lines_sink_) {
+    out->Add([sink = lines_sink_, lines = std::move(lines)] { sink(lines); });
+    return;
+  }
+  for (const std::string& line : lines) LogOnly(line, out);
 }
 
 std::vector<std::string> EventLog::Recent() const {

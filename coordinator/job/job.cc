@@ -21,7 +21,7 @@ Job::Job(JobConfig config, const Clock* clock, absl::Time start)
       liveness_(config_.heartbeat_timeout, config_.suspend_threshold, start),
       lifecycle_(start),
       shards_(config_.world_size),
-      events_(start, config_.max_events, config_.log),
+      events_(start, config_.max_events, config_.log, config_.log_lines),
       recovery_(config_.max_restarts, config_.recovery_timeout, start),
       spares_(config_.heartbeat_timeout),
       stall_watch_(config_.stall, config_.world_size, start),
@@ -130,7 +130,7 @@ void Job::CompleteRegistrationLocked(Completions* out) {
   membership_.Complete(GenerationNote{}, out);
   AnnounceGenerationLocked();
   // The rank table goes to the log only (one line per rank), not into the bounded event list.
-  for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
+  events_.LogOnlyLines(membership_.RankTableLines(), out);
   lifecycle_.Start();
   if (config_.journal != nullptr) {
     config_.journal->GenerationFormed(*membership_.table(), recovery_.restarts());

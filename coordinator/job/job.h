@@ -122,6 +122,9 @@ struct JobConfig {
   size_t max_events = 200;
   // Receives one line per registration and state change (may be empty).
   std::function<void(const std::string&)> log;
+  // Receives the rank table of each generation, one line per rank, in one call (may be empty:
+  // `log` then gets the lines one by one).
+  std::function<void(const std::vector<std::string>&)> log_lines;
   // Receives the state changes a restarted coordinator needs (journal_sink.h; not owned, must
   // outlive the job). Null: nothing is journaled.
   JournalSink* journal = nullptr;
@@ -167,7 +170,8 @@ class Job {
   // How often workers heartbeat: 1 s up to 4,096 ranks, then world / 4,096 s, at most a quarter
   // of the heartbeat timeout, never under 1 s (proto/coordinator.proto, HEARTBEAT INTERVAL).
   static absl::Duration HeartbeatInterval(int world_size, absl::Duration heartbeat_timeout);
-  // Worlds up to this size log every registration; larger ones every tenth of the world.
+  // Worlds up to this size log every registration and rejoin; larger ones every tenth of the
+  // world (and a recovery's first rejoin).
   static constexpr int kRegistrationsLoggedEach = 256;
   // A survivor (rank, pid) leaves its generation and joins the next; `done` runs once that is
   // complete, or with ABORTED and the job's failure when it cannot recover.
@@ -329,6 +333,8 @@ class Job {
   // Thread-safe on its own (per-rank locks); Start() runs under mu_ before publication.
   Liveness liveness_;
   Lifecycle lifecycle_ ABSL_GUARDED_BY(mu_);
+  // Survivors that rejoined since the last generation formed (Rejoin's log lines at scale).
+  int rejoined_ ABSL_GUARDED_BY(mu_) = 0;
   ShardLedger shards_ ABSL_GUARDED_BY(mu_);
   CheckpointLedger checkpoints_ ABSL_GUARDED_BY(mu_);
   EventLog events_ ABSL_GUARDED_BY(mu_);

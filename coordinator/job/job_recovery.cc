@@ -168,6 +168,7 @@ void Job::CompleteRecoveryLocked(Completions* out) {
     config_.journal->GenerationFormed(*membership_.table(), recovery_.restarts());
   }
   recovery_.End(now, revived);
+  rejoined_ = 0;
   if (shrank) {
     // Every rank is renumbered in the smaller world: each starts afresh, and the ranks beyond it
     // are gone for good.
@@ -199,7 +200,7 @@ void Job::CompleteRecoveryLocked(Completions* out) {
                                                   absl::StrJoin(revived, ","), " replaced)"),
                    lifecycle_.stop_requested() ? "; the stop goes on" : ""),
       out);
-  for (const std::string& line : membership_.RankTableLines()) events_.LogOnly(line, out);
+  events_.LogOnlyLines(membership_.RankTableLines(), out);
 }
 
 void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallback done_as_is) {
@@ -230,9 +231,17 @@ void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallba
       if (!complete.ok()) {
         error = complete.status();
       } else {
-        events_.LogOnly(
-            absl::StrCat(who, " rejoins at step ", request.committed_step, ": ", request.reason),
-            &out);
+        // A large world logs the first rejoin of a recovery (what broke it) and then a count at
+        // each tenth, as registrations do.
+        const int world = membership_.world_size();
+        ++rejoined_;
+        if (world <= kRegistrationsLoggedEach || rejoined_ == 1) {
+          events_.LogOnly(
+              absl::StrCat(who, " rejoins at step ", request.committed_step, ": ", request.reason),
+              &out);
+        } else if (rejoined_ * 10 / world != (rejoined_ - 1) * 10 / world) {
+          events_.LogOnly(absl::StrCat("rejoined ", rejoined_, " of ", world, " workers"), &out);
+        }
         const absl::Time now = clock_->Now();
         if (recovery_.in_progress()) {
           if (*complete) CompleteRecoveryLocked(&out);

@@ -50,9 +50,7 @@ absl::StatusOr<Membership::JoinResult> Membership::Join(const WorkerIdentity& wh
   if (replacing) {
     Slot& slot = it->second;
     slot.who = who;
-    if (slot.vacant) --vacant_;
-    slot.vacant = false;
-    slot.joined = forming_;
+    Set(slot, /*vacant=*/false, forming_);
     slot.committed_step = -1;
     slot.waiting.push_back(std::move(done));
     return JoinResult{true, GenerationComplete()};
@@ -63,7 +61,7 @@ absl::StatusOr<Membership::JoinResult> Membership::Join(const WorkerIdentity& wh
   }
   Slot& slot = slots_[key];
   slot.who = who;
-  slot.joined = forming_;
+  Set(slot, /*vacant=*/false, forming_);
   slot.waiting.push_back(std::move(done));
   return JoinResult{true, GenerationComplete()};
 }
@@ -87,16 +85,34 @@ absl::StatusOr<bool> Membership::Rejoin(int rank, int64_t committed_step, Regist
   }
   // The member was declared lost (silent) but is alive: it may take its slot back until a
   // replacement does.
-  if (slot.vacant) --vacant_;
-  slot.vacant = false;
-  slot.joined = current_ + 1;
+  Set(slot, /*vacant=*/false, current_ + 1);
   slot.committed_step = committed_step;
   slot.waiting.push_back(std::move(done));
   return forming_next() && GenerationComplete();
 }
 
 void Membership::BeginNext() {
-  if (!forming_next()) forming_ = current_ + 1;
+  if (forming_next()) return;
+  forming_ = current_ + 1;
+  Recount();
+}
+
+void Membership::Set(Slot& slot, bool vacant, int64_t joined) {
+  if (slot.vacant) --vacant_;
+  if (Ready(slot)) --ready_;
+  slot.vacant = vacant;
+  slot.joined = joined;
+  if (slot.vacant) ++vacant_;
+  if (Ready(slot)) ++ready_;
+}
+
+void Membership::Recount() {
+  vacant_ = 0;
+  ready_ = 0;
+  for (const auto& [key, slot] : slots_) {
+    if (slot.vacant) ++vacant_;
+    if (Ready(slot)) ++ready_;
+  }
 }
 
 void Membership::Vacate(int rank, const std::string& fate, const absl::Status& error,
@@ -107,10 +123,8 @@ void Membership::Vacate(int rank, const std::string& fate, const absl::Status& e
   auto it = slots_.find(Key(w.node_rank, w.local_rank));
   if (it == slots_.end()) return;
   Slot& slot = it->second;
-  if (!slot.vacant) ++vacant_;
-  slot.vacant = true;
+  Set(slot, /*vacant=*/true, -1);
   slot.vacated = true;
-  slot.joined = -1;
   slot.fate = fate;
   for (RegisterCallback& cb : slot.waiting) out->Add([cb = std::move(cb), error] { cb(error); });
   slot.waiting.clear();
@@ -122,11 +136,7 @@ void Membership::NoteFailedStart(int node_rank, int local_rank, const std::strin
 }
 
 bool Membership::GenerationComplete() const {
-  if (static_cast<int>(slots_.size()) != world_size_) return false;
-  for (const auto& [key, slot] : slots_) {
-    if (slot.vacant || slot.joined != forming_) return false;
-  }
-  return true;
+  return static_cast<int>(slots_.size()) == world_size_ && ready_ == world_size_;
 }
 
 std::vector<int> Membership::Complete(const GenerationNote& note, Completions* out) {
@@ -164,7 +174,6 @@ std::vector<int> Membership::Complete(const GenerationNote& note, Completions* o
 
 void Membership::Restore(const RankTable& table) {
   slots_.clear();
-  vacant_ = 0;
   for (const WorkerIdentity& who : table.ranks) {
     Slot& slot = slots_[{who.node_rank, who.local_rank}];
     slot.who = who;
@@ -174,6 +183,7 @@ void Membership::Restore(const RankTable& table) {
   world_size_ = table.size();
   current_ = table.generation;
   forming_ = table.generation;
+  Recount();
   {
     absl::MutexLock lock(&table_mu_);
     table_ = std::make_shared<RankTable>(table);
@@ -220,6 +230,7 @@ int Membership::RemoveNode(int node_rank) {
   for (auto it = slots_.begin(); it != slots_.end();) {
     if (it->first.first == node_rank) {
       if (it->second.vacant) --vacant_;
+      if (Ready(it->second)) --ready_;
       it = slots_.erase(it);
       ++removed;
     } else {

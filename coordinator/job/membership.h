@@ -155,6 +155,11 @@ class Membership {
 
   RankAssignment AssignmentIn(const RankTable& table, int rank, const GenerationNote& note,
                               bool state_from_peers) const;
+  // Every change of a slot's vacancy or joined generation goes through Set, which keeps vacant_
+  // and ready_ in step; Recount after forming_ changes.
+  bool Ready(const Slot& slot) const { return !slot.vacant && slot.joined == forming_; }
+  void Set(Slot& slot, bool vacant, int64_t joined);
+  void Recount();
   static std::string DescribeIn(const RankTable& table, int rank);
 
   int world_size_;  // the slots a complete generation has (smaller after RemoveNode)
@@ -162,6 +167,9 @@ class Membership {
   const int64_t slurm_generation_;
   std::map<Key, Slot> slots_;  // ordered: ranks follow map order
   int vacant_ = 0;             // slots_ with vacant set (registered() is O(1))
+  // slots_ that are Ready: occupied and joined to forming_ (GenerationComplete is O(1); it runs
+  // on every Register and Rejoin, and a scan made a 16,384-rank re-formation quadratic).
+  int ready_ = 0;
   int num_nodes_ = 0;
   int64_t current_ = -1;
   int64_t forming_ = 0;

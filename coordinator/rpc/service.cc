@@ -29,6 +29,51 @@ absl::Duration StoreTimeout(int64_t timeout_ms) {
   return timeout_ms == 0 ? absl::Seconds(300) : absl::Milliseconds(timeout_ms);
 }
 
+// One request's outcome in a node call's reply (JoinResult, ShardResult): its code and text.
+template <typename Result>
+void SetOutcome(const absl::Status& st, Result* out) {
+  out->set_code(static_cast<int>(st.code()));
+  out->set_error(std::string(st.message()));
+}
+
+absl::Status TooManyRequests(const char* method, int n) {
+  return absl::InvalidArgumentError(absl::StrCat(method, ": ", n, " requests exceed the limit of ",
+                                                 CoordinatorService::kMaxNodeBeats));
+}
+
+// The replies of a NodeRegister or NodeRejoin: one result per worker, each filled when its own
+// Register or Rejoin would have answered (on whichever thread completes it); the call answers
+// with the last.
+class JoinGather {
+ public:
+  JoinGather(int n, pb::NodeJoinReply* reply, Done done)
+      : remaining_(n), reply_(reply), done_(std::move(done)) {
+    reply_->mutable_results()->Reserve(n);
+    for (int i = 0; i < n; ++i) reply_->add_results();
+  }
+  // Called once per index.
+  void Set(int i, const absl::StatusOr<RankAssignment>& result) {
+    bool last = false;
+    {
+      absl::MutexLock lock(&mu_);
+      pb::JoinResult* out = reply_->mutable_results(i);
+      if (result.ok()) {
+        ToProto(*result, out->mutable_reply());
+      } else {
+        SetOutcome(result.status(), out);
+      }
+      last = --remaining_ == 0;
+    }
+    if (last) done_(absl::OkStatus());
+  }
+
+ private:
+  absl::Mutex mu_;
+  int remaining_ ABSL_GUARDED_BY(mu_);
+  pb::NodeJoinReply* const reply_ ABSL_PT_GUARDED_BY(mu_);
+  const Done done_;
+};
+
 }  // namespace
 
 CoordinatorService::CoordinatorService(Job* job, KvStore* store, CallGate* gate, StatusCache* cache,
@@ -176,26 +221,15 @@ void CoordinatorService::AddWorkerMethods() {
       "Register", kWorkerRoles, kIdentity,
       Typed<pb::RegisterRequest, pb::RegisterReply>(
           "Register", [this](const pb::RegisterRequest& req, pb::RegisterReply* resp, Done done) {
-            const WorkerIdentity who = FromProto(req);
-            absl::Status st = ValidateIdentity(who, job_->config().world_size);
-            if (!st.ok()) return done(st);
-            job_->Register(who, [resp, done](absl::StatusOr<RankAssignment> result) {
+            OneRegister(req, [resp, done](absl::StatusOr<RankAssignment> result) {
               if (result.ok()) ToProto(*result, resp);
               done(result.status());
             });
           })));
-  AddUnary(
-      "GetShard", kWorkerRoles, kSmall,
-      Typed<pb::GetShardRequest, pb::GetShardReply>(
-          "GetShard", [this](const pb::GetShardRequest& req, pb::GetShardReply* resp, Done done) {
-            const ShardRequest request = FromProto(req);
-            absl::Status st = ValidateShardRequest(request);
-            if (!st.ok()) return done(st);
-            absl::StatusOr<ShardAssignment> a =
-                job_->GetShard(req.worker().rank(), req.worker().pid(), request);
-            if (a.ok()) ToProto(*a, resp);
-            done(a.status());
-          }));
+  AddUnary("GetShard", kWorkerRoles, kSmall,
+           Typed<pb::GetShardRequest, pb::GetShardReply>(
+               "GetShard", [this](const pb::GetShardRequest& req, pb::GetShardReply* resp,
+                                  Done done) { done(OneGetShard(req, resp)); }));
   AddUnary("Heartbeat", kWorkerRoles, kIdentity,
            Typed<pb::HeartbeatRequest, pb::HeartbeatReply>(
                "Heartbeat", [this](const pb::HeartbeatRequest& req, pb::HeartbeatReply* resp,
@@ -270,17 +304,86 @@ void CoordinatorService::AddWorkerMethods() {
       "Rejoin", kWorkerRoles, kMessage,
       Typed<pb::RejoinRequest, pb::RegisterReply>(
           "Rejoin", [this](const pb::RejoinRequest& req, pb::RegisterReply* resp, Done done) {
-            RejoinRequest request = FromProto(req);
-            request.reason = ClampReason(request.reason);
-            if (request.committed_step < 0 || request.membership_generation < 0) {
-              return done(absl::InvalidArgumentError("Rejoin: negative step or generation"));
-            }
-            job_->Rejoin(req.worker().rank(), req.worker().pid(), request,
-                         [resp, done](absl::StatusOr<RankAssignment> result) {
-                           if (result.ok()) ToProto(*result, resp);
-                           done(result.status());
-                         });
+            OneRejoin(req, [resp, done](absl::StatusOr<RankAssignment> result) {
+              if (result.ok()) ToProto(*result, resp);
+              done(result.status());
+            });
           })));
+  AddNodeMethods();
+}
+
+void CoordinatorService::OneRegister(const pb::RegisterRequest& req, Job::RegisterCallback done) {
+  const WorkerIdentity who = FromProto(req);
+  absl::Status st = ValidateIdentity(who, job_->config().world_size);
+  if (!st.ok()) return done(st);
+  job_->Register(who, std::move(done));
+}
+
+void CoordinatorService::OneRejoin(const pb::RejoinRequest& req, Job::RegisterCallback done) {
+  RejoinRequest request = FromProto(req);
+  request.reason = ClampReason(request.reason);
+  if (request.committed_step < 0 || request.membership_generation < 0) {
+    return done(absl::InvalidArgumentError("Rejoin: negative step or generation"));
+  }
+  job_->Rejoin(req.worker().rank(), req.worker().pid(), request, std::move(done));
+}
+
+absl::Status CoordinatorService::OneGetShard(const pb::GetShardRequest& req,
+                                             pb::GetShardReply* resp) {
+  const ShardRequest request = FromProto(req);
+  absl::Status st = ValidateShardRequest(request);
+  if (!st.ok()) return st;
+  absl::StatusOr<ShardAssignment> a =
+      job_->GetShard(req.worker().rank(), req.worker().pid(), request);
+  if (a.ok()) ToProto(*a, resp);
+  return a.status();
+}
+
+// NODE CALLS (proto/coordinator.proto): each request is judged as the call of its own.
+void CoordinatorService::AddNodeMethods() {
+  parked_.push_back(AddAsync(
+      "NodeRegister", kWorkerRoles, kMaxRequestBytes,
+      Typed<pb::NodeRegisterRequest, pb::NodeJoinReply>(
+          "NodeRegister",
+          [this](const pb::NodeRegisterRequest& req, pb::NodeJoinReply* resp, Done done) {
+            const int n = req.workers_size();
+            if (n > kMaxNodeBeats) return done(TooManyRequests("NodeRegister", n));
+            if (n == 0) return done(absl::OkStatus());
+            auto gather = std::make_shared<JoinGather>(n, resp, std::move(done));
+            for (int i = 0; i < n; ++i) {
+              OneRegister(req.workers(i), [gather, i](absl::StatusOr<RankAssignment> result) {
+                gather->Set(i, result);
+              });
+            }
+          })));
+  parked_.push_back(AddAsync(
+      "NodeRejoin", kWorkerRoles, kMaxRequestBytes,
+      Typed<pb::NodeRejoinRequest, pb::NodeJoinReply>(
+          "NodeRejoin",
+          [this](const pb::NodeRejoinRequest& req, pb::NodeJoinReply* resp, Done done) {
+            const int n = req.workers_size();
+            if (n > kMaxNodeBeats) return done(TooManyRequests("NodeRejoin", n));
+            if (n == 0) return done(absl::OkStatus());
+            auto gather = std::make_shared<JoinGather>(n, resp, std::move(done));
+            for (int i = 0; i < n; ++i) {
+              OneRejoin(req.workers(i), [gather, i](absl::StatusOr<RankAssignment> result) {
+                gather->Set(i, result);
+              });
+            }
+          })));
+  AddUnary("NodeGetShard", kWorkerRoles, kMaxRequestBytes,
+           Typed<pb::NodeGetShardRequest, pb::NodeGetShardReply>(
+               "NodeGetShard",
+               [this](const pb::NodeGetShardRequest& req, pb::NodeGetShardReply* resp, Done done) {
+                 const int n = req.shards_size();
+                 if (n > kMaxNodeBeats) return done(TooManyRequests("NodeGetShard", n));
+                 resp->mutable_results()->Reserve(n);
+                 for (const pb::GetShardRequest& one : req.shards()) {
+                   pb::ShardResult* out = resp->add_results();
+                   SetOutcome(OneGetShard(one, out->mutable_reply()), out);
+                 }
+                 done(absl::OkStatus());
+               }));
 }
 
 void CoordinatorService::AddStoreMethods() {

@@ -9,15 +9,17 @@
 //   Hello                                                     any           1 KiB
 //   Register GetShard Heartbeat CommitCheckpoint ReportDone   worker        4..64 KiB
 //   ReportLost Rejoin StoreGet StoreAdd StoreDelete           worker        1..64 KiB
+//   NodeHeartbeat NodeRegister NodeRejoin NodeGetShard        worker        kMaxRequestBytes
 //   StoreNumKeys                                              worker        1 KiB
 //   StoreSet StoreCompareSet StoreCheck StoreWait             worker        kMaxRequestBytes
 //   GetStatus WatchStatus                                     view/control  1 KiB
 //   Stop                                                      control       64 KiB
 // GetStatus answers with the status snapshot's pre-serialized bytes (a memcpy per read); it is
 // asynchronous, served on a completion queue and thread of its own (async_queues.h), so
-// operators are not queued behind the workers' calls. Register and Rejoin, which wait for the
-// world, are asynchronous too, spread over completion queues of their own (async_queues.h), so
-// thousands of them waiting do not lengthen every other call's completion (see there).
+// operators are not queued behind the workers' calls. Register and Rejoin (and their node
+// calls), which wait for the world, are asynchronous too, spread over completion queues of their
+// own (async_queues.h), so thousands of them waiting do not lengthen every other call's completion
+// (see there).
 //
 // Thread safety: handlers run on gRPC's threads concurrently; PollWatchers runs on the server's
 // ticker thread. Job and KvStore are thread-safe; the watcher list is guarded by a mutex.
@@ -52,7 +54,8 @@ class StatusWatcher;
 
 class CoordinatorService final : public grpc::Service {
  public:
-  // Beats in one NodeHeartbeat (a node's workers; proto/coordinator.proto, NODE HEARTBEATS).
+  // Beats in one NodeHeartbeat, requests in one NodeRegister, NodeRejoin or NodeGetShard (a
+  // node's workers; proto/coordinator.proto, NODE HEARTBEATS and NODE CALLS).
   static constexpr int kMaxNodeBeats = 4096;
 
   // All pointers must outlive the service.
@@ -108,6 +111,13 @@ class CoordinatorService final : public grpc::Service {
   // One worker's heartbeat (Heartbeat, and each beat of a NodeHeartbeat).
   absl::Status OneHeartbeat(const slurm_ddp::v1::HeartbeatRequest& req,
                             slurm_ddp::v1::HeartbeatReply* resp);
+  // One worker's Register, Rejoin, GetShard: the call of its own, and each request of a
+  // NodeRegister, NodeRejoin, NodeGetShard (NODE CALLS).
+  void OneRegister(const slurm_ddp::v1::RegisterRequest& req, Job::RegisterCallback done);
+  void OneRejoin(const slurm_ddp::v1::RejoinRequest& req, Job::RegisterCallback done);
+  absl::Status OneGetShard(const slurm_ddp::v1::GetShardRequest& req,
+                           slurm_ddp::v1::GetShardReply* resp);
+  void AddNodeMethods();
   void Register(const std::string& name, grpc::internal::MethodHandler* handler);
   void AddWatcher(StatusWatcher* watcher);
   void RemoveWatcher(StatusWatcher* watcher);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Keeps the control-plane scale benchmark working: bench/loadgen.sh --quick runs 1,024 simulated
-# ranks over two client processes (one gRPC connection each) against the real ddp-coordinator in
-# its own process, and the C++ TCPStore baseline when it is built. Every rank must connect and
+# ranks over two client processes (one gRPC connection each, then once more with one connection
+# and one call per 8-rank node task) against the real ddp-coordinator in its own process, and the
+# C++ TCPStore baseline when it is built; each gRPC run ends with a re-formation after one lost
+# rank. Every rank must connect and
 # get its rank and shard, no heartbeat may fail, the job must stay RUNNING, the operator's
 # GetStatus calls must succeed and the table must print its ratios. Times are printed, never
 # asserted: a benchmark is not a timed test.
@@ -23,6 +25,22 @@ for kv in ranks=1024 connect_rank_n=1152 rendezvous_rank_n=1024 heartbeats=node 
           hb_aborted=0 job_state=RUNNING unhealthy_ranks=0 status_errors=0; do
   [[ "$(field "${kv%%=*}" "$g")" == "${kv#*=}" ]] || fail "expected $kv, got $(field "${kv%%=*}" "$g")"
 done
+# The re-formation after one lost rank: every rank in membership generation 1, the job RUNNING,
+# no heartbeat lost on the way.
+for kv in reformation_rank_n=1024 reformation_generation=1 reformation_restarts=1 \
+          reformation_hb_failed=0 reformation_unhealthy_ranks=0 reformation_job_state=RUNNING; do
+  [[ "$(field "${kv%%=*}" "$g")" == "${kv#*=}" ]] || fail "expected $kv, got $(field "${kv%%=*}" "$g")"
+done
+# The per-node path (NODE CALLS): one connection per node task only, every rank through it.
+d="$(sed -n 's/^node-1024: //p' <<<"$out")"
+[[ -n "$d" ]] || fail "no per-node result"
+for kv in calls=node ranks=1024 connect_rank_n=128 rendezvous_rank_n=1024 hb_failed=0 \
+          job_state=RUNNING unhealthy_ranks=0 reformation_rank_n=1024 reformation_generation=1 \
+          reformation_hb_failed=0 reformation_job_state=RUNNING; do
+  [[ "$(field "${kv%%=*}" "$d")" == "${kv#*=}" ]] || fail "per node: expected $kv, got $(field "${kv%%=*}" "$d")"
+done
+grep -q "1024 ranks: connect [0-9.]*x, rendezvous [0-9.]*x, re-formation [0-9.]*x" <<<"$out" ||
+  fail "no per-rank / per-node ratio line"
 awk -v n="$(field status_n "$g")" 'BEGIN { exit !(n > 10) }' || fail "too few GetStatus samples"
 # 1,024 ranks at 1 Hz: well above a quarter of that unless heartbeats stopped.
 awk -v r="$(field hb_per_s "$g")" 'BEGIN { exit !(r > 256) }' || fail "heartbeat rate $(field hb_per_s "$g")/s"

@@ -1,0 +1,232 @@
+// NODE CALLS (proto/coordinator.proto) against a real coordinator over TLS: NodeRegister,
+// NodeGetShard and NodeRejoin carry several workers' calls in one, each request is judged as the
+// call of its own (a refused request fails alone, in its place in the reply), the joins answer
+// once the world (or the next membership generation) is complete, and a recovery re-forms through
+// them: the survivors rejoin in one call per node, the replacement registers through its node's.
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/dist_file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/coordinator.grpc.pb.h"
+#include "tests/client/live_coordinator.h"
+
+namespace ddp {
+namespace {
+
+namespace pb = ::slurm_ddp::v1;
+using ::testing::HasSubstr;
+
+constexpr int kNodes = 2;
+constexpr int kPerNode = 2;
+
+class NodeCallsTest : public ::testing::Test {
+ protected:
+  NodeCallsTest() : c_("nodes", kNodes * kPerNode, /*max_restarts=*/1) {}
+
+  void SetUp() override {
+    ASSERT_TRUE(c_.server.ok()) << c_.server.status();
+    const ConnectOptions co = c_.connect(c_.contents.token);
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = co.tls_cert;
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride(kTlsServerName);
+    stub_ = pb::Coordinator::NewStub(
+        grpc::CreateCustomChannel(co.address, grpc::SslCredentials(ssl), args));
+  }
+
+  std::unique_ptr<grpc::ClientContext> Context(const std::string& token = "") {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata("authorization", "Bearer " + (token.empty() ? c_.contents.token : token));
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    return ctx;
+  }
+
+  pb::RegisterRequest Worker(int node, int local, int pid) const {
+    pb::RegisterRequest w;
+    w.set_host(absl::StrCat("n", node));
+    w.set_node_rank(node);
+    w.set_local_rank(local);
+    w.set_local_world_size(kPerNode);
+    w.set_pid(pid);
+    w.set_nonce(c_.contents.nonce);
+    return w;
+  }
+
+  static pb::GetShardRequest Shard(int rank, int pid) {
+    pb::GetShardRequest q;
+    q.mutable_worker()->set_rank(rank);
+    q.mutable_worker()->set_pid(pid);
+    q.set_epoch(0);
+    q.set_dataset_size(1000);
+    q.set_shuffle(true);
+    return q;
+  }
+
+  LiveCoordinator c_;
+  std::unique_ptr<pb::Coordinator::Stub> stub_;
+};
+
+TEST_F(NodeCallsTest, EachRequestIsJudgedAloneAndARecoveryReformsThroughThem) {
+  // Start-up: one NodeRegister per node; node 0's carries a third, malformed request.
+  pb::NodeRegisterRequest reg[kNodes];
+  pb::NodeJoinReply joined[kNodes];
+  grpc::Status status[kNodes];
+  for (int n = 0; n < kNodes; ++n) {
+    reg[n].set_node_rank(n);
+    for (int l = 0; l < kPerNode; ++l) *reg[n].add_workers() = Worker(n, l, 100 + n * 10 + l);
+  }
+  *reg[0].add_workers() = Worker(0, 7, 999);
+  reg[0].mutable_workers(2)->set_local_world_size(0);  // refused by validation
+  std::vector<std::thread> threads;
+  for (int n = 0; n < kNodes; ++n) {
+    threads.emplace_back([&, n] {
+      auto ctx = Context();
+      status[n] = stub_->NodeRegister(ctx.get(), reg[n], &joined[n]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+  std::set<int> ranks;
+  int rank_of[kNodes][kPerNode];
+  for (int n = 0; n < kNodes; ++n) {
+    ASSERT_TRUE(status[n].ok()) << status[n].error_message();
+    ASSERT_EQ(joined[n].results_size(), reg[n].workers_size());
+    for (int l = 0; l < kPerNode; ++l) {
+      const pb::JoinResult& r = joined[n].results(l);
+      ASSERT_EQ(r.code(), 0) << r.error();
+      EXPECT_EQ(r.reply().world_size(), kNodes * kPerNode);
+      EXPECT_EQ(r.reply().membership_generation(), 0);
+      EXPECT_EQ(r.reply().node_rank(), n);
+      EXPECT_EQ(r.reply().local_rank(), l);
+      rank_of[n][l] = r.reply().rank();
+      ranks.insert(r.reply().rank());
+    }
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(joined[0].results(2).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+
+  // Shards: node 0's, plus a request under a pid that is not the registered one.
+  pb::NodeGetShardRequest shards;
+  shards.set_node_rank(0);
+  for (int l = 0; l < kPerNode; ++l) *shards.add_shards() = Shard(rank_of[0][l], 100 + l);
+  *shards.add_shards() = Shard(rank_of[0][0], 555);
+  pb::NodeGetShardReply got;
+  {
+    auto ctx = Context();
+    ASSERT_TRUE(stub_->NodeGetShard(ctx.get(), shards, &got).ok());
+  }
+  ASSERT_EQ(got.results_size(), 3);
+  for (int l = 0; l < kPerNode; ++l) {
+    ASSERT_EQ(got.results(l).code(), 0) << got.results(l).error();
+    EXPECT_EQ(got.results(l).reply().rank(), rank_of[0][l]);
+    EXPECT_EQ(got.results(l).reply().world_size(), kNodes * kPerNode);
+  }
+  EXPECT_NE(got.results(2).code(), 0);
+
+  // Node 1's local rank 1 dies: its task reports it and carries its replacement's Register; the
+  // three survivors rejoin in one NodeRejoin per node.
+  pb::ReportLostRequest lost;
+  lost.set_node_rank(1);
+  lost.set_local_rank(1);
+  lost.set_pid(111);
+  lost.set_what("killed by signal 9");
+  lost.set_signal(9);
+  pb::ReportLostReply decision;
+  {
+    auto ctx = Context();
+    ASSERT_TRUE(stub_->ReportLost(ctx.get(), lost, &decision).ok());
+  }
+  EXPECT_EQ(decision.action(), pb::LOST_ACTION_RESPAWN);
+  pb::NodeRejoinRequest rejoin[kNodes];
+  pb::NodeJoinReply rejoined[kNodes];
+  pb::NodeRegisterRequest replacement;
+  pb::NodeJoinReply replaced;
+  for (int n = 0; n < kNodes; ++n) {
+    rejoin[n].set_node_rank(n);
+    for (int l = 0; l < kPerNode; ++l) {
+      if (n == 1 && l == 1) continue;
+      pb::RejoinRequest* q = rejoin[n].add_workers();
+      q->mutable_worker()->set_rank(rank_of[n][l]);
+      q->mutable_worker()->set_pid(100 + n * 10 + l);
+      q->set_membership_generation(0);
+      q->set_committed_step(7);
+      q->set_reason("allreduce failed");
+    }
+  }
+  replacement.set_node_rank(1);
+  *replacement.add_workers() = Worker(1, 1, 211);
+  for (int n = 0; n < kNodes; ++n) {
+    threads.emplace_back([&, n] {
+      auto ctx = Context();
+      status[n] = stub_->NodeRejoin(ctx.get(), rejoin[n], &rejoined[n]);
+    });
+  }
+  grpc::Status replaced_status;
+  threads.emplace_back([&] {
+    auto ctx = Context();
+    replaced_status = stub_->NodeRegister(ctx.get(), replacement, &replaced);
+  });
+  for (std::thread& t : threads) t.join();
+  for (int n = 0; n < kNodes; ++n) {
+    ASSERT_TRUE(status[n].ok()) << status[n].error_message();
+    ASSERT_EQ(rejoined[n].results_size(), rejoin[n].workers_size());
+    for (int i = 0; i < rejoined[n].results_size(); ++i) {
+      const pb::JoinResult& r = rejoined[n].results(i);
+      ASSERT_EQ(r.code(), 0) << r.error();
+      EXPECT_EQ(r.reply().membership_generation(), 1);
+      EXPECT_EQ(r.reply().rank(), rejoin[n].workers(i).worker().rank());
+      EXPECT_TRUE(r.reply().state_from_peers());
+    }
+  }
+  ASSERT_TRUE(replaced_status.ok()) << replaced_status.error_message();
+  ASSERT_EQ(replaced.results_size(), 1);
+  ASSERT_EQ(replaced.results(0).code(), 0) << replaced.results(0).error();
+  EXPECT_EQ(replaced.results(0).reply().rank(), rank_of[1][1]);
+  EXPECT_EQ(replaced.results(0).reply().membership_generation(), 1);
+  EXPECT_EQ(c_.job.Status().restarts, 1);
+
+  // A rejoin from the generation before is refused alone, in its place.
+  pb::NodeRejoinRequest stale = rejoin[0];
+  pb::NodeJoinReply refused;
+  {
+    auto ctx = Context();
+    ASSERT_TRUE(stub_->NodeRejoin(ctx.get(), stale, &refused).ok());
+  }
+  ASSERT_EQ(refused.results_size(), stale.workers_size());
+  for (const pb::JoinResult& r : refused.results()) {
+    EXPECT_EQ(r.code(), static_cast<int>(absl::StatusCode::kFailedPrecondition)) << r.error();
+  }
+}
+
+TEST_F(NodeCallsTest, TooManyRequestsOrTheViewTokenRefuseTheWholeCall) {
+  pb::NodeGetShardRequest big;
+  for (int i = 0; i <= 4096; ++i) *big.add_shards() = Shard(0, 1);
+  pb::NodeGetShardReply reply;
+  auto ctx = Context();
+  const grpc::Status refused = stub_->NodeGetShard(ctx.get(), big, &reply);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("4097 requests"));
+  pb::NodeRegisterRequest reg;
+  *reg.add_workers() = Worker(0, 0, 1);
+  pb::NodeJoinReply joined;
+  auto view = Context(c_.contents.view_token);
+  EXPECT_EQ(stub_->NodeRegister(view.get(), reg, &joined).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  pb::NodeRejoinRequest rejoin;
+  for (int i = 0; i <= 4096; ++i) rejoin.add_workers()->set_committed_step(1);
+  auto ctx2 = Context();
+  const grpc::Status too_many = stub_->NodeRejoin(ctx2.get(), rejoin, &joined);
+  EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(too_many.error_message(), HasSubstr("4097 requests"));
+}
+
+}  // namespace
+}  // namespace ddp
