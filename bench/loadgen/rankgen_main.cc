@@ -42,8 +42,8 @@ int Main(int argc, char** argv) {
   app.add_option("--first", o.first, "Global index of the first simulated rank")->required();
   app.add_option("--count", o.count, "Simulated ranks in this process")
       ->required()
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--world", o.world, "Ranks in the job")->required()->check(CLI::Range(1, 65536));
+      ->check(CLI::Range(1, 131072));
+  app.add_option("--world", o.world, "Ranks in the job")->required()->check(CLI::Range(1, 131072));
   app.add_option("--per-node", o.per_node, "Simulated workers per node")
       ->check(CLI::Range(1, 1024));
   std::string heartbeats = "node";
@@ -64,7 +64,7 @@ int Main(int argc, char** argv) {
   app.add_option("--lost-rank", o.lost_rank,
                  "reform: the global rank whose loss is reported (its replacement registers; "
                  "every other rank rejoins)")
-      ->check(CLI::Range(0, 65535));
+      ->check(CLI::Range(0, 131071));
   app.add_option("--heap-reserve-kib", reserve_kib,
                  "Heap made resident per simulated rank before anything is timed "
                  "(common/heap_reserve.h); 0: none")
@@ -101,7 +101,8 @@ int Main(int argc, char** argv) {
       {kCmdConnect,
        [&] {
          // One socket per rank plus gRPC's own descriptors (epoll, wakeup pipes, files).
-         if (static_cast<uint64_t>(o.count) * (o.node_heartbeats ? 9 : 8) / 8 + 64 > fd_limit) {
+         const uint64_t per_8 = o.node_calls ? 1 : o.node_heartbeats ? 9 : 8;
+         if (static_cast<uint64_t>(o.count) * per_8 / 8 + 64 > fd_limit) {
            return FormatError(absl::StrCat(o.count, " connections need more than the fd limit ",
                                            fd_limit, " (RLIMIT_NOFILE hard limit)"));
          }

@@ -61,18 +61,21 @@ absl::Status ScaleRun::CheckHost() {
     auto v = ReadSysctl(path);
     result_.Add(std::string(path).substr(std::string(path).rfind('/') + 1), v.ok() ? *v : -1);
   }
-  // The server holds one descriptor per rank; every rank's connection takes a local port.
-  if (static_cast<uint64_t>(n + kFdSlack) > fd_limit) {
+  // The server holds one descriptor per connection: one per rank, or (node calls) one per node
+  // task of 8; every connection takes a local port.
+  const int64_t conns = options_.target == "grpc" && options_.node_calls ? (n + 7) / 8 : n;
+  result_.Add("connections", conns);
+  if (static_cast<uint64_t>(conns + kFdSlack) > fd_limit) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(n, " ranks need ", n + kFdSlack,
+        absl::StrCat(n, " ranks need ", conns + kFdSlack,
                      " descriptors in the server process; RLIMIT_NOFILE's hard "
                      "limit here is ",
                      fd_limit));
   }
-  if (n + 1024 > ports) {
-    return absl::ResourceExhaustedError(absl::StrCat(n, " connections to one address need ",
-                                                     n + 1024, " ephemeral ports; the range has ",
-                                                     ports));
+  if (conns + 1024 > ports) {
+    return absl::ResourceExhaustedError(absl::StrCat(conns, " connections to one address need ",
+                                                     conns + 1024,
+                                                     " ephemeral ports; the range has ", ports));
   }
   if (options_.target != "grpc") {
     // The TCPStore clients block, so every rank is a thread; threads take ids from pid_max.

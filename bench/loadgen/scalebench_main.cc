@@ -46,7 +46,7 @@ int Main(int argc, char** argv) {
                  "grpc (ddp-coordinator), tcpstore (c10d::TCPStore, C++) or tcpstore-py (Python)")
       ->check(CLI::IsMember({"grpc", "tcpstore", "tcpstore-py"}));
   app.add_option("--ranks", o.ranks, "Simulated ranks, one connection each")
-      ->check(CLI::Range(1, 65536));
+      ->check(CLI::Range(1, 131072));
   app.add_option("--procs", o.procs, "Agent processes (default: max(2, ranks/2048))")
       ->check(CLI::Range(0, 256));
   app.add_option("--bin-dir", o.bin_dir, "Where the binaries are (default: beside this one)");
@@ -68,7 +68,7 @@ int Main(int argc, char** argv) {
   app.add_option("--lost-rank", o.lost_rank,
                  "grpc: after the status window this rank is lost and the job re-forms (timed); "
                  "-1: no re-formation")
-      ->check(CLI::Range(-1, 65535));
+      ->check(CLI::Range(-1, 131071));
   app.add_flag("--node-calls", o.node_calls,
                "grpc: one connection and one call per 8-rank node (NODE CALLS), not per rank");
   app.add_flag("--plaintext", o.plaintext,

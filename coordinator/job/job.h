@@ -75,7 +75,9 @@
 
 namespace ddp {
 
-inline constexpr int kMaxWorldSize = 65536;
+// The largest world a coordinator takes (2^17: 98,304 ranks of 12,288 nodes of 8 fit; its status
+// is then about 8 MB, under kMaxMessageBytes).
+inline constexpr int kMaxWorldSize = 131072;
 
 // A node named for the exclude list (--straggler-action exclude).
 struct NodeExclusion {

@@ -124,8 +124,9 @@ absl::Status ValidateShardRequest(const ShardRequest& r) {
     return Invalid(absl::StrCat("dataset_size ", r.dataset_size, " is outside 1..2^40"));
   }
   if (r.resume_consumed < 0) return Invalid("resume_consumed must be >= 0");
-  if (r.resume_consumed > 0 && (r.resume_world_size < 1 || r.resume_world_size > 65536)) {
-    return Invalid("resume_world_size must be in 1..65536 when resume_consumed > 0");
+  if (r.resume_consumed > 0 && (r.resume_world_size < 1 || r.resume_world_size > kMaxWorldSize)) {
+    return Invalid(absl::StrCat("resume_world_size must be in 1..", kMaxWorldSize,
+                                " when resume_consumed > 0"));
   }
   return absl::OkStatus();
 }
