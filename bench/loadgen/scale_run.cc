@@ -61,9 +61,15 @@ absl::Status ScaleRun::CheckHost() {
     auto v = ReadSysctl(path);
     result_.Add(std::string(path).substr(std::string(path).rfind('/') + 1), v.ok() ? *v : -1);
   }
-  // The server holds one descriptor per connection: one per rank, or (node calls) one per node
-  // task of 8; every connection takes a local port.
-  const int64_t conns = options_.target == "grpc" && options_.node_calls ? (n + 7) / 8 : n;
+  // The server holds one descriptor per connection: one per rank (and one per node task of 8
+  // when it relays their heartbeats), or with node calls one per node task only; every
+  // connection takes a local port.
+  const bool grpc = options_.target == "grpc";
+  const int64_t nodes = (n + 7) / 8;
+  const int64_t conns = !grpc                           ? n
+                        : options_.node_calls           ? nodes
+                        : options_.heartbeats == "node" ? n + nodes
+                                                        : n;
   result_.Add("connections", conns);
   if (static_cast<uint64_t>(conns + kFdSlack) > fd_limit) {
     return absl::ResourceExhaustedError(
