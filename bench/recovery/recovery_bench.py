@@ -95,6 +95,40 @@ def startup_breakdown(lines, since):
     return ""
 
 
+def rank0_path(line):
+    """Rank 0's own path in its recovery line (trainer/worker/in_job_recovery.cc): from the
+    moment it saw the failure (or, a replacement, registered) to its first step: the Rejoin's
+    answer (None for a replacement), the new process group's build, the state sync, the DDP
+    engine's build, and the rest (the first step)."""
+    local = re.search(r"training resumed at step \d+, ([0-9.]+) s after", line)
+    m = re.search(r"\((?:rejoin answered after ([0-9.]+) s, )?process group built in ([0-9.]+) s, "
+                  r"state synced in ([0-9.]+) s, DDP engine built in ([0-9.]+) s\)", line)
+    if not local or not m:
+        return None
+    rejoin = float(m.group(1)) if m.group(1) else None
+    group, sync, engine = float(m.group(2)), float(m.group(3)), float(m.group(4))
+    total = float(local.group(1))
+    return {"rejoin": rejoin, "group": group, "sync": sync, "engine": engine,
+            "step": total - (rejoin or 0) - group - sync - engine, "total": total}
+
+
+def describe_path(p):
+    if p is None:
+        return "-"
+    head = f"rejoin {p['rejoin']:.2f} s, " if p["rejoin"] is not None else "replacement: "
+    return (f"{head}group {p['group']:.2f} s, state sync {p['sync']:.2f} s, "
+            f"DDP engine {p['engine']:.2f} s, first step {p['step']:.2f} s")
+
+
+def path_medians(results):
+    paths = [r[4] for r in results if r[4] is not None and r[4]["rejoin"] is not None]
+    if not paths:
+        return "-"
+    names = {"rejoin": "rejoin", "group": "group", "sync": "state sync", "engine": "DDP engine",
+             "step": "first step"}
+    return ", ".join(f"{names[k]} {statistics.median(p[k] for p in paths):.2f} s" for k in names)
+
+
 def new_path(name="rec", extra=()):
     """In-job recovery; `extra` flags (--warm-workers 1: each slot goes to a warm worker)."""
     label = "warm path" if "--warm-workers" in extra else "new path"
@@ -128,10 +162,11 @@ def new_path(name="rec", extra=()):
             t_step = float(re.search(r"unix time ([0-9.]+)", line).group(1))
             coord = float(re.search(r"formed ([0-9.]+) s after the loss", line).group(1))
             results.append((rank, t_step - t_kill, coord,
-                            startup_breakdown(run.snapshot(), t_kill)))
+                            startup_breakdown(run.snapshot(), t_kill), rank0_path(line)))
             print(f"{label} kill {k + 1}: rank {rank}: first step after {t_step - t_kill:.2f} s "
                   f"(generation formed {coord:.2f} s after the loss; replacement: "
-                  f"{results[-1][3] or '-'})", flush=True)
+                  f"{results[-1][3] or '-'}; rank 0: {describe_path(results[-1][4])})",
+                  flush=True)
     finally:
         run.stop()
     return results
@@ -197,6 +232,7 @@ def main():
           f"max {max(new_s):.2f} s, min {min(new_s):.2f} s (kill -> first step after it)")
     print(f"  coordinator: loss -> new generation median "
           f"{statistics.median(r[2] for r in new):.2f} s")
+    print(f"  rank 0, when it survived (medians, from seeing the failure): {path_medians(new)}")
     print(f"old path (fail, restart, resume from checkpoint): {len(old_s)} kills, median "
           f"{statistics.median(old_s):.2f} s, max {max(old_s):.2f} s (kill -> first step), plus "
           f"a median {statistics.median(r[2] for r in old):.0f} step(s) computed again")
@@ -208,6 +244,8 @@ def main():
               f"median {statistics.median(warm_s):.2f} s, max {max(warm_s):.2f} s, min "
               f"{min(warm_s):.2f} s (kill -> first step after it); coordinator: loss -> new "
               f"generation median {statistics.median(r[2] for r in warm):.2f} s")
+        print(f"  rank 0, when it survived (medians, from seeing the failure): "
+              f"{path_medians(warm)}")
         print(f"ratio cold/warm (medians, the same job and kills): "
               f"{statistics.median(new_s) / statistics.median(warm_s):.1f}x")
         ok = statistics.median(warm_s) <= 0.5 and max(warm_s) <= 1.5

@@ -59,11 +59,15 @@ absl::StatusOr<int> CommunicationStage::Connect(const std::string& prefix, int r
   interrupted_.store(false, std::memory_order_release);
   build_cancel_.Reset();
   if (superseded_ && superseded_()) build_cancel_.Cancel(kSuperseded);
+  const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(ProcessGroupHandle pg,
                    ProcessGroupHandle::Create(store_, prefix, rank, world_size,
                                               options_.process_group, &build_cancel_));
+  const absl::Time built = absl::Now();
   absl::StatusOr<int> root =
       SyncTrainingState(pg.backend(), {model_, position_, gradient_order_}, sync_hook_);
+  const absl::Time synced = absl::Now();
+  ConnectSeconds took{absl::ToDoubleSeconds(built - start), absl::ToDoubleSeconds(synced - built)};
   if (!root.ok()) {
     pg.MarkFailed();
     return root.status();
@@ -79,6 +83,8 @@ absl::StatusOr<int> CommunicationStage::Connect(const std::string& prefix, int r
   pg_ = std::move(pg);
   ddp_ = *std::move(ddp);
   ++connects_;
+  took.engine = absl::ToDoubleSeconds(absl::Now() - synced);
+  last_connect_ = took;
   {
     absl::MutexLock lock(&interrupt_mu_);
     if (pg_.backend().getBackendName() == "nccl") abortable_ = pg_.shared();

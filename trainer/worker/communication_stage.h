@@ -91,6 +91,14 @@ class CommunicationStage {
   c10d::Backend& process_group() { return pg_.backend(); }
   const std::string& prefix() const { return pg_.prefix(); }
   int connects() const { return connects_; }  // successful Connect() calls so far
+  // How the last successful Connect() spent its time: building the process group (the store
+  // rendezvous and the connections), the training-state sync, and the DDP engine's build.
+  struct ConnectSeconds {
+    double group = 0;
+    double sync = 0;
+    double engine = 0;
+  };
+  const ConnectSeconds& last_connect() const { return last_connect_; }
   // The DDP bucket layout the next engine will be built with (empty until agreed).
   const std::vector<size_t>& gradient_order() const { return gradient_order_; }
 
@@ -101,6 +109,7 @@ class CommunicationStage {
   TrainingPosition& position_;
   std::vector<size_t> gradient_order_;
   int connects_ = 0;
+  ConnectSeconds last_connect_;
   ProcessGroupHandle pg_;  // declared before ddp_: outlives it
   std::unique_ptr<DistributedDataParallel> ddp_;
   std::atomic<bool> interrupted_{false};

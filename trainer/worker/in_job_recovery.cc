@@ -69,6 +69,7 @@ absl::Status InJobRecovery::ConnectOnce() {
   if (pending_) {
     pending_->root = *root;
     pending_->root_step = position_.step;
+    pending_->connect = comm_.last_connect();
   }
   return absl::OkStatus();
 }
@@ -104,6 +105,7 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
     p.restarts = next->restarts;
     p.coordinator_seconds = next->recovery_seconds;
     p.since = since;
+    p.rejoin_seconds = SecondsSince(since);
     pending_ = p;
     if (options_.hold != nullptr) {
       options_.hold->At(TestHold::Point::kConnect, session_.rank().rank, position_.step);
@@ -125,13 +127,18 @@ void InJobRecovery::OnStepCommitted() {
   std::printf(
       "%srecovery %d: %s; restarts %d of %d; membership generation %ld formed %.2f s after the "
       "loss; state from rank %d at step %ld; training resumed at step %ld, %.2f s after this %s "
+      "(%s process group built in %.2f s, state synced in %.2f s, DDP engine built in %.2f s) "
       "(unix time %.3f)\n",
       session_.log_prefix().c_str(), p.index,
       p.cause.text.empty() ? "a collective failed" : p.cause.text.c_str(), p.restarts,
       options_.max_restarts, static_cast<long>(session_.rank().membership_generation),
       p.coordinator_seconds, p.root, static_cast<long>(p.root_step),
       static_cast<long>(position_.step), local,
-      p.replacement ? "replacement registered" : "rank saw the failure", unix_now);
+      p.replacement ? "replacement registered" : "rank saw the failure",
+      p.rejoin_seconds < 0
+          ? ""
+          : absl::StrFormat("rejoin answered after %.2f s,", p.rejoin_seconds).c_str(),
+      p.connect.group, p.connect.sync, p.connect.engine, unix_now);
   std::fflush(stdout);
 }
 

@@ -77,6 +77,10 @@ class InJobRecovery {
     bool replacement = false;  // this worker is a replacement (it saw no failure)
     int root = 0;
     int64_t root_step = 0;
+    // This rank's own path, in seconds: `since` to the Rejoin's answer (-1: a replacement, which
+    // registered instead), then the new process group's build and the state sync.
+    double rejoin_seconds = -1;
+    CommunicationStage::ConnectSeconds connect;
   };
   absl::Status ConnectOnce();
 

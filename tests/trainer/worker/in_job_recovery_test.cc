@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/multiprocess.h"
 #include "tests/trainer/ddp/fake_coordinator.h"
@@ -74,6 +75,14 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
                                      "step 5"),
               std::string::npos)
         << results[0].output;
+    // This rank's own path: the Rejoin's answer, the new group's build, the state sync.
+    EXPECT_THAT(results[0].output,
+                ::testing::ContainsRegex(
+                    "after this rank saw the failure \\(rejoin answered "
+                    "after [0-9]+\\.[0-9]+ s, process group built in "
+                    "[0-9]+\\.[0-9]+ s, state synced in [0-9]+\\.[0-9]+ s, DDP engine built in "
+                    "[0-9]+\\.[0-9]+ s\\) "
+                    "\\(unix time [0-9]+\\.[0-9]+\\)"));
     EXPECT_EQ(results[1].output.find("recovery 1:"), std::string::npos) << "rank 0 only";
     return;
   }
