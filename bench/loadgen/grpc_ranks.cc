@@ -390,7 +390,8 @@ void GrpcRanks::Rejoin(Rank* rank, const std::shared_ptr<Phase>& phase) {
                               });
 }
 
-void GrpcRanks::ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& phase) {
+void GrpcRanks::ReportLost(Rank* rank, pb::Coordinator::Stub* stub, grpc::ClientContext* ctx,
+                           const std::shared_ptr<Phase>& phase, std::function<void()> respawned) {
   const int per_node = options_.world % options_.per_node == 0 ? options_.per_node : 1;
   rank->rank = -1;  // the process is gone: it heartbeats no more
   rank->lost_req.set_node_rank(rank->global / per_node);
@@ -399,9 +400,9 @@ void GrpcRanks::ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& p
   rank->lost_req.set_what("killed by signal 9");
   rank->lost_req.set_signal(9);
   rank->issued_ns = MonotonicNanos();
-  rank->stub->async()->ReportLost(
-      rank->lost_ctx.get(), &rank->lost_req, &rank->lost_reply,
-      [this, rank, phase](grpc::Status s) {
+  stub->async()->ReportLost(
+      ctx, &rank->lost_req, &rank->lost_reply,
+      [this, rank, phase, respawned = std::move(respawned)](grpc::Status s) {
         if (s.ok() && rank->lost_reply.action() != pb::LOST_ACTION_RESPAWN) {
           s = grpc::Status(
               grpc::StatusCode::FAILED_PRECONDITION,
@@ -412,30 +413,37 @@ void GrpcRanks::ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& p
           phase->Done(rank->issued_ns, s, "ReportLost");
           return;
         }
-        // The node task starts the replacement: a new process with a connection of its own.
+        // The node task starts the replacement: a new process, a new pid.
         rank->pid = kFakePidBase + options_.world + rank->global;
         rank->register_req.set_pid(rank->pid.load());
-        rank->replacement_channel =
-            OwnChannel(options_.address, options_.tls_cert, 2 * options_.world + rank->global);
-        rank->replacement_stub = pb::Coordinator::NewStub(rank->replacement_channel);
-        rank->replacement_stub->async()->Hello(
-            rank->ctx.get(), &rank->hello_req, &rank->hello_reply,
-            [this, rank, phase](grpc::Status hello) {
-              if (!hello.ok()) {
-                phase->Done(rank->issued_ns, hello, "Hello (replacement)");
-                return;
-              }
-              rank->replacement_stub->async()->Register(
-                  rank->rejoin_ctx.get(), &rank->register_req, &rank->register_reply,
-                  [this, rank, phase](grpc::Status reg) {
-                    if (!reg.ok()) {
-                      phase->Done(rank->issued_ns, reg, "Register (replacement)");
-                      return;
-                    }
-                    FetchShard(rank, phase, "Register (replacement)");
-                  });
-            });
+        respawned();
       });
+}
+
+void GrpcRanks::ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& phase) {
+  ReportLost(rank, rank->stub.get(), rank->lost_ctx.get(), phase, [this, rank, phase] {
+    // The replacement has a connection of its own.
+    rank->replacement_channel =
+        OwnChannel(options_.address, options_.tls_cert, 2 * options_.world + rank->global);
+    rank->replacement_stub = pb::Coordinator::NewStub(rank->replacement_channel);
+    rank->replacement_stub->async()->Hello(
+        rank->ctx.get(), &rank->hello_req, &rank->hello_reply,
+        [this, rank, phase](grpc::Status hello) {
+          if (!hello.ok()) {
+            phase->Done(rank->issued_ns, hello, "Hello (replacement)");
+            return;
+          }
+          rank->replacement_stub->async()->Register(
+              rank->rejoin_ctx.get(), &rank->register_req, &rank->register_reply,
+              [this, rank, phase](grpc::Status reg) {
+                if (!reg.ok()) {
+                  phase->Done(rank->issued_ns, reg, "Register (replacement)");
+                  return;
+                }
+                FetchShard(rank, phase, "Register (replacement)");
+              });
+        });
+  });
 }
 
 void GrpcRanks::FetchShard(Rank* rank, const std::shared_ptr<Phase>& phase, const char* what) {
@@ -497,38 +505,18 @@ PhaseReport GrpcRanks::ReformByNode() {
   }
   auto phase = std::make_shared<Phase>(options_.count);
   if (lost != nullptr) {
-    lost->rank = -1;  // the process is gone: it heartbeats no more
-    lost->lost_req.set_node_rank(lost->global / per_node);
-    lost->lost_req.set_local_rank(lost->global % per_node);
-    lost->lost_req.set_pid(lost->pid.load());
-    lost->lost_req.set_what("killed by signal 9");
-    lost->lost_req.set_signal(9);
-    lost->issued_ns = MonotonicNanos();
-    lost_node->stub->async()->ReportLost(
-        lost_node->lost_ctx.get(), &lost->lost_req, &lost->lost_reply,
-        [this, lost_node, lost, phase](grpc::Status s) {
-          if (s.ok() && lost->lost_reply.action() != pb::LOST_ACTION_RESPAWN) {
-            s = grpc::Status(
-                grpc::StatusCode::FAILED_PRECONDITION,
-                absl::StrCat("the coordinator answered action ",
-                             pb::LostAction_Name(lost->lost_reply.action()), ", not RESPAWN"));
-          }
-          if (!s.ok()) {
-            phase->Done(lost->issued_ns, s, "ReportLost");
-            return;
-          }
-          // The node task starts the replacement, and carries its Register on its connection.
-          lost->pid = kFakePidBase + options_.world + lost->global;
-          lost->register_req.set_pid(lost->pid.load());
-          NodeCallSet* c = &lost_node->replacement;
-          *c->register_req.add_workers() = lost->register_req;
-          c->ranks.push_back(lost);
-          lost_node->stub->async()->NodeRegister(
-              c->join_ctx.get(), &c->register_req, &c->join_reply,
-              [this, lost_node, c, phase](grpc::Status s2) {
-                NodeJoined(lost_node, c, s2, phase, "NodeRegister (replacement)");
-              });
-        });
+    ReportLost(lost, lost_node->stub.get(), lost_node->lost_ctx.get(), phase,
+               [this, lost_node, lost, phase] {
+                 // The node task carries the replacement's Register on its connection.
+                 NodeCallSet* c = &lost_node->replacement;
+                 *c->register_req.add_workers() = lost->register_req;
+                 c->ranks.push_back(lost);
+                 lost_node->stub->async()->NodeRegister(
+                     c->join_ctx.get(), &c->register_req, &c->join_reply,
+                     [this, lost_node, c, phase](grpc::Status s2) {
+                       NodeJoined(lost_node, c, s2, phase, "NodeRegister (replacement)");
+                     });
+               });
   }
   for (auto& n : nodes_) {
     Node* node = n.get();

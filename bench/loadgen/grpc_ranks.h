@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -29,6 +30,7 @@
 #include "absl/time/time.h"
 #include "bench/loadgen/agent_line.h"
 #include "bench/loadgen/quantiles.h"
+#include "proto/coordinator.grpc.pb.h"
 
 namespace grpc {
 class ClientContext;
@@ -102,6 +104,10 @@ class GrpcRanks {
   // NodeGetShard of the node; each rank's outcome goes to `phase`.
   void NodeJoined(Node* node, NodeCallSet* calls, const grpc::Status& s,
                   const std::shared_ptr<Phase>& phase, const char* what);
+  // The lost rank's node task reports it on `stub`; once the coordinator answers RESPAWN the
+  // rank has the replacement's pid and `respawned` runs (on a gRPC thread).
+  void ReportLost(Rank* rank, slurm_ddp::v1::Coordinator::Stub* stub, grpc::ClientContext* ctx,
+                  const std::shared_ptr<Phase>& phase, std::function<void()> respawned);
   void ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& phase);
   void FetchShard(Rank* rank, const std::shared_ptr<Phase>& phase, const char* what);
   void SendHeartbeat(Rank* rank, double elapsed_s);
