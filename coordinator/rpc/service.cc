@@ -74,6 +74,23 @@ class JoinGather {
   const Done done_;
 };
 
+// NodeRegister or NodeRejoin: each of the request's workers through `one` (OneRegister,
+// OneRejoin), the call answered once every one of them is.
+template <typename Request, typename One>
+UnaryCall::Body NodeJoin(const char* method, One one) {
+  return Typed<Request, pb::NodeJoinReply>(
+      method, [method, one](const Request& req, pb::NodeJoinReply* resp, Done done) {
+        const int n = req.workers_size();
+        if (n > CoordinatorService::kMaxNodeBeats) return done(TooManyRequests(method, n));
+        if (n == 0) return done(absl::OkStatus());
+        auto gather = std::make_shared<JoinGather>(n, resp, std::move(done));
+        for (int i = 0; i < n; ++i) {
+          one(req.workers(i),
+              [gather, i](absl::StatusOr<RankAssignment> result) { gather->Set(i, result); });
+        }
+      });
+}
+
 }  // namespace
 
 CoordinatorService::CoordinatorService(Job* job, KvStore* store, CallGate* gate, StatusCache* cache,
@@ -343,34 +360,16 @@ absl::Status CoordinatorService::OneGetShard(const pb::GetShardRequest& req,
 void CoordinatorService::AddNodeMethods() {
   parked_.push_back(AddAsync(
       "NodeRegister", kWorkerRoles, kMaxRequestBytes,
-      Typed<pb::NodeRegisterRequest, pb::NodeJoinReply>(
-          "NodeRegister",
-          [this](const pb::NodeRegisterRequest& req, pb::NodeJoinReply* resp, Done done) {
-            const int n = req.workers_size();
-            if (n > kMaxNodeBeats) return done(TooManyRequests("NodeRegister", n));
-            if (n == 0) return done(absl::OkStatus());
-            auto gather = std::make_shared<JoinGather>(n, resp, std::move(done));
-            for (int i = 0; i < n; ++i) {
-              OneRegister(req.workers(i), [gather, i](absl::StatusOr<RankAssignment> result) {
-                gather->Set(i, result);
-              });
-            }
+      NodeJoin<pb::NodeRegisterRequest>(
+          "NodeRegister", [this](const pb::RegisterRequest& one, Job::RegisterCallback done) {
+            OneRegister(one, std::move(done));
           })));
-  parked_.push_back(AddAsync(
-      "NodeRejoin", kWorkerRoles, kMaxRequestBytes,
-      Typed<pb::NodeRejoinRequest, pb::NodeJoinReply>(
-          "NodeRejoin",
-          [this](const pb::NodeRejoinRequest& req, pb::NodeJoinReply* resp, Done done) {
-            const int n = req.workers_size();
-            if (n > kMaxNodeBeats) return done(TooManyRequests("NodeRejoin", n));
-            if (n == 0) return done(absl::OkStatus());
-            auto gather = std::make_shared<JoinGather>(n, resp, std::move(done));
-            for (int i = 0; i < n; ++i) {
-              OneRejoin(req.workers(i), [gather, i](absl::StatusOr<RankAssignment> result) {
-                gather->Set(i, result);
-              });
-            }
-          })));
+  parked_.push_back(
+      AddAsync("NodeRejoin", kWorkerRoles, kMaxRequestBytes,
+               NodeJoin<pb::NodeRejoinRequest>(
+                   "NodeRejoin", [this](const pb::RejoinRequest& one, Job::RegisterCallback done) {
+                     OneRejoin(one, std::move(done));
+                   })));
   AddUnary("NodeGetShard", kWorkerRoles, kMaxRequestBytes,
            Typed<pb::NodeGetShardRequest, pb::NodeGetShardReply>(
                "NodeGetShard",
