@@ -446,14 +446,18 @@ void GrpcRanks::ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& p
   });
 }
 
+// A Rendezvous joins generation 0 (left_generation -1), a Reform the one after the one it left.
+grpc::Status GrpcRanks::CheckJoined(const Rank& rank, const pb::RegisterReply& reply) {
+  const int64_t joined = reply.membership_generation();
+  if (joined == rank.left_generation + 1) return grpc::Status::OK;
+  return grpc::Status(
+      grpc::StatusCode::FAILED_PRECONDITION,
+      absl::StrCat("joined membership generation ", joined, ", not ", rank.left_generation + 1));
+}
+
 void GrpcRanks::FetchShard(Rank* rank, const std::shared_ptr<Phase>& phase, const char* what) {
-  const int64_t joined = rank->register_reply.membership_generation();
-  if (joined != rank->left_generation + 1) {
-    phase->Done(rank->issued_ns,
-                grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                             absl::StrCat("joined membership generation ", joined, ", not ",
-                                          rank->left_generation + 1)),
-                what);
+  if (const grpc::Status st = CheckJoined(*rank, rank->register_reply); !st.ok()) {
+    phase->Done(rank->issued_ns, st, what);
     return;
   }
   rank->shard_req.mutable_worker()->set_rank(rank->register_reply.rank());
@@ -548,14 +552,8 @@ void GrpcRanks::NodeJoined(Node* node, NodeCallSet* c, const grpc::Status& s,
                   grpc::Status(static_cast<grpc::StatusCode>(result.code()), result.error()), what);
       continue;
     }
-    // A Rendezvous joins generation 0 (left_generation -1), a Reform the one after the left one.
-    const int64_t joined = result.reply().membership_generation();
-    if (joined != r->left_generation + 1) {
-      phase->Done(r->issued_ns,
-                  grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                               absl::StrCat("joined membership generation ", joined, ", not ",
-                                            r->left_generation + 1)),
-                  what);
+    if (const grpc::Status st = CheckJoined(*r, result.reply()); !st.ok()) {
+      phase->Done(r->issued_ns, st, what);
       continue;
     }
     r->register_reply = result.reply();

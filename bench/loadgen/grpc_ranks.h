@@ -110,6 +110,7 @@ class GrpcRanks {
                   const std::shared_ptr<Phase>& phase, std::function<void()> respawned);
   void ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& phase);
   void FetchShard(Rank* rank, const std::shared_ptr<Phase>& phase, const char* what);
+  static grpc::Status CheckJoined(const Rank& rank, const slurm_ddp::v1::RegisterReply& reply);
   void SendHeartbeat(Rank* rank, double elapsed_s);
   void SendNodeHeartbeat(Node* node, double elapsed_s);
   void HeartbeatDone(Call* call, bool ok, const std::string& error, int command);
