@@ -157,13 +157,19 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
   }
 
   absl::StatusOr<HeartbeatReply> Heartbeat(const ProgressReport& progress) override {
+    return SendHeartbeat(progress, /*now=*/false);
+  }
+  absl::StatusOr<HeartbeatReply> HeartbeatNow(const ProgressReport& progress) override {
+    return SendHeartbeat(progress, /*now=*/true);
+  }
+  absl::StatusOr<HeartbeatReply> SendHeartbeat(const ProgressReport& progress, bool now) {
     pb::HeartbeatRequest req;
     SetWorker(req.mutable_worker());
     ToProto(progress, req.mutable_progress());
     pb::HeartbeatReply reply;
     if (relay_ != nullptr) {
       // The task's relay answers within the node call's deadline plus its batch window.
-      RETURN_IF_ERROR(relay_->RoundTrip(req, ch_->rpc_timeout() + kRelaySlack, &reply));
+      RETURN_IF_ERROR(relay_->RoundTrip(req, now, ch_->rpc_timeout() + kRelaySlack, &reply));
       return FromProto(reply);
     }
     RETURN_IF_ERROR(ch_->Call("Heartbeat", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {

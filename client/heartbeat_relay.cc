@@ -122,6 +122,7 @@ class HeartbeatRelay::Impl {
     uint64_t seq = 0;
     pb::HeartbeatRequest beat;
     absl::Time since;
+    bool now = false;  // the worker waits on it: no batching
   };
   struct Link {
     int fd;
@@ -158,22 +159,26 @@ class HeartbeatRelay::Impl {
       w.seq = in.seq();
       w.beat = std::move(*in.mutable_beat());
       w.since = link->waiting ? link->waiting->since : absl::Now();
+      w.now = in.now();
       link->waiting = std::move(w);
     }
   }
 
-  // When the waiting heartbeats are due (every link has one, or the oldest waited the window);
-  // nullopt when none waits.
+  // When the waiting heartbeats are due (every link has one, one is waited on now, or the
+  // oldest waited the window); nullopt when none waits.
   std::optional<absl::Time> DueAt(const std::vector<Link>& links) const {
     std::optional<absl::Time> oldest;
     bool all = !links.empty();
+    bool now = false;
     for (const Link& l : links) {
       if (!l.waiting) {
         all = false;
         continue;
       }
+      now = now || l.waiting->now;
       if (!oldest || l.waiting->since < *oldest) oldest = l.waiting->since;
     }
+    if (oldest && now) return absl::InfinitePast();
     if (!oldest) return std::nullopt;
     return all ? absl::InfinitePast() : *oldest + options_.batch_window;
   }

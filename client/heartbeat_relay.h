@@ -3,11 +3,12 @@
 // per interval instead of one per worker. Each worker gets its own SOCK_SEQPACKET socketpair
 // (AddWorker): the worker end crosses exec (ConnectOptions::heartbeat_relay_fd), the other end
 // stays here. A relay thread collects the requests and sends them as one NodeHeartbeat when every
-// worker has one waiting, or when the oldest has waited `batch_window`; at most one call is in
-// flight. Workers whose heartbeats were answered together send their next ones together, so
-// after the first interval a node's workers beat in step. Every worker gets the outcome its own
-// Heartbeat would have had: its reply, the coordinator's refusal of its beat, or the node call's
-// error (a lost coordinator is seen by every worker exactly as before).
+// worker has one waiting, when the oldest has waited `batch_window`, or at once when a worker
+// waits on its beat (RelayedHeartbeat.now: it has just rejoined); at most one call is in flight.
+// Workers whose heartbeats were answered together send their next ones together, so after the first
+// interval a node's workers beat in step. Every worker gets the outcome its own Heartbeat would
+// have had: its reply, the coordinator's refusal of its beat, or the node call's error (a lost
+// coordinator is seen by every worker exactly as before).
 //
 // The coordinator connection opens on the first batch (after the workers are forked, so no gRPC
 // thread exists before them), through the dist_file, and is opened again after a failure.

@@ -21,14 +21,15 @@ RelayLink::RelayLink(int fd) : fd_(fd), pid_(static_cast<int>(::getpid())), buf_
 
 RelayLink::~RelayLink() { ::close(fd_); }
 
-absl::Status RelayLink::RoundTrip(const pb::HeartbeatRequest& beat, absl::Duration timeout,
-                                  pb::HeartbeatReply* reply) {
+absl::Status RelayLink::RoundTrip(const pb::HeartbeatRequest& beat, bool now,
+                                  absl::Duration timeout, pb::HeartbeatReply* reply) {
   absl::MutexLock lock(&mu_);
   const uint64_t seq = ++seq_;
   pb::RelayedHeartbeat out;
   out.set_pid(pid_);
   out.set_seq(seq);
   *out.mutable_beat() = beat;
+  out.set_now(now);
   const std::string bytes = out.SerializeAsString();
   ssize_t sent;
   do {

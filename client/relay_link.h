@@ -35,8 +35,9 @@ class RelayLink {
   RelayLink(const RelayLink&) = delete;
   RelayLink& operator=(const RelayLink&) = delete;
 
-  absl::Status RoundTrip(const slurm_ddp::v1::HeartbeatRequest& beat, absl::Duration timeout,
-                         slurm_ddp::v1::HeartbeatReply* reply);
+  // `now`: the relay sends this beat at once, without waiting for the node's other workers.
+  absl::Status RoundTrip(const slurm_ddp::v1::HeartbeatRequest& beat, bool now,
+                         absl::Duration timeout, slurm_ddp::v1::HeartbeatReply* reply);
 
  private:
   const int fd_;

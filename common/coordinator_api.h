@@ -246,6 +246,11 @@ class CoordinatorApi {
   // --- training -------------------------------------------------------------------------------
   virtual absl::StatusOr<ShardAssignment> GetShard(const ShardRequest& request) = 0;
   virtual absl::StatusOr<HeartbeatReply> Heartbeat(const ProgressReport& progress) = 0;
+  // A heartbeat the caller waits on (a worker that has just rejoined, before its next step): a
+  // node's relay sends it at once instead of batching it with the other workers' beats.
+  virtual absl::StatusOr<HeartbeatReply> HeartbeatNow(const ProgressReport& progress) {
+    return Heartbeat(progress);
+  }
   virtual absl::Status CommitCheckpoint(const CommittedCheckpoint& checkpoint) = 0;
   // The worker's outcome: OK when it finished training; CANCELLED when it checkpointed and
   // stopped; else why it failed. The status code is the typed channel the coordinator decides

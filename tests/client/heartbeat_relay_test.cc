@@ -102,7 +102,7 @@ std::vector<Outcome> BeatTogether(std::vector<std::unique_ptr<RelayLink>>& links
   for (size_t i = 0; i < links.size(); ++i) {
     threads.emplace_back([&, i] {
       out[i].status = links[i]->RoundTrip(Beat(static_cast<int>(i), 10 + static_cast<int64_t>(i)),
-                                          timeout, &out[i].reply);
+                                          /*now=*/false, timeout, &out[i].reply);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -181,11 +181,38 @@ TEST(HeartbeatRelayTest, ALoneWorkerWaitsAtMostTheBatchWindow) {
   auto silent = Link(relay.get());  // a worker that is being respawned sends nothing
   const absl::Time start = absl::Now();
   pb::HeartbeatReply reply;
-  ASSERT_TRUE(alone->RoundTrip(Beat(0, 1), absl::Seconds(10), &reply).ok());
+  ASSERT_TRUE(alone->RoundTrip(Beat(0, 1), /*now=*/false, absl::Seconds(10), &reply).ok());
   const absl::Duration took = absl::Now() - start;
   EXPECT_GE(took, absl::Milliseconds(140));
   EXPECT_LT(took, absl::Seconds(3));
   EXPECT_EQ(reply.reason(), "for rank 0");
+}
+
+// A worker that waits on its beat (it has just rejoined: ProgressReporter::SendNow) is not held
+// for the node's other workers or the batch window; a beat already waiting goes along with it.
+TEST(HeartbeatRelayTest, ABeatAWorkerWaitsOnGoesAtOnceWithWhatIsWaiting) {
+  RecordingSender s;
+  auto relay = StartRelay(&s, absl::Seconds(30));  // batching alone would hold beats 30 s
+  auto batched = Link(relay.get());
+  auto urgent = Link(relay.get());
+  auto silent = Link(relay.get());  // a worker that sends nothing (a warm replacement)
+  Outcome first;
+  std::thread t([&] {
+    first.status = batched->RoundTrip(Beat(0, 1), /*now=*/false, absl::Seconds(20), &first.reply);
+  });
+  absl::SleepFor(absl::Milliseconds(200));  // rank 0's beat waits in the relay
+  const absl::Time start = absl::Now();
+  pb::HeartbeatReply reply;
+  ASSERT_TRUE(urgent->RoundTrip(Beat(1, 2), /*now=*/true, absl::Seconds(20), &reply).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(reply.reason(), "for rank 1");
+  t.join();
+  ASSERT_TRUE(first.status.ok()) << first.status;
+  EXPECT_EQ(first.reply.reason(), "for rank 0");
+  std::vector<std::vector<int>> calls = s.all_calls();
+  ASSERT_EQ(calls.size(), 1u);
+  std::sort(calls[0].begin(), calls[0].end());
+  EXPECT_EQ(calls[0], (std::vector<int>{0, 1}));
 }
 
 TEST(HeartbeatRelayTest, AReplyThatComesTooLateIsNotTakenForTheNextOne) {
@@ -194,11 +221,11 @@ TEST(HeartbeatRelayTest, AReplyThatComesTooLateIsNotTakenForTheNextOne) {
   auto relay = StartRelay(&s, absl::Milliseconds(10));
   auto link = Link(relay.get());
   pb::HeartbeatReply reply;
-  absl::Status st = link->RoundTrip(Beat(0, 1), absl::Milliseconds(200), &reply);
+  absl::Status st = link->RoundTrip(Beat(0, 1), /*now=*/false, absl::Milliseconds(200), &reply);
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(st.message(), HasSubstr("heartbeat relay"));
   // The late reply to step 1 arrives while this call waits; it must answer step 2 only.
-  ASSERT_TRUE(link->RoundTrip(Beat(0, 2), absl::Seconds(10), &reply).ok());
+  ASSERT_TRUE(link->RoundTrip(Beat(0, 2), /*now=*/false, absl::Seconds(10), &reply).ok());
   EXPECT_EQ(reply.membership_generation(), 2);
 }
 
@@ -208,7 +235,7 @@ TEST(HeartbeatRelayTest, AWorkerWhoseTaskIsGoneSeesUnavailable) {
   auto link = Link(relay.get());
   relay.reset();  // the task ended: its end of every socket is closed
   pb::HeartbeatReply reply;
-  absl::Status st = link->RoundTrip(Beat(0, 1), absl::Seconds(5), &reply);
+  absl::Status st = link->RoundTrip(Beat(0, 1), /*now=*/false, absl::Seconds(5), &reply);
   EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
 }
 

@@ -178,7 +178,7 @@ void ProgressReporter::AddPhase(ProgressReport* report) const {
   report->phase_seconds = std::max(0.0, static_cast<double>(NanosSinceStart() - since) * 1e-9);
 }
 
-void ProgressReporter::SendOnce() {
+void ProgressReporter::SendOnce(bool wait_on_it) {
   absl::MutexLock send_lock(&send_mu_);
   ProgressReport report;
   absl::Time sent;
@@ -195,7 +195,8 @@ void ProgressReporter::SendOnce() {
   if (const std::atomic<bool>* flag = stop_signal_.load(); flag != nullptr && flag->load()) {
     report.stop_signaled = true;
   }
-  absl::StatusOr<HeartbeatReply> reply = api_->Heartbeat(report);
+  absl::StatusOr<HeartbeatReply> reply =
+      wait_on_it ? api_->HeartbeatNow(report) : api_->Heartbeat(report);
   if (reply.ok() && reply->command == Command::kExit) {
     std::fprintf(stderr, "%sexiting (code %d): %s\n", options_.log_prefix.c_str(), reply->exit_code,
                  reply->reason.c_str());

@@ -139,11 +139,13 @@ class ProgressReporter {
   // One heartbeat now, on the caller's thread (the periodic ones go on): a worker that has just
   // rejoined learns the job's command (a stop asked during the recovery) before its next step,
   // not up to a period later.
-  void SendNow() { SendOnce(); }
+  void SendNow() { SendOnce(/*now=*/true); }
 
  private:
   void Loop();
-  void SendOnce();
+  // `wait_on_it`: the caller waits on it (CoordinatorApi::HeartbeatNow: a node's relay does not
+  // batch it).
+  void SendOnce(bool wait_on_it = false);
   // MarkPhase; `new_step`: entering kOptimizer counts a step (not when a collective wait ends).
   void Mark(StepPhase phase, bool new_step);
   // Fills step_phase and phase_seconds from the last MarkPhase (if any), and the section totals.
