@@ -1,0 +1,256 @@
+// GrpcRanks's re-formation after a lost rank (grpc_ranks.h, Reform): per rank (a Rejoin per
+// survivor, the replacement's Hello and Register on a connection of its own, a GetShard each) and
+// per node (a NodeRejoin and a NodeGetShard per node task, the replacement's NodeRegister).
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "bench/loadgen/grpc_ranks.h"
+#include "bench/loadgen/grpc_ranks_parts.h"
+#include "bench/loadgen/host_limits.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace ddp::bench {
+
+PhaseReport GrpcRanks::Reform() {
+  if (options_.lost_rank < 0 || options_.lost_rank >= options_.world) {
+    PhaseReport refused;
+    refused.failed = options_.count;
+    refused.first_error = "reform needs --lost-rank inside the world";
+    return refused;
+  }
+  const std::string auth = "Bearer " + options_.token;
+  auto fresh = [&] {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->AddMetadata("authorization", auth);
+    c->set_deadline(DeadlineIn(options_.phase_timeout));
+    return c;
+  };
+  if (options_.node_calls) return ReformByNode();
+  // Every context of the phase exists before its first call (Phase::Finish may cancel them).
+  Rank* lost = nullptr;
+  for (auto& r : ranks_) {
+    r->left_generation = r->register_reply.membership_generation();
+    r->ctx = fresh();
+    r->ctx->set_wait_for_ready(true);  // the replacement's first call on its new connection
+    r->lost_ctx = fresh();
+    r->rejoin_ctx = fresh();
+    r->shard_ctx = fresh();
+    if (r->global == options_.lost_rank) lost = r.get();
+  }
+  auto phase = std::make_shared<Phase>(options_.count);
+  // Its node task sees the death first (SIGCHLD); the survivors' collectives fail at once too.
+  if (lost != nullptr) ReportLostAndReplace(lost, phase);
+  for (auto& r : ranks_) {
+    if (r.get() != lost) Rejoin(r.get(), phase);
+  }
+  return phase->Finish(absl::Now() + options_.phase_timeout + absl::Seconds(5), &ranks_, &nodes_);
+}
+
+void GrpcRanks::Rejoin(Rank* rank, const std::shared_ptr<Phase>& phase) {
+  rank->rejoin_req.mutable_worker()->set_rank(rank->rank.load());
+  rank->rejoin_req.mutable_worker()->set_pid(rank->pid.load());
+  rank->rejoin_req.set_membership_generation(rank->left_generation);
+  rank->rejoin_req.set_committed_step(1000);
+  rank->rejoin_req.set_reason("allreduce: connection reset by peer (simulated)");
+  rank->issued_ns = MonotonicNanos();
+  rank->stub->async()->Rejoin(rank->rejoin_ctx.get(), &rank->rejoin_req, &rank->register_reply,
+                              [this, rank, phase](grpc::Status s) {
+                                if (!s.ok()) {
+                                  phase->Done(rank->issued_ns, s, "Rejoin");
+                                  return;
+                                }
+                                FetchShard(rank, phase, "Rejoin");
+                              });
+}
+
+void GrpcRanks::ReportLost(Rank* rank, pb::Coordinator::Stub* stub, grpc::ClientContext* ctx,
+                           const std::shared_ptr<Phase>& phase, std::function<void()> respawned) {
+  const int per_node = options_.world % options_.per_node == 0 ? options_.per_node : 1;
+  rank->rank = -1;  // the process is gone: it heartbeats no more
+  rank->lost_req.set_node_rank(rank->global / per_node);
+  rank->lost_req.set_local_rank(rank->global % per_node);
+  rank->lost_req.set_pid(rank->pid.load());
+  rank->lost_req.set_what("killed by signal 9");
+  rank->lost_req.set_signal(9);
+  rank->issued_ns = MonotonicNanos();
+  stub->async()->ReportLost(
+      ctx, &rank->lost_req, &rank->lost_reply,
+      [this, rank, phase, respawned = std::move(respawned)](grpc::Status s) {
+        if (s.ok() && rank->lost_reply.action() != pb::LOST_ACTION_RESPAWN) {
+          s = grpc::Status(
+              grpc::StatusCode::FAILED_PRECONDITION,
+              absl::StrCat("the coordinator answered action ",
+                           pb::LostAction_Name(rank->lost_reply.action()), ", not RESPAWN"));
+        }
+        if (!s.ok()) {
+          phase->Done(rank->issued_ns, s, "ReportLost");
+          return;
+        }
+        // The node task starts the replacement: a new process, a new pid.
+        rank->pid = kFakePidBase + options_.world + rank->global;
+        rank->register_req.set_pid(rank->pid.load());
+        respawned();
+      });
+}
+
+void GrpcRanks::ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& phase) {
+  ReportLost(rank, rank->stub.get(), rank->lost_ctx.get(), phase, [this, rank, phase] {
+    // The replacement has a connection of its own.
+    rank->replacement_channel =
+        OwnChannel(options_.address, options_.tls_cert, 2 * options_.world + rank->global);
+    rank->replacement_stub = pb::Coordinator::NewStub(rank->replacement_channel);
+    rank->replacement_stub->async()->Hello(
+        rank->ctx.get(), &rank->hello_req, &rank->hello_reply,
+        [this, rank, phase](grpc::Status hello) {
+          if (!hello.ok()) {
+            phase->Done(rank->issued_ns, hello, "Hello (replacement)");
+            return;
+          }
+          rank->replacement_stub->async()->Register(
+              rank->rejoin_ctx.get(), &rank->register_req, &rank->register_reply,
+              [this, rank, phase](grpc::Status reg) {
+                if (!reg.ok()) {
+                  phase->Done(rank->issued_ns, reg, "Register (replacement)");
+                  return;
+                }
+                FetchShard(rank, phase, "Register (replacement)");
+              });
+        });
+  });
+}
+
+// A Rendezvous joins generation 0 (left_generation -1), a Reform the one after the one it left.
+grpc::Status GrpcRanks::CheckJoined(const Rank& rank, const pb::RegisterReply& reply) {
+  const int64_t joined = reply.membership_generation();
+  if (joined == rank.left_generation + 1) return grpc::Status::OK;
+  return grpc::Status(
+      grpc::StatusCode::FAILED_PRECONDITION,
+      absl::StrCat("joined membership generation ", joined, ", not ", rank.left_generation + 1));
+}
+
+void GrpcRanks::FetchShard(Rank* rank, const std::shared_ptr<Phase>& phase, const char* what) {
+  if (const grpc::Status st = CheckJoined(*rank, rank->register_reply); !st.ok()) {
+    phase->Done(rank->issued_ns, st, what);
+    return;
+  }
+  rank->shard_req.mutable_worker()->set_rank(rank->register_reply.rank());
+  rank->shard_req.mutable_worker()->set_pid(rank->pid.load());
+  rank->interval_ms = rank->register_reply.heartbeat_interval_ms();
+  rank->rank = rank->register_reply.rank();  // heartbeats again (a replacement: its first)
+  rank->calls()->async()->GetShard(
+      rank->shard_ctx.get(), &rank->shard_req, &rank->shard_reply,
+      [rank, phase](grpc::Status s) { phase->Done(rank->issued_ns, s, "GetShard"); });
+}
+
+PhaseReport GrpcRanks::ReformByNode() {
+  const int per_node = options_.world % options_.per_node == 0 ? options_.per_node : 1;
+  // Every context and request of the phase exists before its first call.
+  Node* lost_node = nullptr;
+  Rank* lost = nullptr;
+  for (auto& n : nodes_) {
+    n->survivors = NodeCallSet();
+    n->replacement = NodeCallSet();
+    n->lost_ctx = Fresh();
+    for (NodeCallSet* c : {&n->survivors, &n->replacement}) {
+      c->join_ctx = Fresh();
+      c->shard_ctx = Fresh();
+      c->register_req.set_node_rank(n->first_global / per_node);
+      c->rejoin_req.set_node_rank(n->first_global / per_node);
+    }
+    for (Rank* r : n->ranks) {
+      r->left_generation = r->register_reply.membership_generation();
+      if (r->global == options_.lost_rank) {
+        lost_node = n.get();
+        lost = r;
+        continue;
+      }
+      pb::RejoinRequest* q = n->survivors.rejoin_req.add_workers();
+      q->mutable_worker()->set_rank(r->rank.load());
+      q->mutable_worker()->set_pid(r->pid.load());
+      q->set_membership_generation(r->left_generation);
+      q->set_committed_step(1000);
+      q->set_reason("allreduce: connection reset by peer (simulated)");
+      n->survivors.ranks.push_back(r);
+    }
+  }
+  auto phase = std::make_shared<Phase>(options_.count);
+  if (lost != nullptr) {
+    ReportLost(lost, lost_node->stub.get(), lost_node->lost_ctx.get(), phase,
+               [this, lost_node, lost, phase] {
+                 // The node task carries the replacement's Register on its connection.
+                 NodeCallSet* c = &lost_node->replacement;
+                 *c->register_req.add_workers() = lost->register_req;
+                 c->ranks.push_back(lost);
+                 lost_node->stub->async()->NodeRegister(
+                     c->join_ctx.get(), &c->register_req, &c->join_reply,
+                     [this, lost_node, c, phase](grpc::Status s2) {
+                       NodeJoined(lost_node, c, s2, phase, "NodeRegister (replacement)");
+                     });
+               });
+  }
+  for (auto& n : nodes_) {
+    Node* node = n.get();
+    if (node->survivors.ranks.empty()) continue;
+    const int64_t now = MonotonicNanos();
+    for (Rank* r : node->survivors.ranks) r->issued_ns = now;
+    node->stub->async()->NodeRejoin(node->survivors.join_ctx.get(), &node->survivors.rejoin_req,
+                                    &node->survivors.join_reply,
+                                    [this, node, phase](grpc::Status s) {
+                                      NodeJoined(node, &node->survivors, s, phase, "NodeRejoin");
+                                    });
+  }
+  return phase->Finish(absl::Now() + options_.phase_timeout + absl::Seconds(5), &ranks_, &nodes_);
+}
+
+void GrpcRanks::NodeJoined(Node* node, NodeCallSet* c, const grpc::Status& s,
+                           const std::shared_ptr<Phase>& phase, const char* what) {
+  const bool complete = s.ok() && c->join_reply.results_size() == static_cast<int>(c->ranks.size());
+  for (size_t i = 0; i < c->ranks.size(); ++i) {
+    Rank* r = c->ranks[i];
+    if (!complete) {
+      phase->Done(r->issued_ns,
+                  s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "results missing") : s, what);
+      continue;
+    }
+    const pb::JoinResult& result = c->join_reply.results(static_cast<int>(i));
+    if (result.code() != 0) {
+      phase->Done(r->issued_ns,
+                  grpc::Status(static_cast<grpc::StatusCode>(result.code()), result.error()), what);
+      continue;
+    }
+    if (const grpc::Status st = CheckJoined(*r, result.reply()); !st.ok()) {
+      phase->Done(r->issued_ns, st, what);
+      continue;
+    }
+    r->register_reply = result.reply();
+    r->interval_ms = result.reply().heartbeat_interval_ms();
+    pb::GetShardRequest* q = c->shard_req.add_shards();
+    *q = r->shard_req;
+    q->mutable_worker()->set_rank(result.reply().rank());
+    q->mutable_worker()->set_pid(r->pid.load());
+    c->joined.push_back(r);
+  }
+  if (c->joined.empty()) return;
+  for (Rank* r : c->joined) r->rank = r->register_reply.rank();  // heartbeats (again)
+  c->shard_req.set_node_rank(c->register_req.node_rank());
+  node->stub->async()->NodeGetShard(
+      c->shard_ctx.get(), &c->shard_req, &c->shard_reply, [c, phase](grpc::Status s2) {
+        for (size_t i = 0; i < c->joined.size(); ++i) {
+          Rank* r = c->joined[i];
+          grpc::Status one = s2;
+          if (s2.ok() && static_cast<int>(i) >= c->shard_reply.results_size()) {
+            one = grpc::Status(grpc::StatusCode::INTERNAL, "results missing");
+          } else if (s2.ok() && c->shard_reply.results(static_cast<int>(i)).code() != 0) {
+            const pb::ShardResult& res = c->shard_reply.results(static_cast<int>(i));
+            one = grpc::Status(static_cast<grpc::StatusCode>(res.code()), res.error());
+          }
+          phase->Done(r->issued_ns, one, "NodeGetShard");
+        }
+      });
+}
+
+}  // namespace ddp::bench
