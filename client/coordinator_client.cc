@@ -23,8 +23,8 @@ namespace pb = ::slurm_ddp::v1;
 
 // Slack added to a blocking call's own timeout so the server's answer beats the RPC deadline.
 constexpr absl::Duration kBlockingSlack = absl::Seconds(5);
-// What a relayed heartbeat may take beyond the node call's deadline (the batch window and the
-// hop through the task); well under ProgressReporter's suspend margin.
+// What a relayed call may take beyond the node call's deadline (the batch window and the hop
+// through the task); well under ProgressReporter's suspend margin.
 constexpr absl::Duration kRelaySlack = absl::Milliseconds(500);
 
 std::string ToString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
@@ -48,9 +48,13 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     pb::RegisterRequest req;
     ToProto(self, &req);
     pb::RegisterReply reply;
-    RETURN_IF_ERROR(ch_->Call("Register", timeout, [&](grpc::ClientContext* ctx) {
-      return ch_->stub().Register(ctx, req, &reply);
-    }));
+    if (relay_ != nullptr) {
+      ASSIGN_OR_RETURN(reply, relay_->Register(req, timeout, timeout + kRelaySlack));
+    } else {
+      RETURN_IF_ERROR(ch_->Call("Register", timeout, [&](grpc::ClientContext* ctx) {
+        return ch_->stub().Register(ctx, req, &reply);
+      }));
+    }
     absl::MutexLock lock(&mu_);
     rank_ = reply.rank();
     pid_ = self.pid;
@@ -150,6 +154,11 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     ToProto(request, &req);
     SetWorker(req.mutable_worker());
     pb::GetShardReply reply;
+    if (relay_ != nullptr) {
+      ASSIGN_OR_RETURN(reply,
+                       relay_->GetShard(req, ch_->rpc_timeout(), ch_->rpc_timeout() + kRelaySlack));
+      return FromProto(reply);
+    }
     RETURN_IF_ERROR(ch_->Call("GetShard", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().GetShard(ctx, req, &reply);
     }));
@@ -206,9 +215,14 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     ToProto(request, &req);
     SetWorker(req.mutable_worker());
     pb::RegisterReply reply;
-    RETURN_IF_ERROR(ch_->Call("Rejoin", timeout + kBlockingSlack, [&](grpc::ClientContext* ctx) {
-      return ch_->stub().Rejoin(ctx, req, &reply);
-    }));
+    if (relay_ != nullptr) {
+      ASSIGN_OR_RETURN(reply, relay_->Rejoin(req, timeout + kBlockingSlack,
+                                             timeout + kBlockingSlack + kRelaySlack));
+    } else {
+      RETURN_IF_ERROR(ch_->Call("Rejoin", timeout + kBlockingSlack, [&](grpc::ClientContext* ctx) {
+        return ch_->stub().Rejoin(ctx, req, &reply);
+      }));
+    }
     absl::MutexLock lock(&mu_);
     rank_ = reply.rank();  // the rank may change between generations
     return FromProto(reply);
@@ -273,7 +287,9 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
   }
 
   const std::unique_ptr<RpcChannel> ch_;
-  const std::unique_ptr<RelayLink> relay_;  // null: heartbeats go to the coordinator
+  // Null: every call goes to the coordinator. Else heartbeats, Register, Rejoin and GetShard go
+  // through the node's task (client/heartbeat_relay.h).
+  const std::unique_ptr<RelayLink> relay_;
   const std::string client_id_;
   std::atomic<uint64_t> next_add_{0};
   mutable absl::Mutex mu_;

@@ -41,9 +41,10 @@ struct ConnectOptions {
   absl::Duration dist_file_timeout = absl::Seconds(60);
   // Deadline of each non-blocking call, retries included (also bounds Hello at connect time).
   absl::Duration rpc_timeout = absl::Seconds(10);
-  // A worker whose task relays its heartbeats (client/heartbeat_relay.h): its end of the relay
-  // socket, owned by the client from then on; Heartbeat goes there instead of to the
-  // coordinator. -1: heartbeats go to the coordinator directly.
+  // A worker whose task carries its control calls (client/heartbeat_relay.h): its end of the
+  // relay socket, owned by the client from then on; Heartbeat, Register, Rejoin and GetShard go
+  // there instead of to the coordinator (the store and the other calls keep the worker's own
+  // connection). -1: every call goes to the coordinator directly.
   int heartbeat_relay_fd = -1;
 };
 

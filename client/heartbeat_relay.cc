@@ -12,7 +12,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <list>
 #include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -32,47 +35,95 @@ namespace pb = ::slurm_ddp::v1;
 
 namespace {
 
-// The default sender: the node's own connection to the coordinator, opened on first use and
-// again after a failure.
+// The default senders: the node's own connection to the coordinator, opened on first use (and
+// again after a failure to open), shared by the heartbeats and the node calls. Cancel ends the
+// calls in flight.
 class CoordinatorSender {
  public:
   explicit CoordinatorSender(ConnectOptions options) : options_(std::move(options)) {
     options_.dist_file_timeout = absl::ZeroDuration();  // the workers found it already
   }
 
-  absl::Status Send(const pb::NodeHeartbeatRequest& req, pb::NodeHeartbeatReply* reply) {
-    if (channel_ == nullptr) {
-      absl::StatusOr<std::unique_ptr<RpcChannel>> ch = RpcChannel::Open(options_);
-      if (!ch.ok()) {
-        return absl::UnavailableError(absl::StrCat("NodeHeartbeat: ", ch.status().message()));
-      }
-      channel_ = *std::move(ch);
-    }
-    return channel_->Call("NodeHeartbeat", channel_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return channel_->stub().NodeHeartbeat(ctx, req, reply);
+  // Runs `fn(stub, ctx)` as `method` with the channel's retries, within `timeout` (zero: the
+  // channel's own deadline).
+  template <typename Fn>
+  absl::Status Run(const char* method, absl::Duration timeout, Fn fn) {
+    absl::StatusOr<RpcChannel*> ch = Channel();
+    if (!ch.ok()) return absl::UnavailableError(absl::StrCat(method, ": ", ch.status().message()));
+    RpcChannel* c = *ch;
+    if (timeout <= absl::ZeroDuration()) timeout = c->rpc_timeout();
+    return c->Call(method, timeout, [&](grpc::ClientContext* ctx) {
+      if (!Track(ctx))
+        return grpc::Status(grpc::StatusCode::CANCELLED, "the node's task is ending");
+      grpc::Status st = fn(c->stub(), ctx);
+      Untrack(ctx);
+      return st;
     });
   }
 
+  void Cancel() {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    for (grpc::ClientContext* ctx : active_) ctx->TryCancel();
+  }
+
  private:
+  absl::StatusOr<RpcChannel*> Channel() {
+    absl::MutexLock lock(&open_mu_);
+    if (channel_ == nullptr) {
+      absl::StatusOr<std::unique_ptr<RpcChannel>> ch = RpcChannel::Open(options_);
+      if (!ch.ok()) return ch.status();
+      channel_ = *std::move(ch);
+    }
+    return channel_.get();
+  }
+  bool Track(grpc::ClientContext* ctx) {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) return false;
+    active_.insert(ctx);
+    return true;
+  }
+  void Untrack(grpc::ClientContext* ctx) {
+    absl::MutexLock lock(&mu_);
+    active_.erase(ctx);
+  }
+
   ConnectOptions options_;
-  std::unique_ptr<RpcChannel> channel_;
+  absl::Mutex open_mu_;
+  std::unique_ptr<RpcChannel> channel_ ABSL_GUARDED_BY(open_mu_);
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
 };
 
 void CloseFd(int fd) {
   if (fd >= 0) ::close(fd);
 }
 
+// One request's outcome in a RelayedReply (JoinResult, ShardResult).
+template <typename Result>
+void SetOutcome(const absl::Status& st, Result* out) {
+  out->set_code(static_cast<int>(st.code()));
+  out->set_error(std::string(st.message()));
+}
+
+// The node calls the relay carries, by the RelayedCall field that holds the request.
+enum CallKind { kRegisterCall, kRejoinCall, kShardCall, kNumCallKinds };
+
 }  // namespace
 
 class HeartbeatRelay::Impl {
  public:
-  Impl(HeartbeatRelayOptions options, NodeBeatSender sender)
-      : options_(std::move(options)), sender_(std::move(sender)) {}
+  Impl(HeartbeatRelayOptions options, NodeCallSenders senders)
+      : options_(std::move(options)), senders_(std::move(senders)) {}
 
   ~Impl() {
     stop_.store(true);
     Wake();
     if (thread_.joinable()) thread_.join();
+    // The node calls in flight end now (a Register may wait minutes for the world).
+    if (senders_.cancel) senders_.cancel();
+    for (CallThread& t : call_threads_) t.thread.join();
     CloseFd(wake_[0]);
     CloseFd(wake_[1]);
     absl::MutexLock lock(&mu_);
@@ -86,7 +137,8 @@ class HeartbeatRelay::Impl {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
       return absl::InternalError(absl::StrCat("heartbeat relay: pipe: ", std::strerror(errno)));
     }
-    // The thread inherits a mask that blocks every signal: they are the launcher's to take.
+    // The thread inherits a mask that blocks every signal: they are the launcher's to take. The
+    // node calls' threads, started from it, inherit it in turn.
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -104,6 +156,7 @@ class HeartbeatRelay::Impl {
     {
       absl::MutexLock lock(&mu_);
       sockets_.push_back(Socket{fds[0], fds[1]});
+      busy_.push_back(0);
     }
     Wake();
     return fds[1];
@@ -111,6 +164,8 @@ class HeartbeatRelay::Impl {
 
   int64_t calls() const { return calls_.load(); }
   int64_t beats() const { return beats_.load(); }
+  int64_t node_calls() const { return node_calls_.load(); }
+  int64_t node_requests() const { return node_requests_.load(); }
 
  private:
   struct Socket {
@@ -127,6 +182,16 @@ class HeartbeatRelay::Impl {
   struct Link {
     int fd;
     std::optional<Waiting> waiting;
+  };
+  // A Register, Rejoin or GetShard waiting for its node call.
+  struct PendingCall {
+    size_t link = 0;
+    pb::RelayedCall call;
+    absl::Time since;
+  };
+  struct CallThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
   };
 
   void Wake() {
@@ -145,28 +210,46 @@ class HeartbeatRelay::Impl {
     }
   }
 
-  // Reads every packet waiting on `link`; the newest request wins (a worker has at most one
-  // heartbeat out, so an older one was given up on).
-  void Read(Link* link, std::vector<char>* buf) {
+  // Reads every packet waiting on link `i`. A heartbeat replaces the one waiting (a worker has at
+  // most one heartbeat out, so an older one was given up on); a node call's request joins the
+  // requests of its kind.
+  void Read(size_t i, std::vector<Link>* links, std::vector<char>* buf) {
+    Link* link = &(*links)[i];
     while (true) {
       const ssize_t n = ::recv(link->fd, buf->data(), buf->size(), MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return;  // EAGAIN; the worker end stays open here, so never EOF
-      pb::RelayedHeartbeat in;
+      pb::RelayedCall in;
       if (!in.ParseFromArray(buf->data(), static_cast<int>(n))) continue;
-      Waiting w;
-      w.pid = in.pid();
-      w.seq = in.seq();
-      w.beat = std::move(*in.mutable_beat());
-      w.since = link->waiting ? link->waiting->since : absl::Now();
-      w.now = in.now();
-      link->waiting = std::move(w);
+      switch (in.call_case()) {
+        case pb::RelayedCall::kBeat: {
+          Waiting w;
+          w.pid = in.pid();
+          w.seq = in.seq();
+          w.beat = std::move(*in.mutable_beat());
+          w.since = link->waiting ? link->waiting->since : absl::Now();
+          w.now = in.now();
+          link->waiting = std::move(w);
+          break;
+        }
+        case pb::RelayedCall::kRegisterWorker:
+          pending_[kRegisterCall].push_back(PendingCall{i, std::move(in), absl::Now()});
+          break;
+        case pb::RelayedCall::kRejoin:
+          pending_[kRejoinCall].push_back(PendingCall{i, std::move(in), absl::Now()});
+          break;
+        case pb::RelayedCall::kGetShard:
+          pending_[kShardCall].push_back(PendingCall{i, std::move(in), absl::Now()});
+          break;
+        default:
+          break;  // nothing this relay knows
+      }
     }
   }
 
   // When the waiting heartbeats are due (every link has one, one is waited on now, or the
   // oldest waited the window); nullopt when none waits.
-  std::optional<absl::Time> DueAt(const std::vector<Link>& links) const {
+  std::optional<absl::Time> BeatsDueAt(const std::vector<Link>& links) const {
     std::optional<absl::Time> oldest;
     bool all = !links.empty();
     bool now = false;
@@ -183,7 +266,31 @@ class HeartbeatRelay::Impl {
     return all ? absl::InfinitePast() : *oldest + options_.batch_window;
   }
 
-  void Flush(std::vector<Link>* links) {
+  // Whether every worker has a node call waiting here or in flight: then nothing more is coming
+  // that a waiting request could share its call with.
+  bool EveryLinkOccupied(size_t num_links) const {
+    if (num_links == 0) return false;
+    std::vector<bool> occupied(num_links, false);
+    {
+      absl::MutexLock lock(&mu_);
+      for (size_t i = 0; i < num_links && i < busy_.size(); ++i) occupied[i] = busy_[i] > 0;
+    }
+    for (const std::vector<PendingCall>& kind : pending_) {
+      for (const PendingCall& p : kind) occupied[p.link] = true;
+    }
+    return std::all_of(occupied.begin(), occupied.end(), [](bool b) { return b; });
+  }
+
+  // When the node calls of `kind` are due; nullopt when none waits.
+  std::optional<absl::Time> CallsDueAt(int kind, bool every_link_occupied) const {
+    if (pending_[kind].empty()) return std::nullopt;
+    if (every_link_occupied) return absl::InfinitePast();
+    absl::Time oldest = absl::InfiniteFuture();
+    for (const PendingCall& p : pending_[kind]) oldest = std::min(oldest, p.since);
+    return oldest + (kind == kRegisterCall ? options_.register_window : options_.call_window);
+  }
+
+  void FlushBeats(std::vector<Link>* links) {
     pb::NodeHeartbeatRequest req;
     req.set_node_rank(options_.node_rank);
     std::vector<Link*> sent;
@@ -193,27 +300,130 @@ class HeartbeatRelay::Impl {
       sent.push_back(&l);
     }
     pb::NodeHeartbeatReply reply;
-    const absl::Status st = sender_(req, &reply);
+    const absl::Status st = senders_.beat ? senders_.beat(req, &reply)
+                                          : absl::UnimplementedError("NodeHeartbeat: no sender");
     calls_.fetch_add(1);
     beats_.fetch_add(static_cast<int64_t>(sent.size()));
     for (size_t i = 0; i < sent.size(); ++i) {
       Link* l = sent[i];
-      pb::RelayedHeartbeatReply out;
+      pb::RelayedReply out;
       out.set_pid(l->waiting->pid);
       out.set_seq(l->waiting->seq);
       if (!st.ok()) {
-        ToProto(st, out.mutable_result());  // the call failed: every beat in it did
+        ToProto(st, out.mutable_beat());  // the call failed: every beat in it did
       } else if (static_cast<int>(i) < reply.replies_size()) {
-        *out.mutable_result() = reply.replies(static_cast<int>(i));
+        *out.mutable_beat() = reply.replies(static_cast<int>(i));
       } else {
         ToProto(absl::InternalError("NodeHeartbeat: the reply has fewer results than beats"),
-                out.mutable_result());
+                out.mutable_beat());
       }
       l->waiting.reset();
-      const std::string packet = out.SerializeAsString();
-      // A worker that is gone (or not reading) loses its reply; never block on it.
-      ssize_t ignored = ::send(l->fd, packet.data(), packet.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      (void)ignored;
+      SendReply(l->fd, out);
+    }
+  }
+
+  // A worker that is gone (or not reading) loses its reply; never block on it.
+  static void SendReply(int fd, const pb::RelayedReply& out) {
+    const std::string packet = out.SerializeAsString();
+    ssize_t ignored = ::send(fd, packet.data(), packet.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)ignored;
+  }
+
+  // Starts the node call that carries every waiting request of `kind`, on a thread of its own.
+  void FlushCalls(int kind) {
+    std::vector<PendingCall> batch = std::move(pending_[kind]);
+    pending_[kind].clear();
+    {
+      absl::MutexLock lock(&mu_);
+      for (const PendingCall& p : batch) ++busy_[p.link];
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    call_threads_.push_back(
+        CallThread{std::thread([this, kind, batch = std::move(batch), done]() mutable {
+                     RunCall(kind, std::move(batch));
+                     done->store(true);
+                     Wake();
+                   }),
+                   done});
+  }
+
+  // Joins the node calls' threads that have ended.
+  void ReapCallThreads() {
+    for (auto it = call_threads_.begin(); it != call_threads_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = call_threads_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Sends one node call for `batch` and hands each worker its own result.
+  void RunCall(int kind, std::vector<PendingCall> batch) {
+    int64_t timeout_ms = 0;
+    for (const PendingCall& p : batch) timeout_ms = std::max(timeout_ms, p.call.timeout_ms());
+    const absl::Duration timeout = absl::Milliseconds(timeout_ms);
+    std::vector<pb::RelayedReply> out(batch.size());
+    if (kind == kShardCall) {
+      pb::NodeGetShardRequest req;
+      req.set_node_rank(options_.node_rank);
+      for (PendingCall& p : batch) *req.add_shards() = std::move(*p.call.mutable_get_shard());
+      pb::NodeGetShardReply reply;
+      const absl::Status st = senders_.get_shard
+                                  ? senders_.get_shard(req, timeout, &reply)
+                                  : absl::UnimplementedError("NodeGetShard: no sender");
+      for (size_t i = 0; i < batch.size(); ++i) {
+        pb::ShardResult* r = out[i].mutable_shard();
+        if (!st.ok()) {
+          SetOutcome(st, r);
+        } else if (static_cast<int>(i) < reply.results_size()) {
+          *r = reply.results(static_cast<int>(i));
+        } else {
+          SetOutcome(absl::InternalError("NodeGetShard: the reply has fewer results than requests"),
+                     r);
+        }
+      }
+    } else {
+      pb::NodeJoinReply reply;
+      absl::Status st;
+      const char* method = kind == kRegisterCall ? "NodeRegister" : "NodeRejoin";
+      if (kind == kRegisterCall) {
+        pb::NodeRegisterRequest req;
+        req.set_node_rank(options_.node_rank);
+        for (PendingCall& p : batch) {
+          *req.add_workers() = std::move(*p.call.mutable_register_worker());
+        }
+        st = senders_.register_workers ? senders_.register_workers(req, timeout, &reply)
+                                       : absl::UnimplementedError("NodeRegister: no sender");
+      } else {
+        pb::NodeRejoinRequest req;
+        req.set_node_rank(options_.node_rank);
+        for (PendingCall& p : batch) *req.add_workers() = std::move(*p.call.mutable_rejoin());
+        st = senders_.rejoin ? senders_.rejoin(req, timeout, &reply)
+                             : absl::UnimplementedError("NodeRejoin: no sender");
+      }
+      for (size_t i = 0; i < batch.size(); ++i) {
+        pb::JoinResult* r = out[i].mutable_join();
+        if (!st.ok()) {
+          SetOutcome(st, r);
+        } else if (static_cast<int>(i) < reply.results_size()) {
+          *r = reply.results(static_cast<int>(i));
+        } else {
+          SetOutcome(absl::InternalError(
+                         absl::StrCat(method, ": the reply has fewer results than requests")),
+                     r);
+        }
+      }
+    }
+    node_calls_.fetch_add(1);
+    node_requests_.fetch_add(static_cast<int64_t>(batch.size()));
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      out[i].set_pid(batch[i].call.pid());
+      out[i].set_seq(batch[i].call.seq());
+      SendReply(sockets_[batch[i].link].relay_end, out[i]);
+      --busy_[batch[i].link];
     }
   }
 
@@ -224,8 +434,15 @@ class HeartbeatRelay::Impl {
     while (!stop_.load()) {
       fds.assign(1, pollfd{wake_[0], POLLIN, 0});
       for (const Link& l : links) fds.push_back(pollfd{l.fd, POLLIN, 0});
+      std::optional<absl::Time> due = BeatsDueAt(links);
+      const bool occupied = EveryLinkOccupied(links.size());
+      for (int k = 0; k < kNumCallKinds; ++k) {
+        if (const std::optional<absl::Time> at = CallsDueAt(k, occupied)) {
+          due = due ? std::min(*due, *at) : *at;
+        }
+      }
       int timeout_ms = -1;
-      if (const std::optional<absl::Time> due = DueAt(links)) {
+      if (due) {
         const absl::Duration left = *due - absl::Now();
         timeout_ms = left <= absl::ZeroDuration()
                          ? 0
@@ -233,57 +450,106 @@ class HeartbeatRelay::Impl {
       }
       const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
       if (ready < 0 && errno != EINTR) {
-        // Not expected (poll fails on bad arguments or no memory); the workers' heartbeats now
-        // time out, which they report as an unanswered coordinator.
-        std::fprintf(stderr, "ddp-trainer: the heartbeat relay stopped: poll: %s\n",
+        // Not expected (poll fails on bad arguments or no memory); the workers' calls now time
+        // out, which they report as an unanswered coordinator.
+        std::fprintf(stderr, "ddp-trainer: the node's relay stopped: poll: %s\n",
                      std::strerror(errno));
         return;
       }
       for (size_t i = 0; i < links.size(); ++i) {
-        if (fds[i + 1].revents & POLLIN) Read(&links[i], &buf);
+        if (fds[i + 1].revents & POLLIN) Read(i, &links, &buf);
       }
       // After the reads, so that every worker added before a beat just read was sent counts
       // toward "every link has one": taken before the poll instead, a worker added while the
       // loop was between the two went uncounted and the beats flushed without waiting for it.
       TakeNewSockets(&links);
-      if (const std::optional<absl::Time> due = DueAt(links); due && *due <= absl::Now()) {
-        Flush(&links);
+      ReapCallThreads();
+      const absl::Time now = absl::Now();
+      const bool all_occupied = EveryLinkOccupied(links.size());
+      for (int k = 0; k < kNumCallKinds; ++k) {
+        if (const std::optional<absl::Time> at = CallsDueAt(k, all_occupied); at && *at <= now) {
+          FlushCalls(k);
+        }
+      }
+      if (const std::optional<absl::Time> at = BeatsDueAt(links); at && *at <= now) {
+        FlushBeats(&links);
       }
     }
   }
 
   const HeartbeatRelayOptions options_;
-  NodeBeatSender sender_;
+  NodeCallSenders senders_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> beats_{0};
-  absl::Mutex mu_;
+  std::atomic<int64_t> node_calls_{0};
+  std::atomic<int64_t> node_requests_{0};
+  mutable absl::Mutex mu_;
   std::vector<Socket> sockets_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> busy_ ABSL_GUARDED_BY(mu_);  // per socket: its requests in node calls in flight
   std::thread thread_;
+  // The relay thread's own (and the destructor's, after it ended).
+  std::vector<PendingCall> pending_[kNumCallKinds];
+  std::list<CallThread> call_threads_;
 };
 
 HeartbeatRelay::HeartbeatRelay(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HeartbeatRelay::~HeartbeatRelay() = default;
 
-absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::StartWithSender(
-    HeartbeatRelayOptions options, NodeBeatSender sender) {
-  auto impl = std::make_unique<Impl>(std::move(options), std::move(sender));
+absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::StartWithSenders(
+    HeartbeatRelayOptions options, NodeCallSenders senders) {
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(senders));
   if (absl::Status st = impl->Start(); !st.ok()) return st;
   return std::unique_ptr<HeartbeatRelay>(new HeartbeatRelay(std::move(impl)));
 }
 
+absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::StartWithSender(
+    HeartbeatRelayOptions options, NodeBeatSender sender) {
+  NodeCallSenders senders;
+  senders.beat = std::move(sender);
+  return StartWithSenders(std::move(options), std::move(senders));
+}
+
 absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::Start(
     HeartbeatRelayOptions options) {
-  auto sender = std::make_shared<CoordinatorSender>(options.connect);
-  return StartWithSender(std::move(options), [sender](const pb::NodeHeartbeatRequest& req,
-                                                      pb::NodeHeartbeatReply* reply) {
-    return sender->Send(req, reply);
-  });
+  auto c = std::make_shared<CoordinatorSender>(options.connect);
+  NodeCallSenders s;
+  s.beat = [c](const pb::NodeHeartbeatRequest& req, pb::NodeHeartbeatReply* reply) {
+    return c->Run("NodeHeartbeat", absl::ZeroDuration(),
+                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
+                    return stub.NodeHeartbeat(ctx, req, reply);
+                  });
+  };
+  s.register_workers = [c](const pb::NodeRegisterRequest& req, absl::Duration timeout,
+                           pb::NodeJoinReply* reply) {
+    return c->Run("NodeRegister", timeout,
+                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
+                    return stub.NodeRegister(ctx, req, reply);
+                  });
+  };
+  s.rejoin = [c](const pb::NodeRejoinRequest& req, absl::Duration timeout,
+                 pb::NodeJoinReply* reply) {
+    return c->Run("NodeRejoin", timeout,
+                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
+                    return stub.NodeRejoin(ctx, req, reply);
+                  });
+  };
+  s.get_shard = [c](const pb::NodeGetShardRequest& req, absl::Duration timeout,
+                    pb::NodeGetShardReply* reply) {
+    return c->Run("NodeGetShard", timeout,
+                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
+                    return stub.NodeGetShard(ctx, req, reply);
+                  });
+  };
+  s.cancel = [c] { c->Cancel(); };
+  return StartWithSenders(std::move(options), std::move(s));
 }
 
 absl::StatusOr<int> HeartbeatRelay::AddWorker() { return impl_->AddWorker(); }
 int64_t HeartbeatRelay::calls() const { return impl_->calls(); }
 int64_t HeartbeatRelay::beats() const { return impl_->beats(); }
+int64_t HeartbeatRelay::node_calls() const { return impl_->node_calls(); }
+int64_t HeartbeatRelay::node_requests() const { return impl_->node_requests(); }
 
 }  // namespace ddp

@@ -1,6 +1,8 @@
-// The node's heartbeat relay: batching, per-beat outcomes, call failures, the batch window, late
-// replies, a relay that goes away (fake sender); and end to end against a real coordinator, where
-// three workers' heartbeats arrive as one NodeHeartbeat and each rank's progress lands on it.
+// The node's relay: batching, per-beat outcomes, call failures, the batch window, late replies, a
+// relay that goes away (fake sender); the join and shard calls it carries (one node call per
+// batch, each worker's own result, a heartbeat while a Rejoin waits, the call window, a relay that
+// goes away while a Register waits); and end to end against a real coordinator, where three
+// workers register, fetch their shards and heartbeat through one relay, one node call each.
 #include "client/heartbeat_relay.h"
 
 #include <grpcpp/grpcpp.h>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/relay_link.h"
 #include "gmock/gmock.h"
@@ -223,10 +226,212 @@ TEST(HeartbeatRelayTest, AReplyThatComesTooLateIsNotTakenForTheNextOne) {
   pb::HeartbeatReply reply;
   absl::Status st = link->RoundTrip(Beat(0, 1), /*now=*/false, absl::Milliseconds(200), &reply);
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_THAT(st.message(), HasSubstr("heartbeat relay"));
+  EXPECT_THAT(st.message(), HasSubstr("node's relay"));
   // The late reply to step 1 arrives while this call waits; it must answer step 2 only.
   ASSERT_TRUE(link->RoundTrip(Beat(0, 2), /*now=*/false, absl::Seconds(10), &reply).ok());
   EXPECT_EQ(reply.membership_generation(), 2);
+}
+
+// Fake node calls: NodeRegister answers worker i (in request order) with rank 10 * pid; a pid in
+// `refuse` is refused alone; NodeRejoin waits for `release_rejoin`; NodeGetShard answers each
+// request's epoch back with the rank it names.
+struct FakeNodeCalls {
+  absl::Mutex mu;
+  std::vector<std::string> calls;  // "register 3" (method, requests)
+  std::vector<int> refuse;
+  absl::Notification release_rejoin;
+  std::atomic<int> cancelled{0};
+
+  void Record(const std::string& what) {
+    absl::MutexLock lock(&mu);
+    calls.push_back(what);
+  }
+  std::vector<std::string> all() {
+    absl::MutexLock lock(&mu);
+    return calls;
+  }
+  NodeCallSenders senders(RecordingSender* beats) {
+    NodeCallSenders s;
+    s.beat = beats->sender();
+    s.register_workers = [this](const pb::NodeRegisterRequest& req, absl::Duration timeout,
+                                pb::NodeJoinReply* reply) {
+      EXPECT_EQ(req.node_rank(), 7);
+      EXPECT_GE(timeout, absl::Seconds(9));  // the longest of the requests' deadlines
+      Record("register " + std::to_string(req.workers_size()));
+      for (const pb::RegisterRequest& w : req.workers()) {
+        pb::JoinResult* r = reply->add_results();
+        if (std::find(refuse.begin(), refuse.end(), w.pid()) != refuse.end()) {
+          r->set_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
+          r->set_error("bad nonce");
+        } else {
+          r->mutable_reply()->set_rank(10 * w.pid());
+          r->mutable_reply()->set_local_rank(w.local_rank());
+        }
+      }
+      return absl::OkStatus();
+    };
+    s.rejoin = [this](const pb::NodeRejoinRequest& req, absl::Duration, pb::NodeJoinReply* reply) {
+      Record("rejoin " + std::to_string(req.workers_size()));
+      if (!release_rejoin.WaitForNotificationWithTimeout(absl::Seconds(20))) {
+        return absl::DeadlineExceededError("NodeRejoin: timed out");
+      }
+      if (cancelled.load() > 0) return absl::CancelledError("NodeRejoin: cancelled");
+      for (const pb::RejoinRequest& w : req.workers()) {
+        reply->add_results()->mutable_reply()->set_rank(w.worker().rank() + 100);
+      }
+      return absl::OkStatus();
+    };
+    s.get_shard = [this](const pb::NodeGetShardRequest& req, absl::Duration,
+                         pb::NodeGetShardReply* reply) {
+      Record("shard " + std::to_string(req.shards_size()));
+      for (const pb::GetShardRequest& g : req.shards()) {
+        pb::GetShardReply* r = reply->add_results()->mutable_reply();
+        r->set_epoch(g.epoch());
+        r->set_rank(g.worker().rank());
+      }
+      return absl::OkStatus();
+    };
+    s.cancel = [this] {
+      cancelled.fetch_add(1);
+      if (!release_rejoin.HasBeenNotified()) release_rejoin.Notify();
+    };
+    return s;
+  }
+};
+
+std::unique_ptr<HeartbeatRelay> StartCallRelay(RecordingSender* beats, FakeNodeCalls* calls,
+                                               absl::Duration call_window) {
+  HeartbeatRelayOptions o;
+  o.node_rank = 7;
+  o.batch_window = absl::Seconds(30);
+  o.call_window = call_window;
+  o.register_window = call_window;
+  auto relay = HeartbeatRelay::StartWithSenders(o, calls->senders(beats));
+  EXPECT_TRUE(relay.ok()) << relay.status();
+  return relay.ok() ? *std::move(relay) : nullptr;
+}
+
+pb::RegisterRequest Who(int local_rank) {
+  pb::RegisterRequest r;
+  r.set_local_rank(local_rank);
+  r.set_pid(100 + local_rank);
+  return r;
+}
+
+TEST(HeartbeatRelayTest, TheNodesRegistersGoAsOneCallAndARefusedOneFailsAlone) {
+  RecordingSender beats;
+  FakeNodeCalls fake;
+  fake.refuse = {102};
+  auto relay = StartCallRelay(&beats, &fake, absl::Seconds(30));  // only "every worker" flushes
+  std::vector<std::unique_ptr<RelayLink>> links;
+  for (int i = 0; i < 4; ++i) links.push_back(Link(relay.get()));
+  std::vector<absl::StatusOr<pb::RegisterReply>> out(4, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back(
+        [&, i] { out[i] = links[i]->Register(Who(i), absl::Seconds(10), absl::Seconds(20)); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2) {
+      EXPECT_EQ(out[i].status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(out[i].status().message(), HasSubstr("bad nonce"));
+      continue;
+    }
+    ASSERT_TRUE(out[i].ok()) << i << ": " << out[i].status();
+    EXPECT_EQ(out[i]->rank(), 10 * (100 + i));
+    EXPECT_EQ(out[i]->local_rank(), i);
+  }
+  EXPECT_EQ(fake.all(), (std::vector<std::string>{"register 4"}));
+  EXPECT_EQ(relay->node_calls(), 1);
+  EXPECT_EQ(relay->node_requests(), 4);
+}
+
+// While the survivors' Rejoin waits in the coordinator, their heartbeats still go (on the same
+// socket), and the replacement's Register goes at once (every worker has a call out) in a node
+// call of its own; the survivors' answers come when the rejoin call returns.
+TEST(HeartbeatRelayTest, HeartbeatsAndTheReplacementsRegisterGoWhileARejoinWaits) {
+  RecordingSender beats;
+  FakeNodeCalls fake;
+  auto relay = StartCallRelay(&beats, &fake, absl::Seconds(30));
+  std::vector<std::unique_ptr<RelayLink>> links;
+  for (int i = 0; i < 3; ++i) links.push_back(Link(relay.get()));
+  std::vector<absl::StatusOr<pb::RegisterReply>> rejoined(2, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      pb::RejoinRequest r;
+      r.mutable_worker()->set_rank(i);
+      rejoined[i] = links[i]->Rejoin(r, absl::Seconds(10), absl::Seconds(30));
+    });
+  }
+  // Survivors 0 and 1 wait; the third worker (the dead one's slot) has sent nothing, so the
+  // rejoins wait for it (the window is 30 s) until its replacement registers.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_TRUE(fake.all().empty());
+  const absl::Time start = absl::Now();
+  absl::StatusOr<pb::RegisterReply> replacement = absl::UnknownError("not run");
+  std::thread reg(
+      [&] { replacement = links[2]->Register(Who(2), absl::Seconds(10), absl::Seconds(20)); });
+  // The rejoin call is out (it holds the survivors) and the Register goes in its own call.
+  reg.join();
+  ASSERT_TRUE(replacement.ok()) << replacement.status();
+  EXPECT_EQ(replacement->rank(), 1020);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // A survivor's heartbeat is answered while its Rejoin is still out.
+  pb::HeartbeatReply reply;
+  ASSERT_TRUE(links[0]->RoundTrip(Beat(0, 3), /*now=*/true, absl::Seconds(10), &reply).ok());
+  EXPECT_EQ(reply.reason(), "for rank 0");
+  fake.release_rejoin.Notify();
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(rejoined[i].ok()) << rejoined[i].status();
+    EXPECT_EQ(rejoined[i]->rank(), 100 + i);
+  }
+  std::vector<std::string> calls = fake.all();  // two calls, each on its own thread
+  std::sort(calls.begin(), calls.end());
+  EXPECT_EQ(calls, (std::vector<std::string>{"register 1", "rejoin 2"}));
+}
+
+TEST(HeartbeatRelayTest, ALoneShardRequestWaitsAtMostTheCallWindow) {
+  RecordingSender beats;
+  FakeNodeCalls fake;
+  auto relay = StartCallRelay(&beats, &fake, absl::Milliseconds(150));
+  auto alone = Link(relay.get());
+  auto silent = Link(relay.get());
+  pb::GetShardRequest g;
+  g.set_epoch(4);
+  g.mutable_worker()->set_rank(3);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<pb::GetShardReply> r = alone->GetShard(g, absl::Seconds(5), absl::Seconds(10));
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->epoch(), 4);
+  EXPECT_EQ(r->rank(), 3);
+  EXPECT_GE(took, absl::Milliseconds(140));
+  EXPECT_LT(took, absl::Seconds(3));
+  EXPECT_EQ(fake.all(), (std::vector<std::string>{"shard 1"}));
+}
+
+// The task ends while a Register waits for the world: the node call is cancelled and the worker
+// learns at once that its task is gone, instead of waiting out its deadline.
+TEST(HeartbeatRelayTest, ARelayThatEndsCancelsTheCallsInFlight) {
+  RecordingSender beats;
+  FakeNodeCalls fake;
+  auto relay = StartCallRelay(&beats, &fake, absl::Milliseconds(10));
+  auto link = Link(relay.get());
+  absl::StatusOr<pb::RegisterReply> rejoined = absl::UnknownError("not run");
+  std::thread t([&] {
+    pb::RejoinRequest r;
+    rejoined = link->Rejoin(r, absl::Seconds(20), absl::Seconds(30));
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Time start = absl::Now();
+  relay.reset();
+  t.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(fake.cancelled.load(), 1);
+  EXPECT_FALSE(rejoined.ok());
 }
 
 TEST(HeartbeatRelayTest, AWorkerWhoseTaskIsGoneSeesUnavailable) {
@@ -251,6 +456,8 @@ TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
   ro.connect = co;
   ro.node_rank = 0;
   ro.batch_window = absl::Seconds(30);
+  ro.call_window = absl::Seconds(30);  // only "every worker has one" sends a node call
+  ro.register_window = absl::Seconds(30);
   auto relay = HeartbeatRelay::Start(ro);
   ASSERT_TRUE(relay.ok()) << relay.status();
   std::vector<std::unique_ptr<CoordinatorApi>> workers;
@@ -279,6 +486,31 @@ TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
   }
   for (std::thread& t : threads) t.join();
   threads.clear();
+  // The three registrations went as one NodeRegister, and each worker has its own rank.
+  EXPECT_EQ((*relay)->node_calls(), 1);
+  EXPECT_EQ((*relay)->node_requests(), 3);
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<int>{0, 1, 2}));
+  std::vector<absl::StatusOr<ShardAssignment>> shards(3, absl::UnknownError("not run"));
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      ShardRequest req;
+      req.epoch = 0;
+      req.dataset_size = 30;
+      req.seed = 5;
+      shards[i] = workers[i]->GetShard(req);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(shards[i].ok()) << shards[i].status();
+    EXPECT_EQ(shards[i]->rank, ranks[i]);
+    EXPECT_EQ(shards[i]->world_size, 3);
+  }
+  EXPECT_EQ((*relay)->node_calls(), 2);  // one NodeGetShard
+  EXPECT_EQ((*relay)->node_requests(), 6);
   std::vector<absl::Status> results(3);
   for (int i = 0; i < 3; ++i) {
     threads.emplace_back([&, i] {

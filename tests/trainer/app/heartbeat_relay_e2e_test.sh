@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Per-node heartbeats for real: a local job of 4 workers (one task) heartbeats through its task's
-# relay: the coordinator's /metrics counts NodeHeartbeat calls and no per-worker Heartbeat, and
-# every rank's own progress arrives (ddpctl status: 4 ranks, each done, each past half of the job's steps). With
-# --heartbeats worker it is the other way round. The job must also end 0 either way. A bad
+# Per-node control traffic for real: a local job of 4 workers (one task) heartbeats, registers
+# and fetches its shards through its task's relay: the coordinator's /metrics counts NodeHeartbeat,
+# NodeRegister and NodeGetShard calls and no per-worker Heartbeat, Register or GetShard, and every
+# rank's own progress arrives (ddpctl status: 4 ranks, each done, each past half of the job's
+# steps). With --heartbeats worker it is the other way round. The job must also end 0 either way. A bad
 # --heartbeats value is a one-line usage error.
 set -euo pipefail
 bin="${DDP_BIN_DIR:?DDP_BIN_DIR is unset (run through ctest)}"
@@ -78,6 +79,13 @@ worker_calls="$(count "$metrics" Heartbeat)"
 echo "node: NodeHeartbeat $node_calls, Heartbeat $worker_calls"
 ((node_calls >= 2)) || fail "node: $node_calls NodeHeartbeat calls"
 ((worker_calls == 0)) || fail "node: $worker_calls per-worker Heartbeat calls"
+for m in Register GetShard; do
+  n="$(count "$metrics" "Node$m")" w="$(count "$metrics" "$m")"
+  echo "node: Node$m $n, $m $w"
+  # 4 workers: one node call each when they ask together, at most one per worker.
+  ((n >= 1 && n <= 4 * 2)) || fail "node: $n Node$m calls"
+  ((w == 0)) || fail "node: $w per-worker $m calls"
+done
 check_ranks "$status" node
 
 run worker
@@ -86,5 +94,10 @@ worker_calls="$(count "$metrics" Heartbeat)"
 echo "worker: NodeHeartbeat $node_calls, Heartbeat $worker_calls"
 ((node_calls == 0)) || fail "worker: $node_calls NodeHeartbeat calls"
 ((worker_calls >= 8)) || fail "worker: $worker_calls per-worker Heartbeat calls"
+for m in Register GetShard; do
+  n="$(count "$metrics" "Node$m")" w="$(count "$metrics" "$m")"
+  echo "worker: Node$m $n, $m $w"
+  ((n == 0 && w >= 4)) || fail "worker: Node$m $n, $m $w"
+done
 check_ranks "$status" worker
-echo "ok: heartbeats relayed per node, and per worker when asked"
+echo "ok: heartbeats, registrations and shards relayed per node, and per worker when asked"

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 import torch
 import torch.jit._pickle  # noqa: F401  (restore_type_tag, see model_state)
@@ -350,6 +351,43 @@ def case_warm_worker_takes_the_slot(tmp):
     left = subprocess.run(["pgrep", "-s", str(job.p.pid)], stdout=subprocess.PIPE,
                           text=True).stdout.split()
     expect(not left, f"processes left in the job's session: {left}", out)
+
+
+def rpc_counts(job):
+    """The coordinator's OK calls by method, from its /metrics (view token)."""
+    fields = dict(line.split("=", 1) for line in open(job.dist).read().splitlines() if "=" in line)
+    req = urllib.request.Request(f"http://127.0.0.1:{fields['http_port']}/metrics",
+                                 headers={"Authorization": f"Bearer {fields['view_token']}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        text = r.read().decode()
+    return {m: int(n) for m, n in
+            re.findall(r'^ddp_rpc_requests_total\{method="(\w+)",code="OK"\} (\d+)$', text, re.M)}
+
+
+def case_per_node_calls(tmp):
+    """The node's task carries its workers' control calls (--heartbeats node, the default, with 4
+    workers in one task): rank 1 dies after step 3; the survivors' rejoin and the replacement's
+    registration reach the coordinator as node calls (NodeRejoin, NodeRegister, NodeGetShard,
+    NodeHeartbeat) and not one per-worker Register, Rejoin, GetShard or Heartbeat, and the run
+    still ends bitwise equal. The counts are read while rank 0 is held after step 12."""
+    ref = reference()
+    job = Job(tmp, "pernode", holds=[("step", 1, 3), ("step", 0, 12)])
+    os.kill(job.held(0), signal.SIGKILL)
+    paused = job.held(1)
+    counts = rpc_counts(job)
+    os.kill(paused, signal.SIGCONT)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 1, ref)
+    print("coordinator calls:", {m: n for m, n in sorted(counts.items())
+                                 if "Register" in m or "Rejoin" in m or "Shard" in m
+                                 or "Heartbeat" in m})
+    for m in ("Register", "Rejoin", "GetShard", "Heartbeat"):
+        expect(counts.get(m, 0) == 0, f"{counts.get(m)} per-worker {m} calls", str(counts))
+    # The start-up (every worker at once) and the replacement: at least two NodeRegister.
+    expect(counts.get("NodeRegister", 0) >= 2, f"NodeRegister: {counts}")
+    expect(counts.get("NodeRejoin", 0) >= 1, f"NodeRejoin: {counts}")
+    expect(counts.get("NodeGetShard", 0) >= 2, f"NodeGetShard: {counts}")
+    expect(counts.get("NodeHeartbeat", 0) >= 1, f"NodeHeartbeat: {counts}")
 
 
 def case_kill_during_last_checkpoint(tmp):
