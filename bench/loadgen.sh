@@ -34,6 +34,13 @@
 #                  Register, GetShard, Rejoin and heartbeats in one call per node over its one
 #                  connection, the ranks open none; the default runs them beside the per-rank runs)
 #
+# As each system is deployed: ddp-trainer's node tasks carry their workers' calls (the per-node
+# runs); torchrun runs one agent per node, whose rendezvous over TCPStore gives every worker its
+# rank (the "agents" runs: N/8 C++ TCPStore clients doing the per-rank runs' add / set / add /
+# wait / get, a lower bound on torchrun's own rendezvous, which compare-and-sets one state blob
+# that grows with the agents), and then every worker opens its own store client for its process
+# group (the per-rank TCPStore runs' connect). The "as deployed" lines put them side by side.
+#
 # TCPStore runs with "::ffff:127.0.0.1 localhost" added to /etc/hosts inside a private mount
 # namespace (unshare -m; needs root), so that its reverse lookups of the loopback address never
 # leave the host; without root it runs as is, and the table says so.
@@ -124,6 +131,11 @@ for n in "${sizes[@]}"; do
   if [[ $have_cpp == 1 ]]; then
     if [[ $nodns_ok == 1 ]]; then run "cpp-$n" nodns "${sb[@]}" --target tcpstore --ranks "$n"
     else run "cpp-$n" "${sb[@]}" --target tcpstore --ranks "$n"; fi
+    # torchrun's agents: one store client per 8-rank node.
+    if [[ $node == 1 && $((n / 8)) -ge 1 ]]; then
+      if [[ $nodns_ok == 1 ]]; then run "agents-$n" nodns "${sb[@]}" --target tcpstore --ranks "$((n / 8))"
+      else run "agents-$n" "${sb[@]}" --target tcpstore --ranks "$((n / 8))"; fi
+    fi
   fi
   if [[ -n "$py" && $n -le $python_max ]]; then
     pyargs=(--target tcpstore-py --python "$py" --tcpstore-py "$root/bench/loadgen/tcpstore_rendezvous.py" --ranks "$n")
@@ -137,9 +149,9 @@ fi
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank, or per 8-rank node task in the per-node rows; CPU seconds of the server and of all client processes during the rendezvous, and the host's idle and stolen CPU seconds meanwhile; the server's peak resident set over the whole run)"
+echo "Connect and rendezvous (seconds from the driver's command to the last rank done; one connection per rank, or per 8-rank node task in the per-node rows, or per torchrun agent (the ranks column counts agents there); CPU seconds of the server and of all client processes during the rendezvous, and the host's idle and stolen CPU seconds meanwhile; the server's peak resident set over the whole run)"
 printf "%-7s %-34s %-6s %-10s %-12s %-13s %-12s %-12s %-10s %-11s %-12s %-14s %-9s\n" ranks server procs connect_s rendezvous_s rdzv_p99_ms rdzv_srv_cpu rdzv_cli_cpu rdzv_idle rdzv_steal srv_peak_mib listen_overfl load1
-for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n agents-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   r="${res[$key]:-}"
   [[ -z "$r" ]] && continue
   case "$key" in
@@ -147,6 +159,7 @@ for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n py
     node-*) name="ddp-coordinator (TLS, per node)" ;;
     plain-*) name="ddp-coordinator (plaintext)" ;;
     cpp-*) name="TCPStore, C++ client" ;;
+    agents-*) name="TCPStore, torchrun agents" ;;
     py-*) name="TCPStore, Python client" ;;
     cppdns-*) name="TCPStore, C++, resolver as is" ;;
   esac
@@ -204,6 +217,15 @@ if [[ $node == 1 ]]; then
     echo "  $n ranks: connect $(ratio "$(field connect_s "$g")" "$(field connect_s "$d")"), rendezvous $(ratio "$(field rendezvous_s "$g")" "$(field rendezvous_s "$d")"), re-formation $(ratio "$(field reformation_s "$g")" "$(field reformation_s "$d")"), coordinator CPU in the re-formation $(ratio "$(field reformation_server_cpu_s "$g")" "$(field reformation_server_cpu_s "$d")")"
   done
 fi
+if [[ $node == 1 && $have_cpp == 1 ]]; then
+  echo
+  echo "As deployed (rendezvous: from the last node connected to every rank holding its rank (and, ours, its shard); torchrun's agents over TCPStore, one per 8-rank node, against ddp-trainer's node tasks over TLS; above 1x = ours faster). Then each system's workers open their own connection for the process group's store: TCPStore's per-rank connect against ours (TLS, one per rank)"
+  for n in "${sizes[@]}"; do
+    a="${res[agents-$n]:-}"; d="${res[node-$n]:-}"; t="${res[cpp-$n]:-}"; g="${res[grpc-$n]:-}"
+    [[ -z "$a" || -z "$d" ]] && continue
+    echo "  $n ranks ($((n / 8)) nodes): rendezvous: torchrun agents $(field rendezvous_s "$a") s, ours $(field rendezvous_s "$d") s: $(ratio "$(field rendezvous_s "$a")" "$(field rendezvous_s "$d")"); workers' own connections: TCPStore $(field connect_s "$t") s, ours $(field connect_s "$g") s: $(ratio "$(field connect_s "$t")" "$(field connect_s "$g")")"
+  done
+fi
 if [[ $plaintext == 1 ]]; then
   echo
   echo "What TLS costs (TLS / plaintext, same run; above 1x = TLS slower or costlier)"
@@ -232,7 +254,7 @@ fi
 
 echo
 echo "== raw results (ddp-scalebench, one line per run)"
-for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n agents-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   [[ -n "${res[$key]:-}" ]] && echo "$key: ${res[$key]}"
 done
 if [[ ${#failures[@]} -gt 0 ]]; then

@@ -2,7 +2,8 @@
 # Keeps the control-plane scale benchmark working: bench/loadgen.sh --quick runs 1,024 simulated
 # ranks over two client processes (one gRPC connection each, then once more with one connection
 # and one call per 8-rank node task) against the real ddp-coordinator in its own process, and the
-# C++ TCPStore baseline when it is built; each gRPC run ends with a re-formation after one lost
+# C++ TCPStore baseline when it is built (per rank, and as torchrun deploys it: one agent per node
+# for the rendezvous); each gRPC run ends with a re-formation after one lost
 # rank. Every rank must connect and
 # get its rank and shard, no heartbeat may fail, the job must stay RUNNING, the operator's
 # GetStatus calls must succeed and the table must print its ratios. Times are printed, never
@@ -56,5 +57,10 @@ if [[ -x "$bin/ddp-tcpstore-bench" ]]; then
   [[ "$(field rendezvous_rank_n "$t")" == 1024 ]] || fail "TCPStore baseline: $t"
   grep -q "1024 ranks, TCPStore C++ client: connect [0-9.]*x, rendezvous [0-9.]*x" <<<"$out" ||
     fail "no ratio line"
+  # torchrun as deployed: one store client per 8-rank node for the rendezvous.
+  a="$(sed -n 's/^agents-1024: //p' <<<"$out")"
+  [[ "$(field rendezvous_rank_n "$a")" == 128 ]] || fail "torchrun agents baseline: $a"
+  grep -q "1024 ranks (128 nodes): rendezvous: torchrun agents [0-9.]* s, ours [0-9.]* s: [0-9.]*x" <<<"$out" ||
+    fail "no as-deployed line"
 fi
 echo "ok: scale benchmark smoke run"

@@ -36,8 +36,9 @@ struct TrainerConfig {
   double coordinator_grace_s = 60;
   double pg_timeout_s = 300;  // every collective fails after this long instead of hanging
   double linger_s = 10;       // the coordinator keeps serving status this long after the end
-  // node: a task that spawns several workers relays their heartbeats as one call per interval
-  // (client/heartbeat_relay.h); worker: every worker heartbeats the coordinator itself.
+  // node: a task that spawns several workers relays their heartbeats as one call per interval,
+  // and their Register, Rejoin and GetShard as node calls (client/heartbeat_relay.h); worker:
+  // every worker makes these calls to the coordinator itself.
   std::string heartbeats = "node";
   // In-job recovery: workers the job may replace in place, job-wide (0: a lost worker fails the
   // job, exit kExitAborted naming it). A replacement must register within registration_timeout_s.
