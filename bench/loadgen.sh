@@ -30,6 +30,9 @@
 #                  a benchmark-only switch: no client of the product talks to such a server), and
 #                  print what TLS costs, like for like in the same run
 #     --no-tcpstore skip both TCPStore baselines
+#     --reform-all-shards  in the re-formation every rank fetches its shard again (default: the
+#                  replacement, and a survivor whose rank or world size changed, as ddp-trainer's
+#                  workers do: they ask for a shard at an epoch's start or as a new process)
 #     --no-node-calls skip the per-node runs (NODE CALLS: each 8-rank node task carries its ranks'
 #                  Register, GetShard, Rejoin and heartbeats in one call per node over its one
 #                  connection, the ranks open none; the default runs them beside the per-rank runs)
@@ -54,6 +57,7 @@ for b in ddp-scalebench ddp-rankgen ddp-coordinator; do
 done
 
 quick=0; python=1; resolver=0; python_max=4096; plaintext=0; tcpstore=1; node=1; sizes=()
+reform=()
 while [[ $# -gt 0 ]]; do
   a="$1"; shift
   case "$a" in
@@ -64,7 +68,8 @@ while [[ $# -gt 0 ]]; do
     --plaintext) plaintext=1 ;;
     --no-tcpstore) tcpstore=0; python=0 ;;
     --no-node-calls) node=0 ;;
-    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+    --reform-all-shards) reform=(--reform-all-shards) ;;
+    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
     *) sizes+=("$a") ;;
   esac
 done
@@ -125,9 +130,9 @@ sb=("$bin/ddp-scalebench" --window "$window" --warmup "$warmup")
 for n in "${sizes[@]}"; do
   # The rank lost in the re-formation: on a node in the middle, not its first local rank.
   lost=$(( n / 2 + 3 < n ? n / 2 + 3 : n - 1 ))
-  run "grpc-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost"
-  [[ $node == 1 ]] && run "node-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost" --node-calls
-  [[ $plaintext == 1 ]] && run "plain-$n" "${sb[@]}" --target grpc --ranks "$n" --plaintext --lost-rank "$lost"
+  run "grpc-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost" "${reform[@]}"
+  [[ $node == 1 ]] && run "node-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost" "${reform[@]}" --node-calls
+  [[ $plaintext == 1 ]] && run "plain-$n" "${sb[@]}" --target grpc --ranks "$n" --plaintext --lost-rank "$lost" "${reform[@]}"
   if [[ $have_cpp == 1 ]]; then
     if [[ $nodns_ok == 1 ]]; then run "cpp-$n" nodns "${sb[@]}" --target tcpstore --ranks "$n"
     else run "cpp-$n" "${sb[@]}" --target tcpstore --ranks "$n"; fi
@@ -184,7 +189,7 @@ for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n"; done); 
 done
 
 echo
-echo "Re-formation after one lost rank (in-job recovery with every rank heartbeating: one rank's node task reports it lost, its replacement (a new connection) registers, every other rank rejoins the next membership generation at once, as a failed collective tells ddp-trainer's workers, and each fetches its shard; seconds from the driver's command, which the loss report follows, to the last rank holding its new rank and shard; one connection and one call per rank, or per 8-rank node task in the /node rows)"
+echo "Re-formation after one lost rank (in-job recovery with every rank heartbeating: one rank's node task reports it lost, its replacement (a new connection) registers, every other rank rejoins the next membership generation at once, as a failed collective tells ddp-trainer's workers, and the replacement fetches its shard (a survivor too when its rank or the world size changed, as ddp-trainer's workers do; every rank with --reform-all-shards); seconds from the driver's command, which the loss report follows, to the last rank holding its new rank and shard; one connection and one call per rank, or per 8-rank node task in the /node rows)"
 printf "%-12s %-14s %-14s %-13s %-13s %-11s %-10s %-10s %-9s\n" ranks re-formation_s rank_p50_ms rank_p99_ms srv_cpu_s generation hb_failed unhealthy state
 for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n"; done); do
   r="${res[$key]:-}"

@@ -10,7 +10,8 @@
 // then a no-op. Reform is in-job recovery after one loss: the lost rank's node task reports it
 // (ReportLost), its replacement (a new process: a new pid and a new connection) registers, and
 // every other rank rejoins the next membership generation at once, as a failed collective tells
-// ddp-trainer's workers; each rank then fetches its shard of the new generation.
+// ddp-trainer's workers; the replacement then fetches its shard, and so does a survivor whose
+// rank or world size changed (every rank with reform_all_shards).
 //
 // Thread safety: the phase methods are called from one thread, in order; Counts may be called
 // while heartbeats run. Internal state is guarded by mu_ (callbacks run on gRPC's threads).
@@ -60,6 +61,11 @@ struct GrpcRanksOptions {
   absl::Duration rpc_timeout = absl::Seconds(10);  // ddp-trainer's workers use 10 s
   absl::Duration phase_timeout = absl::Seconds(120);
   int lost_rank = -1;  // Reform: the global rank that is lost (-1: Reform is refused)
+  // Reform: which ranks fetch their shard after joining the new generation. false (as
+  // ddp-trainer's workers do, which ask for a shard only at an epoch's start or as a new
+  // process): the replacement, and a survivor only when its rank or the world size changed (else
+  // its shard is the one it holds). true: every rank fetches its shard again.
+  bool reform_all_shards = false;
 };
 
 struct HeartbeatReport {
@@ -111,6 +117,9 @@ class GrpcRanks {
   void ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& phase);
   void FetchShard(Rank* rank, const std::shared_ptr<Phase>& phase, const char* what);
   static grpc::Status CheckJoined(const Rank& rank, const slurm_ddp::v1::RegisterReply& reply);
+  // A survivor that joined the new generation with `reply` keeps the shard it holds (its rank
+  // and the world size are unchanged, and reform_all_shards is off).
+  bool KeepsShard(int old_rank, const slurm_ddp::v1::RegisterReply& reply) const;
   void SendHeartbeat(Rank* rank, double elapsed_s);
   void SendNodeHeartbeat(Node* node, double elapsed_s);
   void HeartbeatDone(Call* call, bool ok, const std::string& error, int command);

@@ -1,6 +1,8 @@
 // GrpcRanks's re-formation after a lost rank (grpc_ranks.h, Reform): per rank (a Rejoin per
-// survivor, the replacement's Hello and Register on a connection of its own, a GetShard each) and
-// per node (a NodeRejoin and a NodeGetShard per node task, the replacement's NodeRegister).
+// survivor, the replacement's Hello and Register on a connection of its own, its GetShard) and per
+// node (a NodeRejoin per node task, the replacement's NodeRegister and NodeGetShard). A survivor
+// fetches its shard again only when its rank or the world size changed, as ddp-trainer's workers
+// do (every rank does with reform_all_shards).
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
@@ -57,14 +59,22 @@ void GrpcRanks::Rejoin(Rank* rank, const std::shared_ptr<Phase>& phase) {
   rank->rejoin_req.set_committed_step(1000);
   rank->rejoin_req.set_reason("allreduce: connection reset by peer (simulated)");
   rank->issued_ns = MonotonicNanos();
-  rank->stub->async()->Rejoin(rank->rejoin_ctx.get(), &rank->rejoin_req, &rank->register_reply,
-                              [this, rank, phase](grpc::Status s) {
-                                if (!s.ok()) {
-                                  phase->Done(rank->issued_ns, s, "Rejoin");
-                                  return;
-                                }
-                                FetchShard(rank, phase, "Rejoin");
-                              });
+  rank->stub->async()->Rejoin(
+      rank->rejoin_ctx.get(), &rank->rejoin_req, &rank->register_reply,
+      [this, rank, phase](grpc::Status s) {
+        if (!s.ok()) {
+          phase->Done(rank->issued_ns, s, "Rejoin");
+          return;
+        }
+        if (KeepsShard(rank->rejoin_req.worker().rank(), rank->register_reply)) {
+          grpc::Status st = CheckJoined(*rank, rank->register_reply);
+          rank->interval_ms = rank->register_reply.heartbeat_interval_ms();
+          rank->rank = rank->register_reply.rank();
+          phase->Done(rank->issued_ns, st, "Rejoin");
+          return;
+        }
+        FetchShard(rank, phase, "Rejoin");
+      });
 }
 
 void GrpcRanks::ReportLost(Rank* rank, pb::Coordinator::Stub* stub, grpc::ClientContext* ctx,
@@ -121,6 +131,11 @@ void GrpcRanks::ReportLostAndReplace(Rank* rank, const std::shared_ptr<Phase>& p
               });
         });
   });
+}
+
+bool GrpcRanks::KeepsShard(int old_rank, const pb::RegisterReply& reply) const {
+  return !options_.reform_all_shards && reply.rank() == old_rank &&
+         reply.world_size() == options_.world;
 }
 
 // A Rendezvous joins generation 0 (left_generation -1), a Reform the one after the one it left.
@@ -228,6 +243,10 @@ void GrpcRanks::NodeJoined(Node* node, NodeCallSet* c, const grpc::Status& s,
     }
     r->register_reply = result.reply();
     r->interval_ms = result.reply().heartbeat_interval_ms();
+    if (c == &node->survivors && KeepsShard(r->rank.load(), result.reply())) {
+      phase->Done(r->issued_ns, grpc::Status::OK, what);  // its shard is the one it holds
+      continue;
+    }
     pb::GetShardRequest* q = c->shard_req.add_shards();
     *q = r->shard_req;
     q->mutable_worker()->set_rank(result.reply().rank());

@@ -142,6 +142,7 @@ absl::Status ScaleRun::StartCoordinator() {
   if (options_.lost_rank >= 0) {
     agent.push_back("--lost-rank");
     agent.push_back(absl::StrCat(options_.lost_rank));
+    if (options_.reform_all_shards) agent.push_back("--reform-all-shards");
   }
   if (options_.node_calls) agent.push_back("--node-calls");
   return StartAgents(agent);
@@ -330,7 +331,8 @@ absl::Status ScaleRun::Reformation() {
   ASSIGN_OR_RETURN(const int64_t failed, AgentGroup::Sum(stopped, "failed_beats"));
   ASSIGN_OR_RETURN(const int64_t aborted, AgentGroup::Sum(stopped, "aborted"));
   ASSIGN_OR_RETURN(const JobSnapshot end, probe->Once());
-  result_.Add("reformation_lost_rank", static_cast<int64_t>(options_.lost_rank))
+  result_.Add("reformation_shards", options_.reform_all_shards ? "all" : "changed")
+      .Add("reformation_lost_rank", static_cast<int64_t>(options_.lost_rank))
       .Add("reformation_generation", formed.membership_generation)
       .Add("reformation_restarts", static_cast<int64_t>(formed.restarts))
       .Add("reformation_hb_failed", failed)

@@ -48,10 +48,13 @@ struct ScaleOptions {
   // like with like. Never what a job runs.
   bool plaintext = false;
   // grpc: after the status window, one rank is lost and the job re-forms (in-job recovery: its
-  // replacement registers, every other rank rejoins, each fetches its shard), timed from the
+  // replacement registers, every other rank rejoins, the replacement fetches its shard (and a
+  // survivor whose rank or world changed, or every rank with reform_all_shards)), timed from the
   // command that starts it, which the loss report follows, to the last rank holding its new rank
   // and shard. -1: no re-formation (the coordinator then runs without restarts, as before).
   int lost_rank = -1;
+  // grpc: in the re-formation every rank fetches its shard again (GrpcRanksOptions).
+  bool reform_all_shards = false;
   absl::Duration status_pause = absl::Milliseconds(20);
   absl::Duration phase_timeout = absl::Seconds(180);
 };

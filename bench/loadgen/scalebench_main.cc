@@ -69,6 +69,10 @@ int Main(int argc, char** argv) {
                  "grpc: after the status window this rank is lost and the job re-forms (timed); "
                  "-1: no re-formation")
       ->check(CLI::Range(-1, 131071));
+  app.add_flag("--reform-all-shards", o.reform_all_shards,
+               "grpc: in the re-formation every rank fetches its shard again (default: the "
+               "replacement, and a survivor whose rank or world size changed, as ddp-trainer's "
+               "workers do)");
   app.add_flag("--node-calls", o.node_calls,
                "grpc: one connection and one call per 8-rank node (NODE CALLS), not per rank");
   app.add_flag("--plaintext", o.plaintext,
