@@ -33,16 +33,38 @@ std::vector<uint8_t> ToBytes(const std::string& s) {
 }
 int64_t ToMillis(absl::Duration d) { return std::max<int64_t>(1, absl::ToInt64Milliseconds(d)); }
 
+using Stub = pb::Coordinator::Stub;
+
 class GrpcCoordinatorClient final : public CoordinatorApi {
  public:
-  GrpcCoordinatorClient(std::unique_ptr<RpcChannel> channel, std::unique_ptr<RelayLink> relay)
-      : ch_(std::move(channel)), relay_(std::move(relay)), client_id_(NewClientId()) {}
+  // `channel` null: every call goes through `relay`; `nonce` and `rpc_timeout` come from the
+  // channel when there is one.
+  GrpcCoordinatorClient(std::unique_ptr<RpcChannel> channel, std::unique_ptr<RelayLink> relay,
+                        std::string nonce, absl::Duration rpc_timeout)
+      : ch_(std::move(channel)),
+        relay_(std::move(relay)),
+        nonce_(ch_ != nullptr ? ch_->endpoint().nonce : std::move(nonce)),
+        rpc_timeout_(ch_ != nullptr ? ch_->rpc_timeout() : rpc_timeout),
+        client_id_(NewClientId()) {}
+
+  // Proves the coordinator is there and serves `job_id` (empty: any), through the relay.
+  absl::Status RelayedHello(const std::string& job_id) {
+    pb::HelloRequest req;
+    req.set_nonce(nonce_);
+    pb::HelloReply reply;
+    RETURN_IF_ERROR(Unary("Hello", rpc_timeout_, req, &reply, &Stub::Hello));
+    if (!job_id.empty() && reply.job_id() != job_id) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the coordinator serves job ", reply.job_id(), ", not ", job_id));
+    }
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<RankAssignment> Register(const WorkerIdentity& who,
                                           absl::Duration timeout) override {
     WorkerIdentity self = who;
     if (self.pid == 0) self.pid = static_cast<int>(::getpid());
-    if (self.nonce.empty()) self.nonce = ch_->endpoint().nonce;
+    if (self.nonce.empty()) self.nonce = nonce_;
     self.host = WireText(self.host, 255);
     self.node_name = WireText(self.node_name, 255);
     pb::RegisterRequest req;
@@ -66,9 +88,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     req.set_key(key);
     req.set_value(ToString(value));
     pb::StoreSetReply reply;
-    return ch_->Call("StoreSet", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return ch_->stub().StoreSet(ctx, req, &reply);
-    });
+    return Unary("StoreSet", rpc_timeout_, req, &reply, &Stub::StoreSet);
   }
 
   absl::StatusOr<std::vector<uint8_t>> StoreGet(const std::string& key,
@@ -77,9 +97,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     req.set_key(key);
     req.set_timeout_ms(ToMillis(timeout));
     pb::StoreGetReply reply;
-    RETURN_IF_ERROR(ch_->Call("StoreGet", timeout + kBlockingSlack, [&](grpc::ClientContext* ctx) {
-      return ch_->stub().StoreGet(ctx, req, &reply);
-    }));
+    RETURN_IF_ERROR(Unary("StoreGet", timeout + kBlockingSlack, req, &reply, &Stub::StoreGet));
     return ToBytes(reply.value());
   }
 
@@ -90,9 +108,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     // Every try of this call carries the same id, so a retry after a lost reply adds once.
     req.set_request_id(absl::StrCat(client_id_, ":", next_add_.fetch_add(1)));
     pb::StoreAddReply reply;
-    RETURN_IF_ERROR(ch_->Call("StoreAdd", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return ch_->stub().StoreAdd(ctx, req, &reply);
-    }));
+    RETURN_IF_ERROR(Unary("StoreAdd", rpc_timeout_, req, &reply, &Stub::StoreAdd));
     return reply.value();
   }
 
@@ -104,9 +120,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     req.set_expected(ToString(expected));
     req.set_desired(ToString(desired));
     pb::StoreCompareSetReply reply;
-    RETURN_IF_ERROR(ch_->Call("StoreCompareSet", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return ch_->stub().StoreCompareSet(ctx, req, &reply);
-    }));
+    RETURN_IF_ERROR(Unary("StoreCompareSet", rpc_timeout_, req, &reply, &Stub::StoreCompareSet));
     return ToBytes(reply.value());
   }
 
@@ -114,9 +128,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     pb::StoreDeleteRequest req;
     req.set_key(key);
     pb::StoreDeleteReply reply;
-    RETURN_IF_ERROR(ch_->Call("StoreDelete", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return ch_->stub().StoreDelete(ctx, req, &reply);
-    }));
+    RETURN_IF_ERROR(Unary("StoreDelete", rpc_timeout_, req, &reply, &Stub::StoreDelete));
     return reply.deleted();
   }
 
@@ -124,18 +136,14 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     pb::StoreCheckRequest req;
     for (const std::string& k : keys) req.add_keys(k);
     pb::StoreCheckReply reply;
-    RETURN_IF_ERROR(ch_->Call("StoreCheck", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return ch_->stub().StoreCheck(ctx, req, &reply);
-    }));
+    RETURN_IF_ERROR(Unary("StoreCheck", rpc_timeout_, req, &reply, &Stub::StoreCheck));
     return reply.all_exist();
   }
 
   absl::StatusOr<int64_t> StoreNumKeys() override {
     pb::StoreNumKeysRequest req;
     pb::StoreNumKeysReply reply;
-    RETURN_IF_ERROR(ch_->Call("StoreNumKeys", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return ch_->stub().StoreNumKeys(ctx, req, &reply);
-    }));
+    RETURN_IF_ERROR(Unary("StoreNumKeys", rpc_timeout_, req, &reply, &Stub::StoreNumKeys));
     return reply.num_keys();
   }
 
@@ -144,9 +152,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     for (const std::string& k : keys) req.add_keys(k);
     req.set_timeout_ms(ToMillis(timeout));
     pb::StoreWaitReply reply;
-    return ch_->Call("StoreWait", timeout + kBlockingSlack, [&](grpc::ClientContext* ctx) {
-      return ch_->stub().StoreWait(ctx, req, &reply);
-    });
+    return Unary("StoreWait", timeout + kBlockingSlack, req, &reply, &Stub::StoreWait);
   }
 
   absl::StatusOr<ShardAssignment> GetShard(const ShardRequest& request) override {
@@ -155,8 +161,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     SetWorker(req.mutable_worker());
     pb::GetShardReply reply;
     if (relay_ != nullptr) {
-      ASSIGN_OR_RETURN(reply,
-                       relay_->GetShard(req, ch_->rpc_timeout(), ch_->rpc_timeout() + kRelaySlack));
+      ASSIGN_OR_RETURN(reply, relay_->GetShard(req, rpc_timeout_, rpc_timeout_ + kRelaySlack));
       return FromProto(reply);
     }
     RETURN_IF_ERROR(ch_->Call("GetShard", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
@@ -178,7 +183,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     pb::HeartbeatReply reply;
     if (relay_ != nullptr) {
       // The task's relay answers within the node call's deadline plus its batch window.
-      RETURN_IF_ERROR(relay_->RoundTrip(req, now, ch_->rpc_timeout() + kRelaySlack, &reply));
+      RETURN_IF_ERROR(relay_->RoundTrip(req, now, rpc_timeout_ + kRelaySlack, &reply));
       return FromProto(reply);
     }
     RETURN_IF_ERROR(ch_->Call("Heartbeat", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
@@ -193,9 +198,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     req.set_path(ToValidUtf8(checkpoint.path));  // a file name need not be UTF-8
     SetWorker(req.mutable_worker());
     pb::CommitCheckpointReply reply;
-    return ch_->Call("CommitCheckpoint", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return ch_->stub().CommitCheckpoint(ctx, req, &reply);
-    });
+    return Unary("CommitCheckpoint", rpc_timeout_, req, &reply, &Stub::CommitCheckpoint);
   }
 
   absl::Status ReportDone(const absl::Status& outcome) override {
@@ -204,9 +207,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     req.set_message(WireText(req.message()));
     SetWorker(req.mutable_worker());
     pb::ReportDoneReply reply;
-    return ch_->Call("ReportDone", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
-      return ch_->stub().ReportDone(ctx, req, &reply);
-    });
+    return Unary("ReportDone", rpc_timeout_, req, &reply, &Stub::ReportDone);
   }
 
   absl::StatusOr<RankAssignment> Rejoin(const RejoinRequest& request,
@@ -233,6 +234,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     ToProto(lost, &req);
     req.set_what(WireText(lost.what));
     pb::ReportLostReply reply;
+    RETURN_IF_ERROR(LauncherOnly("ReportLost"));
     absl::Status st = ch_->Call("ReportLost", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().ReportLost(ctx, req, &reply);
     });
@@ -242,20 +244,20 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
 
   absl::Status Ping() override {
     pb::HelloRequest req;
-    req.set_nonce(ch_->endpoint().nonce);
+    req.set_nonce(nonce_);
     pb::HelloReply reply;
-    return ch_->Call("Hello", ch_->rpc_timeout(),
-                     [&](grpc::ClientContext* ctx) { return ch_->stub().Hello(ctx, req, &reply); });
+    return Unary("Hello", rpc_timeout_, req, &reply, &Stub::Hello);
   }
 
   absl::StatusOr<SpareDecision> StandBy(const SpareReport& spare) override {
     SpareReport self = spare;
     if (self.pid == 0) self.pid = static_cast<int>(::getpid());
-    if (self.nonce.empty()) self.nonce = ch_->endpoint().nonce;
+    if (self.nonce.empty()) self.nonce = nonce_;
     self.host = WireText(self.host, 255);
     pb::StandByRequest req;
     ToProto(self, &req);
     pb::StandByReply reply;
+    RETURN_IF_ERROR(LauncherOnly("StandBy"));
     RETURN_IF_ERROR(ch_->Call("StandBy", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().StandBy(ctx, req, &reply);
     }));
@@ -267,6 +269,7 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     pb::FencesRequest req;
     ToProto(node_rank, live, &req);
     pb::FencesReply reply;
+    RETURN_IF_ERROR(LauncherOnly("Fences"));
     RETURN_IF_ERROR(ch_->Call("Fences", ch_->rpc_timeout(), [&](grpc::ClientContext* ctx) {
       return ch_->stub().Fences(ctx, req, &reply);
     }));
@@ -274,6 +277,32 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
   }
 
  private:
+  // A call of the worker's own: through the node's relay when there is one (the task makes it as
+  // it is, RelayedUnary), else on the worker's connection.
+  template <typename Req, typename Reply>
+  absl::Status Unary(const char* method, absl::Duration timeout, const Req& req, Reply* reply,
+                     grpc::Status (Stub::*call)(grpc::ClientContext*, const Req&, Reply*)) {
+    if (relay_ != nullptr) {
+      ASSIGN_OR_RETURN(const std::string bytes, relay_->Unary(method, req.SerializeAsString(),
+                                                              timeout, timeout + kRelaySlack));
+      if (!reply->ParseFromString(bytes)) {
+        return absl::InternalError(absl::StrCat(method, ": the relayed reply does not parse"));
+      }
+      return absl::OkStatus();
+    }
+    return ch_->Call(method, timeout, [&](grpc::ClientContext* ctx) {
+      return (ch_->stub().*call)(ctx, req, reply);
+    });
+  }
+
+  // The launcher's calls need a connection of their own (a worker whose task relays its calls
+  // has none).
+  absl::Status LauncherOnly(const char* method) const {
+    if (ch_ != nullptr) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat(method, ": a relayed worker has no connection of its own"));
+  }
+
   void SetWorker(pb::WorkerRef* ref) const {
     absl::MutexLock lock(&mu_);
     ref->set_rank(rank_);
@@ -286,10 +315,12 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
     return r.ok() ? *r : absl::StrCat(::getpid(), "-", reinterpret_cast<uintptr_t>(this));
   }
 
-  const std::unique_ptr<RpcChannel> ch_;
+  const std::unique_ptr<RpcChannel> ch_;  // null: a relayed worker (every call goes to relay_)
   // Null: every call goes to the coordinator. Else heartbeats, Register, Rejoin and GetShard go
   // through the node's task (client/heartbeat_relay.h).
   const std::unique_ptr<RelayLink> relay_;
+  const std::string nonce_;  // the dist_file's, sent in Register and Hello
+  const absl::Duration rpc_timeout_;
   const std::string client_id_;
   std::atomic<uint64_t> next_add_{0};
   mutable absl::Mutex mu_;
@@ -304,9 +335,22 @@ absl::StatusOr<std::unique_ptr<CoordinatorApi>> ConnectToCoordinator(
   std::unique_ptr<RelayLink> relay;
   if (options.heartbeat_relay_fd >= 0)
     relay = std::make_unique<RelayLink>(options.heartbeat_relay_fd);
+  if (relay != nullptr && !options.dist_file.empty()) {
+    // Every call goes through the node's task, which holds the node's one connection: the worker
+    // reads the dist_file for the nonce and proves it through the relay (Hello).
+    const DistFileExpectation expect{options.expected_job_id, options.min_generation};
+    ASSIGN_OR_RETURN(const DistFileContents file,
+                     options.dist_file_timeout <= absl::ZeroDuration()
+                         ? ReadDistFile(options.dist_file, expect)
+                         : WaitForDistFile(options.dist_file, expect, options.dist_file_timeout));
+    auto client = std::make_unique<GrpcCoordinatorClient>(nullptr, std::move(relay), file.nonce,
+                                                          options.rpc_timeout);
+    RETURN_IF_ERROR(client->RelayedHello(file.job_id));
+    return std::unique_ptr<CoordinatorApi>(std::move(client));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<RpcChannel> channel, RpcChannel::Open(options));
-  return std::unique_ptr<CoordinatorApi>(
-      new GrpcCoordinatorClient(std::move(channel), std::move(relay)));
+  return std::unique_ptr<CoordinatorApi>(new GrpcCoordinatorClient(
+      std::move(channel), std::move(relay), std::string(), absl::ZeroDuration()));
 }
 
 }  // namespace ddp

@@ -41,10 +41,11 @@ struct ConnectOptions {
   absl::Duration dist_file_timeout = absl::Seconds(60);
   // Deadline of each non-blocking call, retries included (also bounds Hello at connect time).
   absl::Duration rpc_timeout = absl::Seconds(10);
-  // A worker whose task carries its control calls (client/heartbeat_relay.h): its end of the
-  // relay socket, owned by the client from then on; Heartbeat, Register, Rejoin and GetShard go
-  // there instead of to the coordinator (the store and the other calls keep the worker's own
-  // connection). -1: every call goes to the coordinator directly.
+  // A worker whose task carries its calls (client/heartbeat_relay.h): its end of the relay
+  // socket, owned by the client from then on. With a dist_file every call goes there (the worker
+  // reads the file for its nonce and opens no connection of its own; the launcher's calls,
+  // ReportLost, StandBy and Fences, are then refused); with an address only Heartbeat,
+  // Register, Rejoin and GetShard do. -1: every call goes to the coordinator directly.
   int heartbeat_relay_fd = -1;
 };
 

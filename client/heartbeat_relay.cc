@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <list>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -107,6 +108,45 @@ void SetOutcome(const absl::Status& st, Result* out) {
   out->set_error(std::string(st.message()));
 }
 
+// The worker calls that the relay makes as they are (RelayedUnary), by name: each parses its
+// request, calls the coordinator and serializes the reply.
+using RelayedMethod = std::function<grpc::Status(pb::Coordinator::Stub&, grpc::ClientContext*,
+                                                 const std::string&, std::string*)>;
+
+template <typename Req, typename Reply>
+RelayedMethod Relayed(grpc::Status (pb::Coordinator::Stub::*method)(grpc::ClientContext*,
+                                                                    const Req&, Reply*)) {
+  return [method](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx, const std::string& in,
+                  std::string* out) {
+    Req req;
+    if (!req.ParseFromString(in)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the relayed request does not parse");
+    }
+    Reply reply;
+    grpc::Status st = (stub.*method)(ctx, req, &reply);
+    if (st.ok()) reply.SerializeToString(out);
+    return st;
+  };
+}
+
+const std::map<std::string, RelayedMethod>& RelayedMethods() {
+  using Stub = pb::Coordinator::Stub;
+  static const auto* methods = new std::map<std::string, RelayedMethod>{
+      {"Hello", Relayed(&Stub::Hello)},
+      {"StoreSet", Relayed(&Stub::StoreSet)},
+      {"StoreGet", Relayed(&Stub::StoreGet)},
+      {"StoreAdd", Relayed(&Stub::StoreAdd)},
+      {"StoreCompareSet", Relayed(&Stub::StoreCompareSet)},
+      {"StoreDelete", Relayed(&Stub::StoreDelete)},
+      {"StoreCheck", Relayed(&Stub::StoreCheck)},
+      {"StoreNumKeys", Relayed(&Stub::StoreNumKeys)},
+      {"StoreWait", Relayed(&Stub::StoreWait)},
+      {"CommitCheckpoint", Relayed(&Stub::CommitCheckpoint)},
+      {"ReportDone", Relayed(&Stub::ReportDone)},
+  };
+  return *methods;
+}
+
 // The node calls the relay carries, by the RelayedCall field that holds the request.
 enum CallKind { kRegisterCall, kRejoinCall, kShardCall, kNumCallKinds };
 
@@ -166,6 +206,7 @@ class HeartbeatRelay::Impl {
   int64_t beats() const { return beats_.load(); }
   int64_t node_calls() const { return node_calls_.load(); }
   int64_t node_requests() const { return node_requests_.load(); }
+  int64_t unary_calls() const { return unary_calls_.load(); }
 
  private:
   struct Socket {
@@ -240,6 +281,9 @@ class HeartbeatRelay::Impl {
           break;
         case pb::RelayedCall::kGetShard:
           pending_[kShardCall].push_back(PendingCall{i, std::move(in), absl::Now()});
+          break;
+        case pb::RelayedCall::kUnary:
+          StartUnary(PendingCall{i, std::move(in), absl::Now()});
           break;
         default:
           break;  // nothing this relay knows
@@ -345,6 +389,37 @@ class HeartbeatRelay::Impl {
                      Wake();
                    }),
                    done});
+  }
+
+  // Makes a worker's own call for it at once, on a thread of its own.
+  void StartUnary(PendingCall p) {
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    call_threads_.push_back(CallThread{std::thread([this, p = std::move(p), done]() mutable {
+                                         RunUnary(std::move(p));
+                                         done->store(true);
+                                         Wake();
+                                       }),
+                                       done});
+  }
+
+  void RunUnary(PendingCall p) {
+    const pb::RelayedUnary& call = p.call.unary();
+    std::string reply;
+    absl::Status st;
+    if (!senders_.unary) {
+      st = absl::UnimplementedError(absl::StrCat(call.method(), ": no sender"));
+    } else {
+      st = senders_.unary(call.method(), call.request(), absl::Milliseconds(p.call.timeout_ms()),
+                          &reply);
+    }
+    pb::RelayedReply out;
+    out.set_pid(p.call.pid());
+    out.set_seq(p.call.seq());
+    SetOutcome(st, out.mutable_unary());
+    if (st.ok()) *out.mutable_unary()->mutable_reply() = std::move(reply);
+    unary_calls_.fetch_add(1);
+    absl::MutexLock lock(&mu_);
+    SendReply(sockets_[p.link].relay_end, out);
   }
 
   // Joins the node calls' threads that have ended.
@@ -485,6 +560,7 @@ class HeartbeatRelay::Impl {
   std::atomic<int64_t> beats_{0};
   std::atomic<int64_t> node_calls_{0};
   std::atomic<int64_t> node_requests_{0};
+  std::atomic<int64_t> unary_calls_{0};
   mutable absl::Mutex mu_;
   std::vector<Socket> sockets_ ABSL_GUARDED_BY(mu_);
   std::vector<int> busy_ ABSL_GUARDED_BY(mu_);  // per socket: its requests in node calls in flight
@@ -542,6 +618,18 @@ absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::Start(
                     return stub.NodeGetShard(ctx, req, reply);
                   });
   };
+  s.unary = [c](const std::string& method, const std::string& request, absl::Duration timeout,
+                std::string* reply) {
+    const auto it = RelayedMethods().find(method);
+    if (it == RelayedMethods().end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the node's relay does not make a call named '", method.substr(0, 64), "'"));
+    }
+    return c->Run(it->first.c_str(), timeout,
+                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
+                    return it->second(stub, ctx, request, reply);
+                  });
+  };
   s.cancel = [c] { c->Cancel(); };
   return StartWithSenders(std::move(options), std::move(s));
 }
@@ -551,5 +639,6 @@ int64_t HeartbeatRelay::calls() const { return impl_->calls(); }
 int64_t HeartbeatRelay::beats() const { return impl_->beats(); }
 int64_t HeartbeatRelay::node_calls() const { return impl_->node_calls(); }
 int64_t HeartbeatRelay::node_requests() const { return impl_->node_requests(); }
+int64_t HeartbeatRelay::unary_calls() const { return impl_->unary_calls(); }
 
 }  // namespace ddp

@@ -18,6 +18,10 @@
 // several may be in flight at once (the survivors' NodeRejoin and the replacement's NodeRegister
 // of one recovery); heartbeats go on meanwhile.
 //
+// Every other call of a worker (Hello, the c10d store, CommitCheckpoint, ReportDone) goes as it is,
+// at once, on a thread of its own (a StoreGet may wait), so that the worker opens no connection
+// of its own.
+//
 // Every worker gets the outcome its own call would have had: its reply, the coordinator's
 // refusal of its request, or the node call's error (a lost coordinator is seen by every worker
 // exactly as before).
@@ -84,6 +88,11 @@ struct NodeCallSenders {
   std::function<absl::Status(const slurm_ddp::v1::NodeGetShardRequest&, absl::Duration timeout,
                              slurm_ddp::v1::NodeGetShardReply*)>
       get_shard;
+  // A worker's own call (RelayedUnary): `method`, its serialized request; fills the serialized
+  // reply.
+  std::function<absl::Status(const std::string& method, const std::string& request,
+                             absl::Duration timeout, std::string* reply)>
+      unary;
   std::function<void()> cancel;
 };
 
@@ -111,6 +120,8 @@ class HeartbeatRelay {
   // NodeRegister, NodeRejoin and NodeGetShard calls made, and the requests they carried.
   int64_t node_calls() const;
   int64_t node_requests() const;
+  // The workers' own calls made for them (Hello, the store, CommitCheckpoint, ReportDone).
+  int64_t unary_calls() const;
 
   class Impl;
 

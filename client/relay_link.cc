@@ -171,4 +171,20 @@ absl::StatusOr<pb::GetShardReply> RelayLink::GetShard(const pb::GetShardRequest&
   return in.shard().reply();
 }
 
+absl::StatusOr<std::string> RelayLink::Unary(const char* method, const std::string& request,
+                                             absl::Duration server_timeout,
+                                             absl::Duration timeout) {
+  pb::RelayedCall call;
+  call.mutable_unary()->set_method(method);
+  call.mutable_unary()->set_request(request);
+  call.set_timeout_ms(ToMillis(server_timeout));
+  pb::RelayedReply in;
+  RETURN_IF_ERROR(Exchange(method, &call, timeout, &in));
+  if (in.outcome_case() != pb::RelayedReply::kUnary) {
+    return absl::InternalError(absl::StrCat(method, ": the node's relay answered another call"));
+  }
+  RETURN_IF_ERROR(OutcomeOf(in.unary()));
+  return std::move(*in.mutable_unary()->mutable_reply());
+}
+
 }  // namespace ddp

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -53,6 +54,10 @@ class RelayLink {
   absl::StatusOr<slurm_ddp::v1::GetShardReply> GetShard(const slurm_ddp::v1::GetShardRequest& req,
                                                         absl::Duration server_timeout,
                                                         absl::Duration timeout);
+  // Any other call the task makes for the worker as it is (RelayedUnary): `request` serialized;
+  // returns the serialized reply.
+  absl::StatusOr<std::string> Unary(const char* method, const std::string& request,
+                                    absl::Duration server_timeout, absl::Duration timeout);
 
  private:
   // Sends `call` (pid and seq filled here) and waits for its reply.

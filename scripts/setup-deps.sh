@@ -34,7 +34,7 @@ DEB_PACKAGES=(
   dataset-fashion-mnist
   slurm-wlm munge
   prometheus chromium
-  procps psmisc curl
+  procps psmisc curl iproute2
   python3-grpcio
   clang libclang-rt-dev
 )

@@ -451,9 +451,19 @@ TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
   ASSERT_TRUE(c.server.ok()) << c.server.status();
   const DistFileContents& contents = c.contents;
   const ConnectOptions co = c.connect(contents.token);
+  // The task and its workers find the coordinator through the job's dist_file, as in a job.
+  DistFileContents published = contents;
+  published.grpc_address = co.address;
+  published.tls_cert = co.tls_cert;
+  const std::string dist_file = ::testing::TempDir() + "/relay_dist_file";
+  ASSERT_TRUE(PublishDistFile(dist_file, published).ok());
+  ConnectOptions by_file;
+  by_file.dist_file = dist_file;
+  by_file.expected_job_id = "relay";
+  by_file.dist_file_timeout = absl::Seconds(5);
 
   HeartbeatRelayOptions ro;
-  ro.connect = co;
+  ro.connect = by_file;
   ro.node_rank = 0;
   ro.batch_window = absl::Seconds(30);
   ro.call_window = absl::Seconds(30);  // only "every worker has one" sends a node call
@@ -462,7 +472,7 @@ TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
   ASSERT_TRUE(relay.ok()) << relay.status();
   std::vector<std::unique_ptr<CoordinatorApi>> workers;
   for (int i = 0; i < 3; ++i) {
-    ConnectOptions wo = co;
+    ConnectOptions wo = by_file;
     absl::StatusOr<int> fd = (*relay)->AddWorker();
     ASSERT_TRUE(fd.ok());
     wo.heartbeat_relay_fd = ::dup(*fd);
@@ -511,6 +521,20 @@ TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
   }
   EXPECT_EQ((*relay)->node_calls(), 2);  // one NodeGetShard
   EXPECT_EQ((*relay)->node_requests(), 6);
+  // The workers opened no connection: their Hello went through the relay, and so do their
+  // store's calls (a StoreGet that waits for another worker's StoreSet).
+  EXPECT_EQ((*relay)->unary_calls(), 3);  // the three Hellos
+  absl::StatusOr<std::vector<uint8_t>> got = absl::UnknownError("not run");
+  std::thread getter([&] { got = workers[1]->StoreGet("relay/key", absl::Seconds(10)); });
+  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(workers[0]->StoreSet("relay/key", {'v', '1'}).ok());
+  getter.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(std::string(got->begin(), got->end()), "v1");
+  absl::StatusOr<int64_t> added = workers[2]->StoreAdd("relay/count", 5);
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(*added, 5);
+  EXPECT_EQ((*relay)->unary_calls(), 6);
   std::vector<absl::Status> results(3);
   for (int i = 0; i < 3; ++i) {
     threads.emplace_back([&, i] {
@@ -560,6 +584,16 @@ TEST(HeartbeatRelayTest, ThroughARealCoordinatorEachRankKeepsItsOwnProgress) {
   ctx3.AddMetadata("authorization", "Bearer " + contents.view_token);
   EXPECT_EQ(stub->NodeHeartbeat(&ctx3, req, &reply).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
+  {
+    // A call the relay does not make for a worker is refused by name.
+    absl::StatusOr<int> fd = (*relay)->AddWorker();
+    ASSERT_TRUE(fd.ok());
+    RelayLink link(::dup(*fd));
+    absl::StatusOr<std::string> unknown =
+        link.Unary("Stop", "", absl::Seconds(5), absl::Seconds(10));
+    EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument) << unknown.status();
+    EXPECT_THAT(unknown.status().message(), HasSubstr("does not make a call named 'Stop'"));
+  }
 }
 
 }  // namespace

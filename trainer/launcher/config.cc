@@ -212,7 +212,8 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   app.add_option("--heartbeats", c.heartbeats,
                  "node: a task that starts several workers sends their heartbeats to the "
                  "coordinator as one call per interval (an 8-GPU node costs one RPC, not eight), "
-                 "and their registrations, rejoins and shard requests as one call per node; "
+                 "and their registrations, rejoins and shard requests as one call per node, over "
+                 "the node's one connection (the workers open none); "
                  "worker: each worker sends its own (a task that is one worker always does)")
       ->check(CLI::IsMember({"node", "worker"}))
       ->group(job);

@@ -2,7 +2,8 @@
 # Per-node control traffic for real: a local job of 4 workers (one task) heartbeats, registers
 # and fetches its shards through its task's relay: the coordinator's /metrics counts NodeHeartbeat,
 # NodeRegister and NodeGetShard calls and no per-worker Heartbeat, Register or GetShard, and every
-# rank's own progress arrives (ddpctl status: 4 ranks, each done, each past half of the job's
+# rank's own progress arrives, and the workers open no connection to the coordinator (at most the
+# task's two: its relay's and its launcher's) (ddpctl status: 4 ranks, each done, each past half of the job's
 # steps). With --heartbeats worker it is the other way round. The job must also end 0 either way. A bad
 # --heartbeats value is a one-line usage error.
 set -euo pipefail
@@ -25,11 +26,18 @@ run() {
     --batch-size 16 --no-eval --print-freq 1000 --linger 60 --heartbeats "$mode" \
     --dist-file "$df" >"$work/log" 2>&1 &
   pid=$!
-  local deadline=$((SECONDS + 120))
+  local deadline=$((SECONDS + 120)) gport="" n
+  max_conns=0
   until grep -q "job SUCCEEDED" "$df.coordinator.log" 2>/dev/null; do
     ((SECONDS < deadline)) || fail "$mode: the job did not succeed within 120 s"
     kill -0 "$pid" 2>/dev/null || fail "$mode: the job ended early"
-    sleep 0.5
+    # The most connections to the coordinator's gRPC port seen at once while the job runs.
+    [[ -z "$gport" && -s "$df" ]] && gport="$(sed -n 's/^grpc_address=.*:\([0-9]*\)$/\1/p' "$df")"
+    if [[ -n "$gport" ]]; then
+      n="$(ss -Htn state established "( dport = :$gport )" | wc -l)"
+      ((n > max_conns)) && max_conns=$n
+    fi
+    sleep 0.2
   done
   local port token
   port="$(sed -n 's/^http_port=//p' "$df")"
@@ -79,6 +87,9 @@ worker_calls="$(count "$metrics" Heartbeat)"
 echo "node: NodeHeartbeat $node_calls, Heartbeat $worker_calls"
 ((node_calls >= 2)) || fail "node: $node_calls NodeHeartbeat calls"
 ((worker_calls == 0)) || fail "node: $worker_calls per-worker Heartbeat calls"
+# The workers open no connection: the task's relay and its launcher's own are all there is.
+echo "node: at most $max_conns connections to the coordinator"
+((max_conns >= 1 && max_conns <= 2)) || fail "node: $max_conns connections to the coordinator"
 for m in Register GetShard; do
   n="$(count "$metrics" "Node$m")" w="$(count "$metrics" "$m")"
   echo "node: Node$m $n, $m $w"
@@ -94,6 +105,8 @@ worker_calls="$(count "$metrics" Heartbeat)"
 echo "worker: NodeHeartbeat $node_calls, Heartbeat $worker_calls"
 ((node_calls == 0)) || fail "worker: $node_calls NodeHeartbeat calls"
 ((worker_calls >= 8)) || fail "worker: $worker_calls per-worker Heartbeat calls"
+echo "worker: at most $max_conns connections to the coordinator"
+((max_conns >= 4)) || fail "worker: $max_conns connections to the coordinator (4 workers)"
 for m in Register GetShard; do
   n="$(count "$metrics" "Node$m")" w="$(count "$metrics" "$m")"
   echo "worker: Node$m $n, $m $w"
