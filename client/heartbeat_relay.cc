@@ -53,11 +53,16 @@ class CoordinatorSender {
     if (!ch.ok()) return absl::UnavailableError(absl::StrCat(method, ": ", ch.status().message()));
     RpcChannel* c = *ch;
     if (timeout <= absl::ZeroDuration()) timeout = c->rpc_timeout();
+    if (Cancelled()) {
+      return absl::CancelledError(absl::StrCat(method, ": the node's task is ending"));
+    }
     return c->Call(method, timeout, [&](grpc::ClientContext* ctx) {
-      if (!Track(ctx))
-        return grpc::Status(grpc::StatusCode::CANCELLED, "the node's task is ending");
+      // Cancelled meanwhile: the call still runs, and ends at once (the channel reads a context
+      // only after a call has run in it).
+      const bool tracked = Track(ctx);
+      if (!tracked) ctx->TryCancel();
       grpc::Status st = fn(c->stub(), ctx);
-      Untrack(ctx);
+      if (tracked) Untrack(ctx);
       return st;
     });
   }
@@ -77,6 +82,10 @@ class CoordinatorSender {
       channel_ = *std::move(ch);
     }
     return channel_.get();
+  }
+  bool Cancelled() {
+    absl::MutexLock lock(&mu_);
+    return cancelled_;
   }
   bool Track(grpc::ClientContext* ctx) {
     absl::MutexLock lock(&mu_);

@@ -127,17 +127,45 @@ absl::Status RelayLink::RoundTrip(const pb::HeartbeatRequest& beat, bool now,
   return absl::OkStatus();
 }
 
+bool RelayLink::closed() {
+  absl::MutexLock lock(&mu_);
+  return closed_;
+}
+
+absl::Status RelayLink::RetryUnavailable(
+    const char* method, absl::Duration server_timeout, absl::Duration timeout,
+    const std::function<absl::Status(absl::Duration, absl::Duration)>& once) {
+  const absl::Duration slack = std::max(timeout - server_timeout, absl::ZeroDuration());
+  const absl::Time deadline = absl::Now() + server_timeout;
+  absl::Duration backoff = absl::Milliseconds(50);
+  while (true) {
+    const absl::Duration left = deadline - absl::Now();
+    const absl::Status st = once(std::max(left, absl::Milliseconds(1)), left + slack);
+    if (!absl::IsUnavailable(st) || closed() || absl::Now() + backoff >= deadline) return st;
+    absl::SleepFor(backoff);
+    backoff = std::min(2 * backoff, kMaxRetryBackoff);
+  }
+}
+
 absl::StatusOr<pb::RegisterReply> RelayLink::Join(const char* method, pb::RelayedCall* call,
                                                   absl::Duration server_timeout,
                                                   absl::Duration timeout) {
-  call->set_timeout_ms(ToMillis(server_timeout));
-  pb::RelayedReply in;
-  RETURN_IF_ERROR(Exchange(method, call, timeout, &in));
-  if (in.outcome_case() != pb::RelayedReply::kJoin) {
-    return absl::InternalError(absl::StrCat(method, ": the node's relay answered another call"));
-  }
-  RETURN_IF_ERROR(OutcomeOf(in.join()));
-  return in.join().reply();
+  pb::RegisterReply reply;
+  const absl::Status st = RetryUnavailable(
+      method, server_timeout, timeout, [&](absl::Duration server, absl::Duration wait) {
+        call->set_timeout_ms(ToMillis(server));
+        pb::RelayedReply in;
+        RETURN_IF_ERROR(Exchange(method, call, wait, &in));
+        if (in.outcome_case() != pb::RelayedReply::kJoin) {
+          return absl::InternalError(
+              absl::StrCat(method, ": the node's relay answered another call"));
+        }
+        RETURN_IF_ERROR(OutcomeOf(in.join()));
+        reply = std::move(*in.mutable_join()->mutable_reply());
+        return absl::OkStatus();
+      });
+  if (!st.ok()) return st;
+  return reply;
 }
 
 absl::StatusOr<pb::RegisterReply> RelayLink::Register(const pb::RegisterRequest& req,
@@ -161,14 +189,21 @@ absl::StatusOr<pb::GetShardReply> RelayLink::GetShard(const pb::GetShardRequest&
                                                       absl::Duration timeout) {
   pb::RelayedCall call;
   *call.mutable_get_shard() = req;
-  call.set_timeout_ms(ToMillis(server_timeout));
-  pb::RelayedReply in;
-  RETURN_IF_ERROR(Exchange("GetShard", &call, timeout, &in));
-  if (in.outcome_case() != pb::RelayedReply::kShard) {
-    return absl::InternalError("GetShard: the node's relay answered another call");
-  }
-  RETURN_IF_ERROR(OutcomeOf(in.shard()));
-  return in.shard().reply();
+  pb::GetShardReply reply;
+  const absl::Status st = RetryUnavailable(
+      "GetShard", server_timeout, timeout, [&](absl::Duration server, absl::Duration wait) {
+        call.set_timeout_ms(ToMillis(server));
+        pb::RelayedReply in;
+        RETURN_IF_ERROR(Exchange("GetShard", &call, wait, &in));
+        if (in.outcome_case() != pb::RelayedReply::kShard) {
+          return absl::InternalError("GetShard: the node's relay answered another call");
+        }
+        RETURN_IF_ERROR(OutcomeOf(in.shard()));
+        reply = std::move(*in.mutable_shard()->mutable_reply());
+        return absl::OkStatus();
+      });
+  if (!st.ok()) return st;
+  return reply;
 }
 
 absl::StatusOr<std::string> RelayLink::Unary(const char* method, const std::string& request,

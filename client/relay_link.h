@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -63,6 +64,16 @@ class RelayLink {
   // Sends `call` (pid and seq filled here) and waits for its reply.
   absl::Status Exchange(const char* method, slurm_ddp::v1::RelayedCall* call,
                         absl::Duration timeout, slurm_ddp::v1::RelayedReply* reply);
+  // Runs `once(server_timeout_left, wait)` again while it answers UNAVAILABLE (a node call carries
+  // one result per request, so the coordinator's "not now" for one request is not retried by the
+  // task's channel, which retries only a whole call that went unanswered), with backoff, until
+  // the deadline passes or the task is gone.
+  absl::Status RetryUnavailable(
+      const char* method, absl::Duration server_timeout, absl::Duration timeout,
+      const std::function<absl::Status(absl::Duration, absl::Duration)>& once);
+  bool closed();
+  static constexpr absl::Duration kMaxRetryBackoff = absl::Seconds(1);
+
   absl::StatusOr<slurm_ddp::v1::RegisterReply> Join(const char* method,
                                                     slurm_ddp::v1::RelayedCall* call,
                                                     absl::Duration server_timeout,
