@@ -413,6 +413,48 @@ TEST(HeartbeatRelayTest, ALoneShardRequestWaitsAtMostTheCallWindow) {
   EXPECT_EQ(fake.all(), (std::vector<std::string>{"shard 1"}));
 }
 
+// The coordinator's "not now" for one request (UNAVAILABLE in its result: a replacement that
+// registers before a restored coordinator has heard of its predecessor's loss) is asked again,
+// as the worker's own call would have been; any other refusal is final.
+TEST(HeartbeatRelayTest, ARequestTheCoordinatorAnswersUnavailableIsAskedAgain) {
+  RecordingSender beats;
+  FakeNodeCalls fake;
+  NodeCallSenders senders = fake.senders(&beats);
+  std::atomic<int> tries{0};
+  senders.register_workers = [&](const pb::NodeRegisterRequest& req, absl::Duration,
+                                 pb::NodeJoinReply* reply) {
+    pb::JoinResult* r = reply->add_results();
+    if (tries.fetch_add(1) < 2) {
+      r->set_code(static_cast<int>(absl::StatusCode::kUnavailable));
+      r->set_error("not heard from since the restart; retry");
+    } else {
+      r->mutable_reply()->set_rank(7);
+    }
+    EXPECT_EQ(req.workers_size(), 1);
+    return absl::OkStatus();
+  };
+  HeartbeatRelayOptions o;
+  o.node_rank = 7;
+  o.call_window = absl::Milliseconds(1);
+  o.register_window = absl::Milliseconds(1);
+  auto relay = HeartbeatRelay::StartWithSenders(o, senders);
+  ASSERT_TRUE(relay.ok());
+  auto link = Link(relay->get());
+  absl::StatusOr<pb::RegisterReply> r =
+      link->Register(Who(0), absl::Seconds(10), absl::Seconds(11));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rank(), 7);
+  EXPECT_EQ(tries.load(), 3);
+  // A refusal of another kind is not asked again.
+  FakeNodeCalls refusing;
+  refusing.refuse = {100};
+  auto relay2 = StartCallRelay(&beats, &refusing, absl::Milliseconds(1));
+  auto link2 = Link(relay2.get());
+  r = link2->Register(Who(0), absl::Seconds(10), absl::Seconds(11));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refusing.all().size(), 1u);
+}
+
 // The task ends while a Register waits for the world: the node call is cancelled and the worker
 // learns at once that its task is gone, instead of waiting out its deadline.
 TEST(HeartbeatRelayTest, ARelayThatEndsCancelsTheCallsInFlight) {
