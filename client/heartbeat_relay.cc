@@ -303,6 +303,7 @@ class HeartbeatRelay::Impl {
   // When the waiting heartbeats are due (every link has one, one is waited on now, or the
   // oldest waited the window); nullopt when none waits.
   std::optional<absl::Time> BeatsDueAt(const std::vector<Link>& links) const {
+    if (beats_in_flight_.load()) return std::nullopt;  // at most one NodeHeartbeat at a time
     std::optional<absl::Time> oldest;
     bool all = !links.empty();
     bool now = false;
@@ -343,36 +344,53 @@ class HeartbeatRelay::Impl {
     return oldest + (kind == kRegisterCall ? options_.register_window : options_.call_window);
   }
 
+  // Sends the waiting heartbeats as one NodeHeartbeat on a thread of its own, so that an
+  // unreachable coordinator (the call retries until its deadline) holds no other call of the
+  // workers; beats that arrive meanwhile wait for the next call.
   void FlushBeats(std::vector<Link>* links) {
+    struct Sent {
+      int fd;
+      int pid;
+      uint64_t seq;
+    };
     pb::NodeHeartbeatRequest req;
     req.set_node_rank(options_.node_rank);
-    std::vector<Link*> sent;
+    std::vector<Sent> sent;
     for (Link& l : *links) {
       if (!l.waiting) continue;
-      *req.add_beats() = l.waiting->beat;
-      sent.push_back(&l);
+      *req.add_beats() = std::move(l.waiting->beat);
+      sent.push_back(Sent{l.fd, l.waiting->pid, l.waiting->seq});
+      l.waiting.reset();
     }
-    pb::NodeHeartbeatReply reply;
-    const absl::Status st = senders_.beat ? senders_.beat(req, &reply)
-                                          : absl::UnimplementedError("NodeHeartbeat: no sender");
-    calls_.fetch_add(1);
-    beats_.fetch_add(static_cast<int64_t>(sent.size()));
-    for (size_t i = 0; i < sent.size(); ++i) {
-      Link* l = sent[i];
-      pb::RelayedReply out;
-      out.set_pid(l->waiting->pid);
-      out.set_seq(l->waiting->seq);
-      if (!st.ok()) {
-        ToProto(st, out.mutable_beat());  // the call failed: every beat in it did
-      } else if (static_cast<int>(i) < reply.replies_size()) {
-        *out.mutable_beat() = reply.replies(static_cast<int>(i));
-      } else {
-        ToProto(absl::InternalError("NodeHeartbeat: the reply has fewer results than beats"),
-                out.mutable_beat());
-      }
-      l->waiting.reset();
-      SendReply(l->fd, out);
-    }
+    beats_in_flight_.store(true);
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    call_threads_.push_back(CallThread{
+        std::thread([this, req = std::move(req), sent = std::move(sent), done] {
+          pb::NodeHeartbeatReply reply;
+          const absl::Status st = senders_.beat
+                                      ? senders_.beat(req, &reply)
+                                      : absl::UnimplementedError("NodeHeartbeat: no sender");
+          calls_.fetch_add(1);
+          beats_.fetch_add(static_cast<int64_t>(sent.size()));
+          for (size_t i = 0; i < sent.size(); ++i) {
+            pb::RelayedReply out;
+            out.set_pid(sent[i].pid);
+            out.set_seq(sent[i].seq);
+            if (!st.ok()) {
+              ToProto(st, out.mutable_beat());  // the call failed: every beat in it did
+            } else if (static_cast<int>(i) < reply.replies_size()) {
+              *out.mutable_beat() = reply.replies(static_cast<int>(i));
+            } else {
+              ToProto(absl::InternalError("NodeHeartbeat: the reply has fewer results than beats"),
+                      out.mutable_beat());
+            }
+            SendReply(sent[i].fd, out);  // the sockets close only after this thread ends
+          }
+          beats_in_flight_.store(false);
+          done->store(true);
+          Wake();
+        }),
+        done});
   }
 
   // A worker that is gone (or not reading) loses its reply; never block on it.
@@ -570,6 +588,7 @@ class HeartbeatRelay::Impl {
   std::atomic<int64_t> node_calls_{0};
   std::atomic<int64_t> node_requests_{0};
   std::atomic<int64_t> unary_calls_{0};
+  std::atomic<bool> beats_in_flight_{false};
   mutable absl::Mutex mu_;
   std::vector<Socket> sockets_ ABSL_GUARDED_BY(mu_);
   std::vector<int> busy_ ABSL_GUARDED_BY(mu_);  // per socket: its requests in node calls in flight

@@ -7,7 +7,8 @@
 //
 // Heartbeats: a relay thread collects the requests and sends them as one NodeHeartbeat when every
 // worker has one waiting, when the oldest has waited `batch_window`, or at once when a worker
-// waits on its beat (RelayedCall.now: it has just rejoined); at most one call is in flight.
+// waits on its beat (RelayedCall.now: it has just rejoined); at most one call is in flight, on a
+// thread of its own (an unreachable coordinator holds no other call of the workers).
 // Workers whose heartbeats were answered together send their next ones together, so after the
 // first interval a node's workers beat in step.
 //

@@ -413,6 +413,28 @@ TEST(HeartbeatRelayTest, ALoneShardRequestWaitsAtMostTheCallWindow) {
   EXPECT_EQ(fake.all(), (std::vector<std::string>{"shard 1"}));
 }
 
+// A NodeHeartbeat that hangs (an unreachable coordinator: the call retries until its deadline)
+// holds no other call of the node's workers.
+TEST(HeartbeatRelayTest, AHangingHeartbeatCallHoldsNoOtherCall) {
+  RecordingSender beats;
+  beats.delay = absl::Seconds(3);
+  FakeNodeCalls fake;
+  auto relay = StartCallRelay(&beats, &fake, absl::Milliseconds(1));
+  auto link = Link(relay.get());
+  std::thread beat([&] {
+    pb::HeartbeatReply reply;
+    EXPECT_TRUE(link->RoundTrip(Beat(0, 1), /*now=*/true, absl::Seconds(10), &reply).ok());
+  });
+  absl::SleepFor(absl::Milliseconds(200));  // the heartbeat call is out and hangs
+  pb::GetShardRequest g;
+  g.set_epoch(2);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<pb::GetShardReply> r = link->GetShard(g, absl::Seconds(5), absl::Seconds(10));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  beat.join();
+}
+
 // The coordinator's "not now" for one request (UNAVAILABLE in its result: a replacement that
 // registers before a restored coordinator has heard of its predecessor's loss) is asked again,
 // as the worker's own call would have been; any other refusal is final.
