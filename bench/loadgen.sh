@@ -42,7 +42,9 @@
 # rank (the "agents" runs: N/8 C++ TCPStore clients doing the per-rank runs' add / set / add /
 # wait / get, a lower bound on torchrun's own rendezvous, which compare-and-sets one state blob
 # that grows with the agents), and then every worker opens its own store client for its process
-# group (the per-rank TCPStore runs' connect). The "as deployed" lines put them side by side.
+# group (the per-rank TCPStore runs' connect), while ddp-trainer's workers open none (their
+# store calls go over their node task's connection). The "as deployed" lines put them side by
+# side: the rendezvous from the last node connected, and the whole start-up.
 #
 # TCPStore runs with "::ffff:127.0.0.1 localhost" added to /etc/hosts inside a private mount
 # namespace (unshare -m; needs root), so that its reverse lookups of the loopback address never
@@ -224,11 +226,16 @@ if [[ $node == 1 ]]; then
 fi
 if [[ $node == 1 && $have_cpp == 1 ]]; then
   echo
-  echo "As deployed (rendezvous: from the last node connected to every rank holding its rank (and, ours, its shard); torchrun's agents over TCPStore, one per 8-rank node, against ddp-trainer's node tasks over TLS; above 1x = ours faster). Then each system's workers open their own connection for the process group's store: TCPStore's per-rank connect against ours (TLS, one per rank)"
+  echo "As deployed (torchrun: one agent per 8-rank node connects to TCPStore and rendezvouses, each worker then gets its rank from its agent and opens its own store client for its process group (the per-rank TCPStore connect); ddp-trainer: one node task per node connects (TLS) and carries its workers' Register and GetShard, and their process groups' store calls go over the same connection (the workers open none); above 1x = ours faster)"
+  sum() { awk -v a="$1" -v b="$2" -v c="${3:-0}" 'BEGIN { if (a == "" || b == "") print ""; else printf "%.3f", a + b + c }'; }
   for n in "${sizes[@]}"; do
-    a="${res[agents-$n]:-}"; d="${res[node-$n]:-}"; t="${res[cpp-$n]:-}"; g="${res[grpc-$n]:-}"
+    a="${res[agents-$n]:-}"; d="${res[node-$n]:-}"; t="${res[cpp-$n]:-}"
     [[ -z "$a" || -z "$d" ]] && continue
-    echo "  $n ranks ($((n / 8)) nodes): rendezvous: torchrun agents $(field rendezvous_s "$a") s, ours $(field rendezvous_s "$d") s: $(ratio "$(field rendezvous_s "$a")" "$(field rendezvous_s "$d")"); workers' own connections: TCPStore $(field connect_s "$t") s, ours $(field connect_s "$g") s: $(ratio "$(field connect_s "$t")" "$(field connect_s "$g")")"
+    echo "  $n ranks ($((n / 8)) nodes): rendezvous from the last node connected: torchrun agents $(field rendezvous_s "$a") s, ours $(field rendezvous_s "$d") s: $(ratio "$(field rendezvous_s "$a")" "$(field rendezvous_s "$d")")"
+    [[ -z "$t" ]] && continue
+    tr="$(sum "$(field connect_s "$a")" "$(field rendezvous_s "$a")" "$(field connect_s "$t")")"
+    ou="$(sum "$(field connect_s "$d")" "$(field rendezvous_s "$d")")"
+    echo "  $n ranks: from the first connect to every worker ready for its process group's store: torchrun $tr s (agents connect $(field connect_s "$a") + rendezvous $(field rendezvous_s "$a") + workers' store clients $(field connect_s "$t")), ours $ou s (node tasks connect $(field connect_s "$d") + rendezvous $(field rendezvous_s "$d")): $(ratio "$tr" "$ou")"
   done
 fi
 if [[ $plaintext == 1 ]]; then

@@ -60,7 +60,9 @@ if [[ -x "$bin/ddp-tcpstore-bench" ]]; then
   # torchrun as deployed: one store client per 8-rank node for the rendezvous.
   a="$(sed -n 's/^agents-1024: //p' <<<"$out")"
   [[ "$(field rendezvous_rank_n "$a")" == 128 ]] || fail "torchrun agents baseline: $a"
-  grep -q "1024 ranks (128 nodes): rendezvous: torchrun agents [0-9.]* s, ours [0-9.]* s: [0-9.]*x" <<<"$out" ||
-    fail "no as-deployed line"
+  grep -q "1024 ranks (128 nodes): rendezvous from the last node connected: torchrun agents [0-9.]* s, ours [0-9.]* s: [0-9.]*x" <<<"$out" ||
+    fail "no as-deployed rendezvous line"
+  grep -q "1024 ranks: from the first connect to every worker ready for its process group's store: torchrun [0-9.]* s .*, ours [0-9.]* s .*: [0-9.]*x" <<<"$out" ||
+    fail "no as-deployed start-up line"
 fi
 echo "ok: scale benchmark smoke run"
