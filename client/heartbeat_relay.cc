@@ -13,9 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <list>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -26,85 +24,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/relay_link.h"
-#include "client/rpc_channel.h"
+#include "client/relay_senders.h"
 #include "proto/convert.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "proto/coordinator.pb.h"
 
 namespace ddp {
 
 namespace pb = ::slurm_ddp::v1;
 
 namespace {
-
-// The default senders: the node's own connection to the coordinator, opened on first use (and
-// again after a failure to open), shared by the heartbeats and the node calls. Cancel ends the
-// calls in flight.
-class CoordinatorSender {
- public:
-  explicit CoordinatorSender(ConnectOptions options) : options_(std::move(options)) {
-    options_.dist_file_timeout = absl::ZeroDuration();  // the workers found it already
-  }
-
-  // Runs `fn(stub, ctx)` as `method` with the channel's retries, within `timeout` (zero: the
-  // channel's own deadline).
-  template <typename Fn>
-  absl::Status Run(const char* method, absl::Duration timeout, Fn fn) {
-    absl::StatusOr<RpcChannel*> ch = Channel();
-    if (!ch.ok()) return absl::UnavailableError(absl::StrCat(method, ": ", ch.status().message()));
-    RpcChannel* c = *ch;
-    if (timeout <= absl::ZeroDuration()) timeout = c->rpc_timeout();
-    if (Cancelled()) {
-      return absl::CancelledError(absl::StrCat(method, ": the node's task is ending"));
-    }
-    return c->Call(method, timeout, [&](grpc::ClientContext* ctx) {
-      // Cancelled meanwhile: the call still runs, and ends at once (the channel reads a context
-      // only after a call has run in it).
-      const bool tracked = Track(ctx);
-      if (!tracked) ctx->TryCancel();
-      grpc::Status st = fn(c->stub(), ctx);
-      if (tracked) Untrack(ctx);
-      return st;
-    });
-  }
-
-  void Cancel() {
-    absl::MutexLock lock(&mu_);
-    cancelled_ = true;
-    for (grpc::ClientContext* ctx : active_) ctx->TryCancel();
-  }
-
- private:
-  absl::StatusOr<RpcChannel*> Channel() {
-    absl::MutexLock lock(&open_mu_);
-    if (channel_ == nullptr) {
-      absl::StatusOr<std::unique_ptr<RpcChannel>> ch = RpcChannel::Open(options_);
-      if (!ch.ok()) return ch.status();
-      channel_ = *std::move(ch);
-    }
-    return channel_.get();
-  }
-  bool Cancelled() {
-    absl::MutexLock lock(&mu_);
-    return cancelled_;
-  }
-  bool Track(grpc::ClientContext* ctx) {
-    absl::MutexLock lock(&mu_);
-    if (cancelled_) return false;
-    active_.insert(ctx);
-    return true;
-  }
-  void Untrack(grpc::ClientContext* ctx) {
-    absl::MutexLock lock(&mu_);
-    active_.erase(ctx);
-  }
-
-  ConnectOptions options_;
-  absl::Mutex open_mu_;
-  std::unique_ptr<RpcChannel> channel_ ABSL_GUARDED_BY(open_mu_);
-  absl::Mutex mu_;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
-};
 
 void CloseFd(int fd) {
   if (fd >= 0) ::close(fd);
@@ -115,45 +43,6 @@ template <typename Result>
 void SetOutcome(const absl::Status& st, Result* out) {
   out->set_code(static_cast<int>(st.code()));
   out->set_error(std::string(st.message()));
-}
-
-// The worker calls that the relay makes as they are (RelayedUnary), by name: each parses its
-// request, calls the coordinator and serializes the reply.
-using RelayedMethod = std::function<grpc::Status(pb::Coordinator::Stub&, grpc::ClientContext*,
-                                                 const std::string&, std::string*)>;
-
-template <typename Req, typename Reply>
-RelayedMethod Relayed(grpc::Status (pb::Coordinator::Stub::*method)(grpc::ClientContext*,
-                                                                    const Req&, Reply*)) {
-  return [method](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx, const std::string& in,
-                  std::string* out) {
-    Req req;
-    if (!req.ParseFromString(in)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the relayed request does not parse");
-    }
-    Reply reply;
-    grpc::Status st = (stub.*method)(ctx, req, &reply);
-    if (st.ok()) reply.SerializeToString(out);
-    return st;
-  };
-}
-
-const std::map<std::string, RelayedMethod>& RelayedMethods() {
-  using Stub = pb::Coordinator::Stub;
-  static const auto* methods = new std::map<std::string, RelayedMethod>{
-      {"Hello", Relayed(&Stub::Hello)},
-      {"StoreSet", Relayed(&Stub::StoreSet)},
-      {"StoreGet", Relayed(&Stub::StoreGet)},
-      {"StoreAdd", Relayed(&Stub::StoreAdd)},
-      {"StoreCompareSet", Relayed(&Stub::StoreCompareSet)},
-      {"StoreDelete", Relayed(&Stub::StoreDelete)},
-      {"StoreCheck", Relayed(&Stub::StoreCheck)},
-      {"StoreNumKeys", Relayed(&Stub::StoreNumKeys)},
-      {"StoreWait", Relayed(&Stub::StoreWait)},
-      {"CommitCheckpoint", Relayed(&Stub::CommitCheckpoint)},
-      {"ReportDone", Relayed(&Stub::ReportDone)},
-  };
-  return *methods;
 }
 
 // The node calls the relay carries, by the RelayedCall field that holds the request.
@@ -617,49 +506,8 @@ absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::StartWithSender(
 
 absl::StatusOr<std::unique_ptr<HeartbeatRelay>> HeartbeatRelay::Start(
     HeartbeatRelayOptions options) {
-  auto c = std::make_shared<CoordinatorSender>(options.connect);
-  NodeCallSenders s;
-  s.beat = [c](const pb::NodeHeartbeatRequest& req, pb::NodeHeartbeatReply* reply) {
-    return c->Run("NodeHeartbeat", absl::ZeroDuration(),
-                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
-                    return stub.NodeHeartbeat(ctx, req, reply);
-                  });
-  };
-  s.register_workers = [c](const pb::NodeRegisterRequest& req, absl::Duration timeout,
-                           pb::NodeJoinReply* reply) {
-    return c->Run("NodeRegister", timeout,
-                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
-                    return stub.NodeRegister(ctx, req, reply);
-                  });
-  };
-  s.rejoin = [c](const pb::NodeRejoinRequest& req, absl::Duration timeout,
-                 pb::NodeJoinReply* reply) {
-    return c->Run("NodeRejoin", timeout,
-                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
-                    return stub.NodeRejoin(ctx, req, reply);
-                  });
-  };
-  s.get_shard = [c](const pb::NodeGetShardRequest& req, absl::Duration timeout,
-                    pb::NodeGetShardReply* reply) {
-    return c->Run("NodeGetShard", timeout,
-                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
-                    return stub.NodeGetShard(ctx, req, reply);
-                  });
-  };
-  s.unary = [c](const std::string& method, const std::string& request, absl::Duration timeout,
-                std::string* reply) {
-    const auto it = RelayedMethods().find(method);
-    if (it == RelayedMethods().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the node's relay does not make a call named '", method.substr(0, 64), "'"));
-    }
-    return c->Run(it->first.c_str(), timeout,
-                  [&](pb::Coordinator::Stub& stub, grpc::ClientContext* ctx) {
-                    return it->second(stub, ctx, request, reply);
-                  });
-  };
-  s.cancel = [c] { c->Cancel(); };
-  return StartWithSenders(std::move(options), std::move(s));
+  NodeCallSenders senders = CoordinatorSenders(options.connect);
+  return StartWithSenders(std::move(options), std::move(senders));
 }
 
 absl::StatusOr<int> HeartbeatRelay::AddWorker() { return impl_->AddWorker(); }
