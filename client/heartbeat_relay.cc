@@ -38,11 +38,19 @@ void CloseFd(int fd) {
   if (fd >= 0) ::close(fd);
 }
 
-// One request's outcome in a RelayedReply (JoinResult, ShardResult).
-template <typename Result>
-void SetOutcome(const absl::Status& st, Result* out) {
-  out->set_code(static_cast<int>(st.code()));
-  out->set_error(std::string(st.message()));
+// Request `i`'s outcome in a node call `method` that ended with `st` and whose reply lists
+// `results` in request order: the call's error (every request in it failed), or its own result.
+template <typename Results, typename Result>
+void TakeResult(const absl::Status& st, const Results& results, size_t i, const char* method,
+                Result* out) {
+  if (!st.ok()) {
+    ToWire(st, out);
+  } else if (static_cast<int>(i) < results.size()) {
+    *out = results.Get(static_cast<int>(i));
+  } else {
+    ToWire(absl::InternalError(absl::StrCat(method, ": the reply has fewer results than requests")),
+           out);
+  }
 }
 
 // The node calls the relay carries, by the RelayedCall field that holds the request.
@@ -252,34 +260,34 @@ class HeartbeatRelay::Impl {
       l.waiting.reset();
     }
     beats_in_flight_.store(true);
+    Spawn([this, req = std::move(req), sent = std::move(sent)] {
+      pb::NodeHeartbeatReply reply;
+      const absl::Status st = senders_.beat ? senders_.beat(req, &reply)
+                                            : absl::UnimplementedError("NodeHeartbeat: no sender");
+      calls_.fetch_add(1);
+      beats_.fetch_add(static_cast<int64_t>(sent.size()));
+      for (size_t i = 0; i < sent.size(); ++i) {
+        pb::RelayedReply out;
+        out.set_pid(sent[i].pid);
+        out.set_seq(sent[i].seq);
+        TakeResult(st, reply.replies(), i, "NodeHeartbeat", out.mutable_beat());
+        SendReply(sent[i].fd, out);  // the sockets close only after this thread ends
+      }
+      beats_in_flight_.store(false);
+    });
+  }
+
+  // Runs `work` on a thread of its own (a node call, or a worker's own call), joined once it has
+  // ended (ReapCallThreads) or when the relay goes away; the loop is woken when it ends.
+  template <typename Fn>
+  void Spawn(Fn work) {
     auto done = std::make_shared<std::atomic<bool>>(false);
-    call_threads_.push_back(CallThread{
-        std::thread([this, req = std::move(req), sent = std::move(sent), done] {
-          pb::NodeHeartbeatReply reply;
-          const absl::Status st = senders_.beat
-                                      ? senders_.beat(req, &reply)
-                                      : absl::UnimplementedError("NodeHeartbeat: no sender");
-          calls_.fetch_add(1);
-          beats_.fetch_add(static_cast<int64_t>(sent.size()));
-          for (size_t i = 0; i < sent.size(); ++i) {
-            pb::RelayedReply out;
-            out.set_pid(sent[i].pid);
-            out.set_seq(sent[i].seq);
-            if (!st.ok()) {
-              ToProto(st, out.mutable_beat());  // the call failed: every beat in it did
-            } else if (static_cast<int>(i) < reply.replies_size()) {
-              *out.mutable_beat() = reply.replies(static_cast<int>(i));
-            } else {
-              ToProto(absl::InternalError("NodeHeartbeat: the reply has fewer results than beats"),
-                      out.mutable_beat());
-            }
-            SendReply(sent[i].fd, out);  // the sockets close only after this thread ends
-          }
-          beats_in_flight_.store(false);
-          done->store(true);
-          Wake();
-        }),
-        done});
+    call_threads_.push_back(CallThread{std::thread([this, work = std::move(work), done]() mutable {
+                                         work();
+                                         done->store(true);
+                                         Wake();
+                                       }),
+                                       done});
   }
 
   // A worker that is gone (or not reading) loses its reply; never block on it.
@@ -297,25 +305,12 @@ class HeartbeatRelay::Impl {
       absl::MutexLock lock(&mu_);
       for (const PendingCall& p : batch) ++busy_[p.link];
     }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    call_threads_.push_back(
-        CallThread{std::thread([this, kind, batch = std::move(batch), done]() mutable {
-                     RunCall(kind, std::move(batch));
-                     done->store(true);
-                     Wake();
-                   }),
-                   done});
+    Spawn([this, kind, batch = std::move(batch)]() mutable { RunCall(kind, std::move(batch)); });
   }
 
   // Makes a worker's own call for it at once, on a thread of its own.
   void StartUnary(PendingCall p) {
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    call_threads_.push_back(CallThread{std::thread([this, p = std::move(p), done]() mutable {
-                                         RunUnary(std::move(p));
-                                         done->store(true);
-                                         Wake();
-                                       }),
-                                       done});
+    Spawn([this, p = std::move(p)]() mutable { RunUnary(std::move(p)); });
   }
 
   void RunUnary(PendingCall p) {
@@ -331,7 +326,7 @@ class HeartbeatRelay::Impl {
     pb::RelayedReply out;
     out.set_pid(p.call.pid());
     out.set_seq(p.call.seq());
-    SetOutcome(st, out.mutable_unary());
+    ToWire(st, out.mutable_unary());
     if (st.ok()) *out.mutable_unary()->mutable_reply() = std::move(reply);
     unary_calls_.fetch_add(1);
     absl::MutexLock lock(&mu_);
@@ -350,61 +345,54 @@ class HeartbeatRelay::Impl {
     }
   }
 
+  // One node call of this node through `sender` (UNIMPLEMENTED without one).
+  template <typename Sender, typename Req, typename Reply>
+  absl::Status Send(const char* method, const Sender& sender, Req* req, absl::Duration timeout,
+                    Reply* reply) const {
+    req->set_node_rank(options_.node_rank);
+    if (!sender) return absl::UnimplementedError(absl::StrCat(method, ": no sender"));
+    return sender(*req, timeout, reply);
+  }
+
   // Sends one node call for `batch` and hands each worker its own result.
   void RunCall(int kind, std::vector<PendingCall> batch) {
     int64_t timeout_ms = 0;
     for (const PendingCall& p : batch) timeout_ms = std::max(timeout_ms, p.call.timeout_ms());
     const absl::Duration timeout = absl::Milliseconds(timeout_ms);
     std::vector<pb::RelayedReply> out(batch.size());
-    if (kind == kShardCall) {
-      pb::NodeGetShardRequest req;
-      req.set_node_rank(options_.node_rank);
-      for (PendingCall& p : batch) *req.add_shards() = std::move(*p.call.mutable_get_shard());
-      pb::NodeGetShardReply reply;
-      const absl::Status st = senders_.get_shard
-                                  ? senders_.get_shard(req, timeout, &reply)
-                                  : absl::UnimplementedError("NodeGetShard: no sender");
-      for (size_t i = 0; i < batch.size(); ++i) {
-        pb::ShardResult* r = out[i].mutable_shard();
-        if (!st.ok()) {
-          SetOutcome(st, r);
-        } else if (static_cast<int>(i) < reply.results_size()) {
-          *r = reply.results(static_cast<int>(i));
-        } else {
-          SetOutcome(absl::InternalError("NodeGetShard: the reply has fewer results than requests"),
-                     r);
+    switch (kind) {
+      case kShardCall: {
+        pb::NodeGetShardRequest req;
+        for (PendingCall& p : batch) *req.add_shards() = std::move(*p.call.mutable_get_shard());
+        pb::NodeGetShardReply reply;
+        const absl::Status st = Send("NodeGetShard", senders_.get_shard, &req, timeout, &reply);
+        for (size_t i = 0; i < batch.size(); ++i) {
+          TakeResult(st, reply.results(), i, "NodeGetShard", out[i].mutable_shard());
         }
+        break;
       }
-    } else {
-      pb::NodeJoinReply reply;
-      absl::Status st;
-      const char* method = kind == kRegisterCall ? "NodeRegister" : "NodeRejoin";
-      if (kind == kRegisterCall) {
+      case kRegisterCall: {
         pb::NodeRegisterRequest req;
-        req.set_node_rank(options_.node_rank);
         for (PendingCall& p : batch) {
           *req.add_workers() = std::move(*p.call.mutable_register_worker());
         }
-        st = senders_.register_workers ? senders_.register_workers(req, timeout, &reply)
-                                       : absl::UnimplementedError("NodeRegister: no sender");
-      } else {
-        pb::NodeRejoinRequest req;
-        req.set_node_rank(options_.node_rank);
-        for (PendingCall& p : batch) *req.add_workers() = std::move(*p.call.mutable_rejoin());
-        st = senders_.rejoin ? senders_.rejoin(req, timeout, &reply)
-                             : absl::UnimplementedError("NodeRejoin: no sender");
-      }
-      for (size_t i = 0; i < batch.size(); ++i) {
-        pb::JoinResult* r = out[i].mutable_join();
-        if (!st.ok()) {
-          SetOutcome(st, r);
-        } else if (static_cast<int>(i) < reply.results_size()) {
-          *r = reply.results(static_cast<int>(i));
-        } else {
-          SetOutcome(absl::InternalError(
-                         absl::StrCat(method, ": the reply has fewer results than requests")),
-                     r);
+        pb::NodeJoinReply reply;
+        const absl::Status st =
+            Send("NodeRegister", senders_.register_workers, &req, timeout, &reply);
+        for (size_t i = 0; i < batch.size(); ++i) {
+          TakeResult(st, reply.results(), i, "NodeRegister", out[i].mutable_join());
         }
+        break;
+      }
+      default: {
+        pb::NodeRejoinRequest req;
+        for (PendingCall& p : batch) *req.add_workers() = std::move(*p.call.mutable_rejoin());
+        pb::NodeJoinReply reply;
+        const absl::Status st = Send("NodeRejoin", senders_.rejoin, &req, timeout, &reply);
+        for (size_t i = 0; i < batch.size(); ++i) {
+          TakeResult(st, reply.results(), i, "NodeRejoin", out[i].mutable_join());
+        }
+        break;
       }
     }
     node_calls_.fetch_add(1);

@@ -24,13 +24,6 @@ namespace {
 
 int64_t ToMillis(absl::Duration d) { return std::max<int64_t>(1, absl::ToInt64Milliseconds(d)); }
 
-// A node call's outcome for one request (JoinResult, ShardResult).
-template <typename Result>
-absl::Status OutcomeOf(const Result& r) {
-  if (r.code() == 0) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(r.code()), r.error());
-}
-
 }  // namespace
 
 RelayLink::RelayLink(int fd) : fd_(fd), pid_(static_cast<int>(::getpid())), buf_(kMaxRelayPacket) {}
@@ -160,7 +153,7 @@ absl::StatusOr<pb::RegisterReply> RelayLink::Join(const char* method, pb::Relaye
           return absl::InternalError(
               absl::StrCat(method, ": the node's relay answered another call"));
         }
-        RETURN_IF_ERROR(OutcomeOf(in.join()));
+        RETURN_IF_ERROR(FromWire(in.join()));
         reply = std::move(*in.mutable_join()->mutable_reply());
         return absl::OkStatus();
       });
@@ -198,7 +191,7 @@ absl::StatusOr<pb::GetShardReply> RelayLink::GetShard(const pb::GetShardRequest&
         if (in.outcome_case() != pb::RelayedReply::kShard) {
           return absl::InternalError("GetShard: the node's relay answered another call");
         }
-        RETURN_IF_ERROR(OutcomeOf(in.shard()));
+        RETURN_IF_ERROR(FromWire(in.shard()));
         reply = std::move(*in.mutable_shard()->mutable_reply());
         return absl::OkStatus();
       });
@@ -218,7 +211,7 @@ absl::StatusOr<std::string> RelayLink::Unary(const char* method, const std::stri
   if (in.outcome_case() != pb::RelayedReply::kUnary) {
     return absl::InternalError(absl::StrCat(method, ": the node's relay answered another call"));
   }
-  RETURN_IF_ERROR(OutcomeOf(in.unary()));
+  RETURN_IF_ERROR(FromWire(in.unary()));
   return std::move(*in.mutable_unary()->mutable_reply());
 }
 

@@ -430,14 +430,12 @@ absl::Status FromProto(const pb::ReportDoneRequest& in) {
                       in.message().empty() ? "worker failed" : in.message());
 }
 
-void ToProto(const absl::Status& outcome, pb::RankHeartbeatReply* out) {
-  out->set_code(static_cast<int>(outcome.code()));
-  out->set_error(std::string(outcome.message()));
-}
+void ToProto(const absl::Status& outcome, pb::RankHeartbeatReply* out) { ToWire(outcome, out); }
 
-absl::Status FromProto(const pb::RankHeartbeatReply& in) {
-  if (in.code() == 0) return absl::OkStatus();
-  return absl::Status(FailureCode(in.code()), in.error());
+absl::Status FromProto(const pb::RankHeartbeatReply& in) { return FromWire(in); }
+
+absl::StatusCode WireCode(int code) {
+  return code == 0 ? absl::StatusCode::kOk : FailureCode(code);
 }
 
 void ToProto(const LostWorker& in, pb::ReportLostRequest* out) {

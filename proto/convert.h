@@ -65,6 +65,19 @@ absl::Status FromProto(const slurm_ddp::v1::ReportDoneRequest& in);
 // else reads UNKNOWN) and error its own Heartbeat would have got.
 void ToProto(const absl::Status& outcome, slurm_ddp::v1::RankHeartbeatReply* out);
 absl::Status FromProto(const slurm_ddp::v1::RankHeartbeatReply& in);
+// The same for any message with `code` and `error` fields (RankHeartbeatReply, JoinResult,
+// ShardResult, UnaryResult): one request's outcome inside a node or relayed call.
+absl::StatusCode WireCode(int code);  // 0..16 as is, anything else UNKNOWN
+template <typename Result>
+void ToWire(const absl::Status& outcome, Result* out) {
+  out->set_code(static_cast<int>(outcome.code()));
+  out->set_error(std::string(outcome.message()));
+}
+template <typename Result>
+absl::Status FromWire(const Result& in) {
+  if (in.code() == 0) return absl::OkStatus();
+  return absl::Status(WireCode(in.code()), in.error());
+}
 void ToProto(const LostWorker& in, slurm_ddp::v1::ReportLostRequest* out);
 LostWorker FromProto(const slurm_ddp::v1::ReportLostRequest& in);
 

@@ -29,13 +29,6 @@ absl::Duration StoreTimeout(int64_t timeout_ms) {
   return timeout_ms == 0 ? absl::Seconds(300) : absl::Milliseconds(timeout_ms);
 }
 
-// One request's outcome in a node call's reply (JoinResult, ShardResult): its code and text.
-template <typename Result>
-void SetOutcome(const absl::Status& st, Result* out) {
-  out->set_code(static_cast<int>(st.code()));
-  out->set_error(std::string(st.message()));
-}
-
 absl::Status TooManyRequests(const char* method, int n) {
   return absl::InvalidArgumentError(absl::StrCat(method, ": ", n, " requests exceed the limit of ",
                                                  CoordinatorService::kMaxNodeBeats));
@@ -60,7 +53,7 @@ class JoinGather {
       if (result.ok()) {
         ToProto(*result, out->mutable_reply());
       } else {
-        SetOutcome(result.status(), out);
+        ToWire(result.status(), out);
       }
       last = --remaining_ == 0;
     }
@@ -379,7 +372,7 @@ void CoordinatorService::AddNodeMethods() {
                  resp->mutable_results()->Reserve(n);
                  for (const pb::GetShardRequest& one : req.shards()) {
                    pb::ShardResult* out = resp->add_results();
-                   SetOutcome(OneGetShard(one, out->mutable_reply()), out);
+                   ToWire(OneGetShard(one, out->mutable_reply()), out);
                  }
                  done(absl::OkStatus());
                }));
