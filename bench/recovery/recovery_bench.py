@@ -108,8 +108,15 @@ def rank0_path(line):
     rejoin = float(m.group(1)) if m.group(1) else None
     group, sync, engine = float(m.group(2)), float(m.group(3)), float(m.group(4))
     total = float(local.group(1))
-    return {"rejoin": rejoin, "group": group, "sync": sync, "engine": engine,
-            "step": total - (rejoin or 0) - group - sync - engine, "total": total}
+    out = {"rejoin": rejoin, "group": group, "sync": sync, "engine": engine,
+           "step": total - (rejoin or 0) - group - sync - engine, "total": total}
+    # The first step's own breakdown: the batch's wait, then the DDP engine's phases.
+    s = re.search(r"\(first step: data ([0-9.]+) s, forward ([0-9.]+) s, backward ([0-9.]+) s, "
+                  r"allreduce wait ([0-9.]+) s, optimizer ([0-9.]+) s\)", line)
+    if s:
+        for i, k in enumerate(("data", "forward", "backward", "allreduce", "optimizer")):
+            out[k] = float(s.group(i + 1))
+    return out
 
 
 def describe_path(p):
@@ -117,7 +124,17 @@ def describe_path(p):
         return "-"
     head = f"rejoin {p['rejoin']:.2f} s, " if p["rejoin"] is not None else "replacement: "
     return (f"{head}group {p['group']:.2f} s, state sync {p['sync']:.2f} s, "
-            f"DDP engine {p['engine']:.2f} s, first step {p['step']:.2f} s")
+            f"DDP engine {p['engine']:.2f} s, first step {p['step']:.2f} s{step_parts(p)}")
+
+
+STEP_PARTS = {"data": "data", "forward": "forward", "backward": "backward",
+              "allreduce": "allreduce wait", "optimizer": "optimizer"}
+
+
+def step_parts(p, of=lambda p, k: p[k]):
+    if "data" not in p:
+        return ""
+    return " (" + ", ".join(f"{n} {of(p, k):.3f} s" for k, n in STEP_PARTS.items()) + ")"
 
 
 def path_medians(results):
@@ -126,7 +143,13 @@ def path_medians(results):
         return "-"
     names = {"rejoin": "rejoin", "group": "group", "sync": "state sync", "engine": "DDP engine",
              "step": "first step"}
-    return ", ".join(f"{names[k]} {statistics.median(p[k] for p in paths):.2f} s" for k in names)
+    medians = ", ".join(f"{names[k]} {statistics.median(p[k] for p in paths):.2f} s"
+                        for k in names)
+    with_parts = [p for p in paths if "data" in p]
+    if with_parts:
+        medians += step_parts(with_parts[0],
+                              lambda _, k: statistics.median(p[k] for p in with_parts))
+    return medians
 
 
 def new_path(name="rec", extra=()):

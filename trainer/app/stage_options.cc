@@ -1,5 +1,7 @@
 #include "trainer/app/stage_options.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 
@@ -47,8 +49,15 @@ CommunicationStage::Options CommunicationOptions(const TrainerConfig& c, const W
   return o;
 }
 
-InJobRecovery::Options RecoveryOptions(const TrainerConfig& c, const TestHold* hold) {
-  return {absl::Seconds(c.registration_timeout_s + 30), c.max_restarts, hold};
+InJobRecovery::Options RecoveryOptions(const TrainerConfig& c, const WorkerPlacement& p,
+                                       const TestHold* hold) {
+  InJobRecovery::Options o;
+  o.rejoin_timeout = absl::Seconds(c.registration_timeout_s + 30);
+  o.max_restarts = c.max_restarts;
+  o.hold = hold;
+  // An activated warm worker's link: its task starts the next warm worker when it closes.
+  if (const int link = p.warm_fd; link >= 0) o.on_first_step = [link] { ::close(link); };
+  return o;
 }
 
 }  // namespace ddp

@@ -30,8 +30,10 @@ CoordinatorSession::Options SessionOptions(const TrainerConfig& config);
 CommunicationStage::Options CommunicationOptions(const TrainerConfig& config,
                                                  const WorkerPlacement& placement,
                                                  at::Device device);
-// --max-restarts; a rejoin waits --registration-timeout and 30 s more.
-InJobRecovery::Options RecoveryOptions(const TrainerConfig& config, const TestHold* hold);
+// --max-restarts; a rejoin waits --registration-timeout and 30 s more. An activated warm
+// worker (placement.warm_fd >= 0) closes its warm link after its first committed step.
+InJobRecovery::Options RecoveryOptions(const TrainerConfig& config,
+                                       const WorkerPlacement& placement, const TestHold* hold);
 
 }  // namespace ddp
 

@@ -263,7 +263,7 @@ TrainOutcome Train(const TrainerConfig& c, const WorkerPlacement& p, const DataS
       });
     }
     const AllreduceHoldScope allreduce_hold(hold, session, position);
-    InJobRecovery recovery(comm, session, position, RecoveryOptions(c, &hold));
+    InJobRecovery recovery(comm, session, position, RecoveryOptions(c, p, &hold));
     RETURN_IF_ERROR(c.max_restarts > 0
                         ? recovery.Connect()
                         : comm.Connect(rank.store_prefix, rank.rank, rank.world_size).status());
@@ -340,10 +340,10 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& placement, const Te
     // waits for the slot of a lost worker. Its start-up as a replacement begins when it has one.
     const absl::StatusOr<WarmActivation> slot =
         AwaitWarmActivation(p.warm_fd, [] { return g_signal_stop.load(); });
-    ::close(p.warm_fd);
     if (!slot.ok()) return absl::IsCancelled(slot.status()) ? kExitOk : kExitFailed;
     const std::string ready = startup.Describe();
-    p.warm_fd = -1;
+    // p.warm_fd stays open until the first committed step (RecoveryOptions): the task starts
+    // its next warm worker when it closes.
     p.local_rank = slot->local_rank;
     p.heartbeat_fd = slot->relay_fd;
     prefix = absl::StrCat("[node ", p.node_rank, " local ", p.local_rank, "] ");

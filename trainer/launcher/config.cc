@@ -126,8 +126,9 @@ absl::StatusOr<TrainerConfig> ParseTrainerFlags(int argc, char** argv, int* exit
   app.add_option("--warm-workers", c.warm_workers,
                  "Warm workers each task keeps ready (0 or 1) while --max-restarts allows: "
                  "started ahead of need (LibTorch loaded, data open, no rank), one takes a lost "
-                 "worker's slot at once and another is started; 0 = a replacement process is "
-                 "started when needed. Costs one more process per node (its memory)")
+                 "worker's slot at once and another is started after that one's first step; 0 = "
+                 "a replacement process is started when needed. Costs one more process per node "
+                 "(its memory)")
       ->check(CLI::Range(0, 1))
       ->group(job);
   app.add_option("--spare-nodes", c.spare_nodes,

@@ -41,7 +41,8 @@ struct WorkerPlacement {
   // across exec; -1: the worker heartbeats the coordinator itself.
   int heartbeat_fd = -1;
   // A warm worker's end of its warm link (trainer/launcher/warm_link.h), inherited across exec;
-  // -1 for a worker started for its slot. A warm worker's local_rank is -1 until activated.
+  // -1 for a worker started for its slot. A warm worker's local_rank is -1 until activated;
+  // then it holds the link until its first committed step.
   int warm_fd = -1;
 };
 

@@ -28,6 +28,9 @@
 namespace ddp {
 namespace {
 
+// How often the task looks whether the warm worker it activated has committed its first step.
+constexpr absl::Duration kSettlePoll = absl::Milliseconds(50);
+
 void Log(const std::string& task, const std::string& line) {
   std::fprintf(stderr, "[ddp-trainer %s] %s\n", task.c_str(), line.c_str());
 }
@@ -63,10 +66,12 @@ class LauncherRun {
     }
     // A worker whose report waits for an answer may still be started again.
     while (supervisor_.CountRunning(workers_) > 0 || !pending_lost_.empty()) {
-      for (const SupervisorEvent& e : supervisor_.DoWork(std::min(
-               {stop_deadline_, next_fence_poll_, next_standby_poll_, next_lost_retry_}))) {
+      for (const SupervisorEvent& e :
+           supervisor_.DoWork(std::min({stop_deadline_, next_fence_poll_, next_standby_poll_,
+                                        next_lost_retry_, next_settle_poll_}))) {
         OnEvent(e);
       }
+      if (absl::Now() >= next_settle_poll_) PollSettled();
       if (absl::Now() >= next_lost_retry_) RetryLostReports();
       if (absl::Now() >= stop_deadline_) EndOverdueStop();
       if (absl::Now() >= next_standby_poll_) PollStandby();
@@ -79,6 +84,7 @@ class LauncherRun {
         }
       }
     }
+    EndSettling();
     StopWarm();
     if (coordinator_ >= 0) OutlastCoordinator();
     if (lock_ != nullptr) lock_->Release();  // the job is over: its dist_file path is free
@@ -255,6 +261,7 @@ class LauncherRun {
   // Hands the slot of the lost worker `lost_id` to the warm worker, if one is ready: the warm
   // worker becomes that local rank's (with its relay socket) and a new warm one is started.
   bool ActivateWarm(int lost_id, const std::string& who, const ExitStatus& status) {
+    if (settling_link_ >= 0) PollSettled();  // the last one may have settled since the last look
     if (!warm_ || !supervisor_.running(warm_->id)) return false;
     size_t slot = workers_.size();
     for (size_t i = 0; i < workers_.size(); ++i) {
@@ -265,8 +272,8 @@ class LauncherRun {
     warm_.reset();
     const absl::Status sent =
         SendWarmActivation(warm.task_end, local_ranks_[slot], relay_fds_[slot]);
-    ::close(warm.task_end);
     if (!sent.ok()) {
+      ::close(warm.task_end);
       Log(task_, absl::StrCat("warm worker (pid ", supervisor_.pid(warm.id),
                               ") cannot take the slot: ", sent.message(), "; starting one"));
       supervisor_.Stop(warm.id, options_.timeouts.worker_stop_grace);
@@ -275,8 +282,33 @@ class LauncherRun {
     workers_[slot] = warm.id;
     Log(task_, absl::StrCat("worker ", who, " ", status.Describe(), "; the warm worker (pid ",
                             supervisor_.pid(warm.id), ") takes local rank ", local_ranks_[slot]));
-    if (policy_.may_respawn()) StartWarm();
+    // The next warm worker waits for this one's first step (warm_link.h).
+    EndSettling();
+    settling_ = warm.id;
+    settling_link_ = warm.task_end;
+    next_settle_poll_ = absl::Now() + kSettlePoll;
     return true;
+  }
+
+  // The warm worker last activated has committed its first step, or ended: start the next one.
+  void PollSettled() {
+    if (!WarmLinkClosed(settling_link_)) {
+      next_settle_poll_ = absl::Now() + kSettlePoll;
+      return;
+    }
+    const int settled = settling_;
+    EndSettling();
+    if (!policy_.may_respawn() || warm_) return;
+    Log(task_, absl::StrCat("the warm worker (pid ", supervisor_.pid(settled), ") ",
+                            supervisor_.running(settled) ? "committed its first step" : "ended",
+                            "; starting the next warm worker"));
+    StartWarm();
+  }
+
+  void EndSettling() {
+    if (settling_link_ >= 0) ::close(settling_link_);
+    settling_link_ = -1;
+    next_settle_poll_ = absl::InfiniteFuture();
   }
 
   // The warm worker ended before it was needed: replacements start cold from now on.
@@ -294,6 +326,7 @@ class LauncherRun {
   }
 
   void StopWorkers() {
+    EndSettling();
     StopWarm();
     for (int id : workers_) supervisor_.Stop(id, options_.timeouts.worker_stop_grace);
   }
@@ -660,6 +693,11 @@ class LauncherRun {
     int task_end;
   };
   std::optional<Warm> warm_;
+  // The link of the warm worker last activated, until it has committed its first step (its end
+  // closes); the next warm worker starts then (trainer/launcher/warm_link.h).
+  int settling_ = -1;  // its supervisor id
+  int settling_link_ = -1;
+  absl::Time next_settle_poll_ = absl::InfiniteFuture();
   std::vector<int> warm_started_;
   std::vector<int> relay_fds_;               // per slot, as workers_: its relay socket, or -1
   std::unique_ptr<DistFileLock> lock_;       // task 0: the job's dist_file, held to the end

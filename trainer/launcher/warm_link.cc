@@ -102,4 +102,15 @@ absl::StatusOr<WarmActivation> AwaitWarmActivation(int worker_end,
   }
 }
 
+bool WarmLinkClosed(int task_end) {
+  pollfd p{task_end, POLLIN, 0};
+  int ready;
+  do {
+    ready = ::poll(&p, 1, 0);
+  } while (ready < 0 && errno == EINTR);
+  // The worker sends nothing after its activation: any event is the link's end (a broken
+  // descriptor counts as closed too).
+  return ready != 0;
+}
+
 }  // namespace ddp

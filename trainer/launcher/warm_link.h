@@ -6,7 +6,13 @@
 //
 //   task:   MakeWarmLink(); start the worker with worker_end inherited (DDP_WORKER_WARM_FD);
 //           close worker_end; on a loss SendWarmActivation(task_end, local_rank, relay_fd).
-//   worker: AwaitWarmActivation(fd, stop) -> local rank and relay socket; go on as a replacement.
+//   worker: AwaitWarmActivation(fd, stop) -> local rank and relay socket; go on as a replacement,
+//           and close fd after the first committed step.
+//   task:   WarmLinkClosed(task_end) -> start the next warm worker.
+//
+// The next warm worker starts only when the activated one has committed its first step (or
+// ended): its start-up (LibTorch loading, the data open) would otherwise take CPU from the
+// recovery it was started for.
 //
 // One SOCK_SEQPACKET socketpair per warm worker; one packet ("ddp-warm v1 <local rank>") with at
 // most one descriptor. The worker ends when the task closes its end first or a stop signal comes
@@ -44,6 +50,9 @@ struct WarmActivation {
 absl::StatusOr<WarmActivation> AwaitWarmActivation(int worker_end,
                                                    const std::function<bool()>& stop,
                                                    absl::Duration poll = absl::Milliseconds(100));
+
+// True once the worker has closed its end of the link (or is gone); never blocks.
+bool WarmLinkClosed(int task_end);
 
 }  // namespace ddp
 

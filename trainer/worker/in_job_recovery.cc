@@ -29,7 +29,11 @@ std::string WithoutMethod(absl::string_view message) {
 
 InJobRecovery::InJobRecovery(CommunicationStage& comm, CoordinatorSession& session,
                              TrainingPosition& position, Options options)
-    : comm_(comm), session_(session), position_(position), options_(options) {
+    : comm_(comm),
+      session_(session),
+      position_(position),
+      options_(options),
+      on_first_step_(std::move(options.on_first_step)) {
   session_.reporter().OnNewerGeneration([this] { comm_.Interrupt(); });
   // An announcement that came after the rejoin was answered but before the build began.
   comm_.SetSupersededCheck([this] { return session_.reporter().newer_generation(); });
@@ -117,7 +121,8 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
   }
 }
 
-void InJobRecovery::OnStepCommitted() {
+void InJobRecovery::OnStepCommitted(const StepSeconds* step) {
+  if (on_first_step_) std::exchange(on_first_step_, nullptr)();
   if (!pending_) return;
   const Pending p = *std::move(pending_);
   pending_.reset();
@@ -127,7 +132,7 @@ void InJobRecovery::OnStepCommitted() {
   std::printf(
       "%srecovery %d: %s; restarts %d of %d; membership generation %ld formed %.2f s after the "
       "loss; state from rank %d at step %ld; training resumed at step %ld, %.2f s after this %s "
-      "(%s process group built in %.2f s, state synced in %.2f s, DDP engine built in %.2f s) "
+      "(%s process group built in %.2f s, state synced in %.2f s, DDP engine built in %.2f s)%s "
       "(unix time %.3f)\n",
       session_.log_prefix().c_str(), p.index,
       p.cause.text.empty() ? "a collective failed" : p.cause.text.c_str(), p.restarts,
@@ -138,7 +143,15 @@ void InJobRecovery::OnStepCommitted() {
       p.rejoin_seconds < 0
           ? ""
           : absl::StrFormat("rejoin answered after %.2f s,", p.rejoin_seconds).c_str(),
-      p.connect.group, p.connect.sync, p.connect.engine, unix_now);
+      p.connect.group, p.connect.sync, p.connect.engine,
+      step == nullptr
+          ? ""
+          : absl::StrFormat(" (first step: data %.3f s, forward %.3f s, backward %.3f s, "
+                            "allreduce wait %.3f s, optimizer %.3f s)",
+                            step->data, step->ddp.forward_ms / 1e3, step->ddp.backward_ms / 1e3,
+                            step->ddp.comm_wait_ms / 1e3, step->ddp.optimizer_ms / 1e3)
+                .c_str(),
+      unix_now);
   std::fflush(stdout);
 }
 

@@ -26,12 +26,14 @@
 #define SLURM_DDP_TRAINER_WORKER_IN_JOB_RECOVERY_H_
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/failure_cause.h"
+#include "trainer/ddp/reducer.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/coordinator_session.h"
 #include "trainer/worker/test_hold.h"
@@ -45,6 +47,9 @@ class InJobRecovery {
     absl::Duration rejoin_timeout = absl::Seconds(120);  // one Rejoin answer at most
     int max_restarts = 0;                                // for the log line
     const TestHold* hold = nullptr;  // end-to-end tests: "rejoin", "connect" (test_hold.h)
+    // Called once, after this worker's first committed step (an activated warm worker closes
+    // its warm link then: trainer/launcher/warm_link.h).
+    std::function<void()> on_first_step;
   };
 
   InJobRecovery(CommunicationStage& comm, CoordinatorSession& session, TrainingPosition& position,
@@ -62,8 +67,14 @@ class InJobRecovery {
   // A failed collective or store call (UNAVAILABLE, DEADLINE_EXCEEDED: a peer is gone or the
   // coordinator announced a newer generation), which Recover handles.
   static bool Recoverable(const absl::Status& status);
-  // Call after each committed step (cheap): prints the pending recovery line on rank 0.
-  void OnStepCommitted();
+  // What the first step after a recovery spent, for its line (bench/recovery.sh reads it).
+  struct StepSeconds {
+    double data = 0;  // waiting for the batch
+    StepTimings ddp;  // the DDP engine's forward, backward, allreduce wait and optimizer
+  };
+  // Call after each committed step (cheap): prints the pending recovery line on rank 0, with
+  // `step`'s breakdown when given (none after the last step).
+  void OnStepCommitted(const StepSeconds* step = nullptr);
 
   int recoveries() const { return recoveries_; }
 
@@ -90,6 +101,7 @@ class InJobRecovery {
   const Options options_;
   int recoveries_ = 0;
   std::optional<Pending> pending_;
+  std::function<void()> on_first_step_;  // options_'s, until called
 };
 
 }  // namespace ddp

@@ -347,6 +347,14 @@ def case_warm_worker_takes_the_slot(tmp):
                          r"ready after" % (rank, pid), out), f"warm worker {pid} did not say so",
                out)
     expect("started it again" not in out, "a replacement process was started cold", out)
+    # The next warm worker starts once the activated one has committed its first step, so that
+    # its start-up takes no CPU from the recovery (trainer/launcher/warm_link.h).
+    settled = re.findall(r"the warm worker \(pid (\d+)\) committed its first step; starting the "
+                         r"next warm worker", out)
+    expect(settled[:1] == [taken[0][0]], f"warm workers settled {settled}, want {taken[0][0]} "
+           "first", out)
+    expect(out.index("takes local rank 1") < out.index("committed its first step"),
+           "the next warm worker started before the first was activated", out)
     expect("resuming from" not in out, "a checkpoint file was read", out)
     left = subprocess.run(["pgrep", "-s", str(job.p.pid)], stdout=subprocess.PIPE,
                           text=True).stdout.split()

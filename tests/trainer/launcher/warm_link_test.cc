@@ -3,8 +3,10 @@
 // receiver; a stop flag, a closed task end and a malformed packet each end the wait.
 #include "trainer/launcher/warm_link.h"
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -101,6 +103,37 @@ TEST(WarmLinkTest, SendToAGoneWorkerIsUnavailable) {
   ASSERT_TRUE(link.ok());
   ::close(link->worker_end);
   EXPECT_TRUE(absl::IsUnavailable(SendWarmActivation(link->task_end, 1, -1)));
+  ::close(link->task_end);
+}
+
+TEST(WarmLinkTest, ClosedOnlyOnceTheActivatedWorkerClosesItsEnd) {
+  absl::StatusOr<WarmLinkEnds> link = MakeWarmLink();
+  ASSERT_TRUE(link.ok());
+  ASSERT_TRUE(SendWarmActivation(link->task_end, 2, -1).ok());
+  ASSERT_TRUE(AwaitWarmActivation(link->worker_end, [] { return false; }).ok());
+  EXPECT_FALSE(WarmLinkClosed(link->task_end)) << "the worker still holds its end";
+  EXPECT_FALSE(WarmLinkClosed(link->task_end)) << "looking does not consume anything";
+  ::close(link->worker_end);  // its first step is committed (or it died)
+  EXPECT_TRUE(WarmLinkClosed(link->task_end));
+  ::close(link->task_end);
+}
+
+TEST(WarmLinkTest, AKilledWorkerClosesItsEnd) {
+  absl::StatusOr<WarmLinkEnds> link = MakeWarmLink();
+  ASSERT_TRUE(link.ok());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(link->task_end);
+    ::pause();  // holds worker_end until killed
+    ::_exit(0);
+  }
+  ::close(link->worker_end);
+  EXPECT_FALSE(WarmLinkClosed(link->task_end));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WarmLinkClosed(link->task_end));
   ::close(link->task_end);
 }
 

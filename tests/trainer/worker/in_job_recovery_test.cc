@@ -81,8 +81,15 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
                     "after this rank saw the failure \\(rejoin answered "
                     "after [0-9]+\\.[0-9]+ s, process group built in "
                     "[0-9]+\\.[0-9]+ s, state synced in [0-9]+\\.[0-9]+ s, DDP engine built in "
-                    "[0-9]+\\.[0-9]+ s\\) "
+                    "[0-9]+\\.[0-9]+ s\\) \\(first step: data 0\\.012 s, forward 0\\.034 s, "
+                    "backward 0\\.056 s, allreduce wait 0\\.078 s, optimizer 0\\.009 s\\) "
                     "\\(unix time [0-9]+\\.[0-9]+\\)"));
+    // The first committed step's hook ran once, on every rank that committed one.
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_NE(results[r].output.find("first-step hook calls: 1\n"), std::string::npos)
+          << "rank " << r << ":\n"
+          << results[r].output;
+    }
     EXPECT_EQ(results[1].output.find("recovery 1:"), std::string::npos) << "rank 0 only";
     return;
   }
@@ -95,7 +102,12 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
   Worker w(rank);
   auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), kWorld);
   CommunicationStage comm(store, testing::GlooOptions(), model, at);
-  InJobRecovery recovery(comm, *w.session, at, {absl::Seconds(60), 3, nullptr});
+  int first_step_calls = 0;
+  InJobRecovery::Options options;
+  options.rejoin_timeout = absl::Seconds(60);
+  options.max_restarts = 3;
+  options.on_first_step = [&first_step_calls] { ++first_step_calls; };
+  InJobRecovery recovery(comm, *w.session, at, options);
   ASSERT_TRUE(recovery.Connect().ok());
   auto loader = testing::LoaderAt(c, data, at, rank, kWorld);
   testing::TrainSteps(c, model, comm, at, *loader, kWorld, kBefore);
@@ -139,8 +151,17 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
   // Training goes on in the new group from the synced position (the loop's resume rule).
   auto rest = testing::LoaderAt(c, data, at, rank, 2);
   testing::TrainSteps(c, model, comm, at, *rest, 2, 1);
-  recovery.OnStepCommitted();
+  EXPECT_EQ(first_step_calls, 0);
+  InJobRecovery::StepSeconds seconds;
+  seconds.data = 0.012;
+  seconds.ddp.forward_ms = 34;
+  seconds.ddp.backward_ms = 56;
+  seconds.ddp.comm_wait_ms = 78;
+  seconds.ddp.optimizer_ms = 9;
+  recovery.OnStepCommitted(&seconds);
   recovery.OnStepCommitted();  // printed once
+  std::printf("first-step hook calls: %d\n", first_step_calls);
+  std::fflush(stdout);
   EXPECT_EQ(at.step, kBefore + 1);
 
   // A newer generation announced in a heartbeat interrupts the stage from the reporter thread.
