@@ -31,10 +31,14 @@ std::shared_ptr<const StatusSnapshot> StatusCache::Current() const {
 
 bool StatusCache::Due(const StatusSnapshot& s) const {
   const absl::Duration age = clock_->Now() - s.built;
-  if (age < std::max(max_age_, kBuildCpuFactor * s.build_cpu)) return false;
+  if (age < kBuildCpuFactor * s.build_cpu) return false;
   // While workers register, readers rebuild on demand (registrations are major changes); the
   // ticker keeps out of the registration lock's way except once a second.
   if (s.status.state == JobState::kRegistering) return age >= absl::Seconds(1);
+  // A major change as soon as the CPU budget allows (watchers and the chart see a state change
+  // within a tick in a small world); anything else once the snapshot is max_age old.
+  if (MajorStale(s)) return true;
+  if (age < max_age_) return false;
   return job_->version() != s.version || age >= absl::Seconds(1);
 }
 

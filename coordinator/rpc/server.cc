@@ -176,12 +176,11 @@ void CoordinatorServer::TickLoop() {
                               "' can no longer form: a newer membership generation is forming")));
     }
     gate_->ExpireAwaitedRequests();
+    // Refresh() takes a state change at once where the CPU budget allows (status_cache.h); while
+    // workers register, once a second: a build per tick would copy the whole world under the
+    // registration lock 20 times a second (every registration is a major change).
     cache_->Refresh();
-    // While workers register the chart has nothing to add, and a Get() per tick would copy the
-    // whole world under the registration lock 20 times a second (every registration is a major
-    // change); Refresh() keeps that snapshot at most a second old.
     std::shared_ptr<const StatusSnapshot> snapshot = cache_->Current();
-    if (snapshot->status.state != JobState::kRegistering) snapshot = cache_->Get();
     history_->Add(snapshot->status);
     service_->PollWatchers();
     refusals_->Flush();

@@ -99,6 +99,42 @@ TEST(StatusCacheCost, RefreshWaitsTenTimesTheLastBuildsCpuTime) {
   }
 }
 
+// A state change (a major one: here an event) is rebuilt by the ticker without waiting for
+// max_age, but not sooner than the CPU budget either: in a recovery of a large world its events
+// and state changes come faster than a build's budget.
+TEST(StatusCacheCost, AMajorChangeWaitsForTheCpuBudgetNotForMaxAge) {
+  constexpr int kWorld = 4096;
+  FakeClock clock;
+  JobConfig c;
+  c.job_id = "major";
+  c.world_size = kWorld;
+  Job job(c, &clock);
+  for (int i = 0; i < kWorld; ++i) {
+    WorkerIdentity w;
+    w.host = absl::StrCat("node", i);
+    w.node_rank = i;
+    w.local_world_size = 1;
+    w.pid = 100 + i;
+    job.Register(w, [](absl::StatusOr<RankAssignment>) {});
+  }
+  StatusCache cache(&job, &clock, absl::Hours(1));
+  ASSERT_EQ(cache.Get()->status.state, JobState::kRunning);
+  const uint64_t built = cache.builds();
+  const absl::Duration cost = cache.Current()->build_cpu;
+  ASSERT_GT(cost, absl::ZeroDuration());
+  job.Event("operator note");
+  clock.Advance(kBuildCpuFactor * cost - absl::Microseconds(1));
+  EXPECT_FALSE(cache.Refresh()) << "rebuilt before " << kBuildCpuFactor << " x " << cost;
+  clock.Advance(absl::Microseconds(2));
+  EXPECT_TRUE(cache.Refresh()) << "a state change waited for max_age";
+  EXPECT_EQ(cache.builds(), built + 1);
+  // A reader still gets the change it may have caused at once, whatever the budget.
+  job.Event("another note");
+  EXPECT_FALSE(cache.Refresh());
+  EXPECT_EQ(cache.Get()->major_version, job.major_version());
+  EXPECT_EQ(cache.builds(), built + 2);
+}
+
 // A rebuild writes into the buffers of the snapshot replaced last, and only once no reader
 // holds it: a snapshot in a reader's hands never changes.
 TEST_F(StatusCacheTest, ARebuildReusesAReleasedSnapshotNeverAHeldOne) {
