@@ -11,7 +11,8 @@
 # node task's own connection; the coordinator's CPU from /proc) and a status window (GetStatus
 # p50/p99 from an operator process while every rank heartbeats) and a re-formation (one rank
 # lost, its replacement registers, every other rank rejoins the next membership generation, each
-# fetches its shard; timed to the last rank holding them); then the status snapshot's
+# fetches its shard; timed from the driver's command to the last rank holding them, the
+# simulated calls' contexts and requests made before it, untimed); then the status snapshot's
 # rendering, full against incremental (ddp-renderbench), at each size. Every agent process, of
 # either baseline, makes its heap resident before it reports ready (--heap-reserve-kib,
 # common/heap_reserve.h); the servers run with their own defaults: ddp-coordinator with the
@@ -44,7 +45,9 @@
 # that grows with the agents), and then every worker opens its own store client for its process
 # group (the per-rank TCPStore runs' connect), while ddp-trainer's workers open none (their
 # store calls go over their node task's connection). The "as deployed" lines put them side by
-# side: the rendezvous from the last node connected, and the whole start-up.
+# side: the rendezvous from the last node connected, and the whole start-up. Each run spreads its
+# connections over agent processes alike: one per 2,048 connections, at least 2 (a per-node run
+# at 16,384 ranks has 2,048 connections in 2 processes, as the agents' run at 16,384 does).
 #
 # TCPStore runs with "::ffff:127.0.0.1 localhost" added to /etc/hosts inside a private mount
 # namespace (unshare -m; needs root), so that its reverse lookups of the loopback address never
@@ -191,7 +194,7 @@ for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n"; done); 
 done
 
 echo
-echo "Re-formation after one lost rank (in-job recovery with every rank heartbeating: one rank's node task reports it lost, its replacement (a new connection) registers, every other rank rejoins the next membership generation at once, as a failed collective tells ddp-trainer's workers, and the replacement fetches its shard (a survivor too when its rank or the world size changed, as ddp-trainer's workers do; every rank with --reform-all-shards); seconds from the driver's command, which the loss report follows, to the last rank holding its new rank and shard; one connection and one call per rank, or per 8-rank node task in the /node rows)"
+echo "Re-formation after one lost rank (in-job recovery with every rank heartbeating: one rank's node task reports it lost, its replacement (a new connection) registers, every other rank rejoins the next membership generation at once, as a failed collective tells ddp-trainer's workers, and the replacement fetches its shard (a survivor too when its rank or the world size changed, as ddp-trainer's workers do; every rank with --reform-all-shards); seconds from the driver's command, which the loss report follows, to the last rank holding its new rank and shard (the simulated calls' contexts and requests are made before the command, untimed); one connection and one call per rank, or per 8-rank node task in the /node rows)"
 printf "%-12s %-14s %-14s %-13s %-13s %-11s %-10s %-10s %-9s\n" ranks re-formation_s rank_p50_ms rank_p99_ms srv_cpu_s generation hb_failed unhealthy state
 for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n"; done); do
   r="${res[$key]:-}"

@@ -26,6 +26,8 @@ inline constexpr char kCmdStop[] = "stop";              // stop heartbeating, fi
 // One rank lost (its node task reports it), every other rank rejoins the next membership
 // generation and the lost rank's replacement registers; each then fetches its shard.
 inline constexpr char kCmdReform[] = "reform";
+// Makes the next reform's contexts and requests (untimed), so that its time is the calls' alone.
+inline constexpr char kCmdPrepareReform[] = "prepare-reform";
 inline constexpr char kCmdQuit[] = "quit";  // exit (EOF on stdin does the same)
 
 // Reply fields, ordered as written.

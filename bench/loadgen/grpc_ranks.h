@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "bench/loadgen/agent_line.h"
@@ -91,6 +92,9 @@ class GrpcRanks {
   // of this process held its new rank and shard; a rank that joined any generation but the one
   // after the one it left counts as failed.
   PhaseReport Reform();
+  // Makes the next Reform's contexts and requests ahead of it (optional: Reform does it first
+  // otherwise), so that its time is the calls' alone. INVALID_ARGUMENT without a lost rank.
+  absl::Status PrepareReform();
   HeartbeatReport Counts();
   HeartbeatReport StopHeartbeats();
 
@@ -105,6 +109,7 @@ class GrpcRanks {
   void BeatLoop();
   void Rejoin(Rank* rank, const std::shared_ptr<Phase>& phase);
   std::unique_ptr<grpc::ClientContext> Fresh() const;  // token, phase deadline
+  void PrepareReformByNode();
   PhaseReport ReformByNode();
   // A NodeRegister or NodeRejoin answered: each rank that joined fetches its shard in one
   // NodeGetShard of the node; each rank's outcome goes to `phase`.
@@ -128,6 +133,10 @@ class GrpcRanks {
   const GrpcRanksOptions options_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::vector<std::unique_ptr<Node>> nodes_;  // node_heartbeats only
+  // PrepareReform's: the lost rank (and its node) in this process, if any.
+  bool reform_prepared_ = false;
+  Rank* reform_lost_ = nullptr;
+  Node* reform_lost_node_ = nullptr;
   std::thread beater_;
   std::atomic<bool> stop_{false};
   int64_t train_start_ns_ = 0;

@@ -17,32 +17,42 @@
 
 namespace ddp::bench {
 
-PhaseReport GrpcRanks::Reform() {
+absl::Status GrpcRanks::PrepareReform() {
   if (options_.lost_rank < 0 || options_.lost_rank >= options_.world) {
-    PhaseReport refused;
-    refused.failed = options_.count;
-    refused.first_error = "reform needs --lost-rank inside the world";
-    return refused;
+    return absl::InvalidArgumentError("reform needs --lost-rank inside the world");
   }
-  const std::string auth = "Bearer " + options_.token;
-  auto fresh = [&] {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->AddMetadata("authorization", auth);
-    c->set_deadline(DeadlineIn(options_.phase_timeout));
-    return c;
-  };
+  reform_lost_ = nullptr;
+  reform_lost_node_ = nullptr;
+  if (options_.node_calls) {
+    PrepareReformByNode();
+  } else {
+    // Every context of the phase exists before its first call (Phase::Finish may cancel them).
+    for (auto& r : ranks_) {
+      r->left_generation = r->register_reply.membership_generation();
+      r->ctx = Fresh();
+      r->ctx->set_wait_for_ready(true);  // the replacement's first call on its new connection
+      r->lost_ctx = Fresh();
+      r->rejoin_ctx = Fresh();
+      r->shard_ctx = Fresh();
+      if (r->global == options_.lost_rank) reform_lost_ = r.get();
+    }
+  }
+  reform_prepared_ = true;
+  return absl::OkStatus();
+}
+
+PhaseReport GrpcRanks::Reform() {
+  if (!reform_prepared_) {
+    if (absl::Status st = PrepareReform(); !st.ok()) {
+      PhaseReport refused;
+      refused.failed = options_.count;
+      refused.first_error = std::string(st.message());
+      return refused;
+    }
+  }
+  reform_prepared_ = false;
   if (options_.node_calls) return ReformByNode();
-  // Every context of the phase exists before its first call (Phase::Finish may cancel them).
-  Rank* lost = nullptr;
-  for (auto& r : ranks_) {
-    r->left_generation = r->register_reply.membership_generation();
-    r->ctx = fresh();
-    r->ctx->set_wait_for_ready(true);  // the replacement's first call on its new connection
-    r->lost_ctx = fresh();
-    r->rejoin_ctx = fresh();
-    r->shard_ctx = fresh();
-    if (r->global == options_.lost_rank) lost = r.get();
-  }
+  Rank* lost = reform_lost_;
   auto phase = std::make_shared<Phase>(options_.count);
   // Its node task sees the death first (SIGCHLD); the survivors' collectives fail at once too.
   if (lost != nullptr) ReportLostAndReplace(lost, phase);
@@ -161,26 +171,32 @@ void GrpcRanks::FetchShard(Rank* rank, const std::shared_ptr<Phase>& phase, cons
       [rank, phase](grpc::Status s) { phase->Done(rank->issued_ns, s, "GetShard"); });
 }
 
-PhaseReport GrpcRanks::ReformByNode() {
+void GrpcRanks::PrepareReformByNode() {
   const int per_node = options_.world % options_.per_node == 0 ? options_.per_node : 1;
-  // Every context and request of the phase exists before its first call.
-  Node* lost_node = nullptr;
-  Rank* lost = nullptr;
+  // Only the contexts a node can use: its survivors' join and shard calls, and on the lost rank's
+  // node the loss report and the replacement's calls (a context costs microseconds to make, and
+  // the setup of 2,048 nodes is not the coordinator's time).
   for (auto& n : nodes_) {
     n->survivors = NodeCallSet();
     n->replacement = NodeCallSet();
-    n->lost_ctx = Fresh();
+    n->lost_ctx = nullptr;
+    bool holds_lost = false;
+    bool has_survivors = false;
+    for (Rank* r : n->ranks) (r->global == options_.lost_rank ? holds_lost : has_survivors) = true;
     for (NodeCallSet* c : {&n->survivors, &n->replacement}) {
-      c->join_ctx = Fresh();
-      c->shard_ctx = Fresh();
+      if (c == &n->survivors ? has_survivors : holds_lost) {
+        c->join_ctx = Fresh();
+        c->shard_ctx = Fresh();
+      }
       c->register_req.set_node_rank(n->first_global / per_node);
       c->rejoin_req.set_node_rank(n->first_global / per_node);
     }
+    if (holds_lost) n->lost_ctx = Fresh();
     for (Rank* r : n->ranks) {
       r->left_generation = r->register_reply.membership_generation();
       if (r->global == options_.lost_rank) {
-        lost_node = n.get();
-        lost = r;
+        reform_lost_node_ = n.get();
+        reform_lost_ = r;
         continue;
       }
       pb::RejoinRequest* q = n->survivors.rejoin_req.add_workers();
@@ -192,6 +208,11 @@ PhaseReport GrpcRanks::ReformByNode() {
       n->survivors.ranks.push_back(r);
     }
   }
+}
+
+PhaseReport GrpcRanks::ReformByNode() {
+  Node* const lost_node = reform_lost_node_;
+  Rank* const lost = reform_lost_;
   auto phase = std::make_shared<Phase>(options_.count);
   if (lost != nullptr) {
     ReportLost(lost, lost_node->stub.get(), lost_node->lost_ctx.get(), phase,

@@ -117,6 +117,11 @@ int Main(int argc, char** argv) {
          ranks.StartHeartbeats();
          return ReplyFields().Format();
        }},
+      {kCmdPrepareReform,
+       [&] {
+         const absl::Status st = ranks.PrepareReform();
+         return st.ok() ? ReplyFields().Format() : FormatError(st.message());
+       }},
       {kCmdReform, [&] { return PhaseReply(ranks.Reform()); }},
       {kCmdCount, [&] { return BeatReply(ranks.Counts()); }},
       {kCmdStop, [&] { return BeatReply(ranks.StopHeartbeats()); }},

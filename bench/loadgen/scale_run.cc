@@ -35,7 +35,10 @@ double LoadAverage() {
 }  // namespace
 
 ScaleRun::ScaleRun(ScaleOptions options) : options_(std::move(options)) {
-  procs_ = options_.procs > 0 ? options_.procs : std::max(2, (options_.ranks + 2047) / 2048);
+  // One agent process per 2,048 connections (at least 2): per rank, one connection per rank; per
+  // node, one per 8-rank node, as the TCPStore agents' runs have one per agent.
+  const int connections = options_.node_calls ? (options_.ranks + 7) / 8 : options_.ranks;
+  procs_ = options_.procs > 0 ? options_.procs : std::max(2, (connections + 2047) / 2048);
   procs_ = std::min(procs_, options_.ranks);
 }
 
@@ -322,6 +325,9 @@ absl::Status ScaleRun::Reformation() {
   // Every rank heartbeats through the re-formation, as a running job's do.
   RETURN_IF_ERROR(agents_->Broadcast(kCmdBeat, absl::Now() + absl::Seconds(60)).status());
   absl::SleepFor(options_.warmup);
+  // The simulated calls' contexts and requests are made first, untimed: each real worker or node
+  // task makes its own on its own CPU.
+  RETURN_IF_ERROR(agents_->Broadcast(kCmdPrepareReform, absl::Now() + absl::Seconds(60)).status());
   RETURN_IF_ERROR(TimedPhase(kCmdReform, "reformation"));
   ASSIGN_OR_RETURN(const JobSnapshot formed, probe->Once());
   // A heartbeat period or two in the new generation, the replacement's included.

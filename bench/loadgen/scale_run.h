@@ -29,7 +29,9 @@ struct ScaleOptions {
   // tcpstore-py: torch.distributed.TCPStore from Python (tcpstore_rendezvous.py).
   std::string target = "grpc";
   int ranks = 1024;
-  int procs = 0;         // agent processes; 0: max(2, ranks / 2048 rounded up)
+  // Agent processes; 0: one per 2,048 connections rounded up, at least 2 (a connection per rank,
+  // or per 8-rank node with node_calls).
+  int procs = 0;
   std::string bin_dir;   // ddp-coordinator, ddp-rankgen, ddp-tcpstore-bench
   std::string work_dir;  // logs and the dist_file
   std::string python;    // tcpstore-py: a Python with torch, and the script
@@ -51,7 +53,8 @@ struct ScaleOptions {
   // replacement registers, every other rank rejoins, the replacement fetches its shard (and a
   // survivor whose rank or world changed, or every rank with reform_all_shards)), timed from the
   // command that starts it, which the loss report follows, to the last rank holding its new rank
-  // and shard. -1: no re-formation (the coordinator then runs without restarts, as before).
+  // and shard; the agents make the calls' contexts and requests before it (prepare-reform,
+  // untimed). -1: no re-formation (the coordinator then runs without restarts, as before).
   int lost_rank = -1;
   // grpc: in the re-formation every rank fetches its shard again (GrpcRanksOptions).
   bool reform_all_shards = false;

@@ -47,7 +47,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"grpc", "tcpstore", "tcpstore-py"}));
   app.add_option("--ranks", o.ranks, "Simulated ranks, one connection each")
       ->check(CLI::Range(1, 131072));
-  app.add_option("--procs", o.procs, "Agent processes (default: max(2, ranks/2048))")
+  app.add_option("--procs", o.procs,
+                 "Agent processes (default: max(2, connections/2048); a connection per rank, or "
+                 "per 8-rank node with --node-calls)")
       ->check(CLI::Range(0, 256));
   app.add_option("--bin-dir", o.bin_dir, "Where the binaries are (default: beside this one)");
   app.add_option("--python", o.python, "tcpstore-py: a Python with torch");
