@@ -235,6 +235,9 @@ if [[ $node == 1 && $have_cpp == 1 ]]; then
     a="${res[agents-$n]:-}"; d="${res[node-$n]:-}"; t="${res[cpp-$n]:-}"
     [[ -z "$a" || -z "$d" ]] && continue
     echo "  $n ranks ($((n / 8)) nodes): rendezvous from the last node connected: torchrun agents $(field rendezvous_s "$a") s, ours $(field rendezvous_s "$d") s: $(ratio "$(field rendezvous_s "$a")" "$(field rendezvous_s "$d")")"
+    # Like for like: the agents' rendezvous hands out ranks only (DistributedSampler computes each
+    # worker's shard locally); ours also hands out shards. Ours to every rank holding its rank:
+    echo "  $n ranks ($((n / 8)) nodes): every rank holding its rank (no shard), from the last node connected: torchrun agents $(field rendezvous_s "$a") s, ours $(field rendezvous_ranked_s "$d") s: $(ratio "$(field rendezvous_s "$a")" "$(field rendezvous_ranked_s "$d")")"
     [[ -z "$t" ]] && continue
     tr="$(sum "$(field connect_s "$a")" "$(field rendezvous_s "$a")" "$(field connect_s "$t")")"
     ou="$(sum "$(field connect_s "$d")" "$(field rendezvous_s "$d")")"

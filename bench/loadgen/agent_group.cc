@@ -54,11 +54,20 @@ absl::StatusOr<GroupPhase> AgentGroup::TimedPhase(const std::string& command, ab
   ASSIGN_OR_RETURN(const std::vector<AgentReply> replies, Broadcast(command, deadline));
   GroupPhase phase;
   int64_t last = start;
+  int64_t ranked = start;
+  bool all_ranked = true;
   for (const AgentReply& r : replies) {
     ASSIGN_OR_RETURN(const int64_t done, r.Int("done_ns"));
     last = std::max(last, done);
+    const absl::StatusOr<int64_t> at = r.Int("ranked_ns");
+    if (at.ok() && *at > 0) {
+      ranked = std::max(ranked, *at);
+    } else {
+      all_ranked = false;
+    }
   }
   phase.seconds = static_cast<double>(last - start) / 1e9;
+  if (all_ranked) phase.ranked_seconds = static_cast<double>(ranked - start) / 1e9;
   ASSIGN_OR_RETURN(phase.latency, WorstOf(replies, "lat"));
   return phase;
 }

@@ -22,7 +22,10 @@ namespace ddp::bench {
 // A phase over all agents.
 struct GroupPhase {
   double seconds = 0;  // command sent -> the last rank of any agent done
-  Quantiles latency;   // per rank, the worst agent's (Worst of their summaries)
+  // Command sent -> the last rank holding its rank (gRPC; before its shard); -1 when not
+  // recorded by every agent.
+  double ranked_seconds = -1;
+  Quantiles latency;  // per rank, the worst agent's (Worst of their summaries)
 };
 
 class AgentGroup {

@@ -50,9 +50,10 @@ std::string PhaseReply(const PhaseReport& report) {
     return FormatError(
         absl::StrCat(report.failed, " ranks failed; the first: ", report.first_error));
   }
-  return ReplyFields()
-      .Add("done_ns", report.done_ns)
-      .Add("failed", static_cast<int64_t>(report.failed))
+  ReplyFields fields;
+  fields.Add("done_ns", report.done_ns);
+  if (report.ranked_ns > 0) fields.Add("ranked_ns", report.ranked_ns);
+  return fields.Add("failed", static_cast<int64_t>(report.failed))
       .Add("lat", report.latency)
       .Format();
 }

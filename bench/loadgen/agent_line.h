@@ -48,6 +48,9 @@ class ReplyFields {
 // One timed phase (connect, rendezvous) across an agent's ranks.
 struct PhaseReport {
   int64_t done_ns = 0;  // MonotonicNanos() when the last rank finished
+  // gRPC: when the last rank held its rank (Register's or Rejoin's answer), before its shard;
+  // 0 when not recorded (TCPStore: its rendezvous ends there).
+  int64_t ranked_ns = 0;
   int failed = 0;
   Quantiles latency;  // per rank, issue to completion, ms
   std::string first_error;

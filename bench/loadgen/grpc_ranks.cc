@@ -164,6 +164,7 @@ PhaseReport GrpcRanks::Rendezvous() {
             phase->Done(raw->issued_ns, s, "Register");
             return;
           }
+          phase->Ranked();
           raw->shard_req.mutable_worker()->set_rank(raw->register_reply.rank());
           raw->interval_ms = raw->register_reply.heartbeat_interval_ms();
           raw->rank = raw->register_reply.rank();  // from now on it heartbeats

@@ -139,6 +139,12 @@ class GrpcRanks::Phase {
     last_ns_ = std::max(last_ns_, now);
     --remaining_;
   }
+  // A rank (or a node's ranks) now holds its rank; its shard may still be on its way.
+  void Ranked() {
+    const int64_t now = MonotonicNanos();
+    absl::MutexLock lock(&mu_);
+    ranked_ns_ = std::max(ranked_ns_, now);
+  }
 
   // Waits for every call; past `deadline`, cancels the contexts and waits for the callbacks
   // (they come back CANCELLED at once), so no callback outlives the calls' storage.
@@ -173,6 +179,7 @@ class GrpcRanks::Phase {
   PhaseReport ReportLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     PhaseReport r;
     r.done_ns = last_ns_;
+    r.ranked_ns = ranked_ns_;
     r.failed = failed_ + remaining_;
     r.latency = Summarize(&ms_);
     r.first_error = first_error_;
@@ -183,6 +190,7 @@ class GrpcRanks::Phase {
   int remaining_ ABSL_GUARDED_BY(mu_);
   int failed_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t ranked_ns_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<double> ms_ ABSL_GUARDED_BY(mu_);
   std::string first_error_ ABSL_GUARDED_BY(mu_);
 };

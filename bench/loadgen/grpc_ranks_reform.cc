@@ -245,6 +245,7 @@ PhaseReport GrpcRanks::ReformByNode() {
 void GrpcRanks::NodeJoined(Node* node, NodeCallSet* c, const grpc::Status& s,
                            const std::shared_ptr<Phase>& phase, const char* what) {
   const bool complete = s.ok() && c->join_reply.results_size() == static_cast<int>(c->ranks.size());
+  bool ranked = false;  // a rank of this call now holds its rank
   for (size_t i = 0; i < c->ranks.size(); ++i) {
     Rank* r = c->ranks[i];
     if (!complete) {
@@ -264,6 +265,7 @@ void GrpcRanks::NodeJoined(Node* node, NodeCallSet* c, const grpc::Status& s,
     }
     r->register_reply = result.reply();
     r->interval_ms = result.reply().heartbeat_interval_ms();
+    ranked = true;
     if (c == &node->survivors && KeepsShard(r->rank.load(), result.reply())) {
       phase->Done(r->issued_ns, grpc::Status::OK, what);  // its shard is the one it holds
       continue;
@@ -274,6 +276,7 @@ void GrpcRanks::NodeJoined(Node* node, NodeCallSet* c, const grpc::Status& s,
     q->mutable_worker()->set_pid(r->pid.load());
     c->joined.push_back(r);
   }
+  if (ranked) phase->Ranked();
   if (c->joined.empty()) return;
   for (Rank* r : c->joined) r->rank = r->register_reply.rank();  // heartbeats (again)
   c->shard_req.set_node_rank(c->register_req.node_rank());

@@ -222,6 +222,7 @@ absl::Status ScaleRun::TimedPhase(const std::string& command, const std::string&
   // The clients' CPU too: on one machine they share its cores with the server. The host's idle
   // time says whether the phase was CPU-bound; its steal time, whether the host's neighbours
   // took part of the machine meanwhile (a figure from such a run is not comparable).
+  if (phase->ranked_seconds >= 0) result_.Add(name + "_ranked_s", phase->ranked_seconds);
   result_.Add(name + "_s", phase->seconds)
       .Add(name + "_rank", phase->latency)
       .Add(name + "_server_cpu_s", cpu_after - cpu_before)

@@ -40,6 +40,10 @@ for kv in calls=node ranks=1024 connect_rank_n=128 rendezvous_rank_n=1024 hb_fai
           reformation_hb_failed=0 reformation_job_state=RUNNING; do
   [[ "$(field "${kv%%=*}" "$d")" == "${kv#*=}" ]] || fail "per node: expected $kv, got $(field "${kv%%=*}" "$d")"
 done
+# Every rank held its rank before it held its shard: the rank-only time is there and no longer.
+awk -v r="$(field rendezvous_ranked_s "$d")" -v t="$(field rendezvous_s "$d")" \
+  'BEGIN { exit !(r != "" && r > 0 && r <= t) }' ||
+  fail "per node: rendezvous_ranked_s '$(field rendezvous_ranked_s "$d")' not in (0, rendezvous_s]"
 grep -q "1024 ranks: connect [0-9.]*x, rendezvous [0-9.]*x, re-formation [0-9.]*x" <<<"$out" ||
   fail "no per-rank / per-node ratio line"
 awk -v n="$(field status_n "$g")" 'BEGIN { exit !(n > 10) }' || fail "too few GetStatus samples"
@@ -62,6 +66,8 @@ if [[ -x "$bin/ddp-tcpstore-bench" ]]; then
   [[ "$(field rendezvous_rank_n "$a")" == 128 ]] || fail "torchrun agents baseline: $a"
   grep -q "1024 ranks (128 nodes): rendezvous from the last node connected: torchrun agents [0-9.]* s, ours [0-9.]* s: [0-9.]*x" <<<"$out" ||
     fail "no as-deployed rendezvous line"
+  grep -q "1024 ranks (128 nodes): every rank holding its rank (no shard), from the last node connected: torchrun agents [0-9.]* s, ours [0-9.]* s: [0-9.]*x" <<<"$out" ||
+    fail "no as-deployed rank-only line"
   grep -q "1024 ranks: from the first connect to every worker ready for its process group's store: torchrun [0-9.]* s .*, ours [0-9.]* s .*: [0-9.]*x" <<<"$out" ||
     fail "no as-deployed start-up line"
 fi
