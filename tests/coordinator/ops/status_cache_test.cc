@@ -65,23 +65,30 @@ TEST_F(StatusCacheTest, AStateChangeIsNeverMissedProgressMayBeOld) {
   EXPECT_TRUE(cache.Refresh());
 }
 
-// The ticker's rebuilds are spaced by the last build's CPU time (kBuildCpuFactor times it),
-// whatever max_age says: a large world's snapshot costs tens of milliseconds to build.
-TEST(StatusCacheCost, RefreshWaitsTenTimesTheLastBuildsCpuTime) {
-  constexpr int kWorld = 4096;
-  FakeClock clock;
+// A job of kWorld ranks, one per node, every one registered: a build costs measurable CPU.
+constexpr int kWorld = 4096;
+std::unique_ptr<Job> RunningJob(FakeClock* clock) {
   JobConfig c;
   c.job_id = "cost";
   c.world_size = kWorld;
-  Job job(c, &clock);
+  auto job = std::make_unique<Job>(c, clock);
   for (int i = 0; i < kWorld; ++i) {
     WorkerIdentity w;
     w.host = absl::StrCat("node", i);
     w.node_rank = i;
     w.local_world_size = 1;
     w.pid = 100 + i;
-    job.Register(w, [](absl::StatusOr<RankAssignment>) {});
+    job->Register(w, [](absl::StatusOr<RankAssignment>) {});
   }
+  return job;
+}
+
+// The ticker's rebuilds are spaced by the last build's CPU time (kBuildCpuFactor times it),
+// whatever max_age says: a large world's snapshot costs tens of milliseconds to build.
+TEST(StatusCacheCost, RefreshWaitsTenTimesTheLastBuildsCpuTime) {
+  FakeClock clock;
+  const std::unique_ptr<Job> running = RunningJob(&clock);
+  Job& job = *running;
   StatusCache cache(&job, &clock, absl::Microseconds(1));
   ASSERT_EQ(cache.Get()->status.state, JobState::kRunning);
   for (int round = 0; round < 3; ++round) {
@@ -103,20 +110,9 @@ TEST(StatusCacheCost, RefreshWaitsTenTimesTheLastBuildsCpuTime) {
 // max_age, but not sooner than the CPU budget either: in a recovery of a large world its events
 // and state changes come faster than a build's budget.
 TEST(StatusCacheCost, AMajorChangeWaitsForTheCpuBudgetNotForMaxAge) {
-  constexpr int kWorld = 4096;
   FakeClock clock;
-  JobConfig c;
-  c.job_id = "major";
-  c.world_size = kWorld;
-  Job job(c, &clock);
-  for (int i = 0; i < kWorld; ++i) {
-    WorkerIdentity w;
-    w.host = absl::StrCat("node", i);
-    w.node_rank = i;
-    w.local_world_size = 1;
-    w.pid = 100 + i;
-    job.Register(w, [](absl::StatusOr<RankAssignment>) {});
-  }
+  const std::unique_ptr<Job> running = RunningJob(&clock);
+  Job& job = *running;
   StatusCache cache(&job, &clock, absl::Hours(1));
   ASSERT_EQ(cache.Get()->status.state, JobState::kRunning);
   const uint64_t built = cache.builds();
