@@ -259,7 +259,8 @@ class LauncherRun {
   }
 
   // Hands the slot of the lost worker `lost_id` to the warm worker, if one is ready: the warm
-  // worker becomes that local rank's (with its relay socket) and a new warm one is started.
+  // worker becomes that local rank's (with its relay socket); the next warm one starts once it
+  // has committed its first step (PollSettled).
   bool ActivateWarm(int lost_id, const std::string& who, const ExitStatus& status) {
     if (settling_link_ >= 0) PollSettled();  // the last one may have settled since the last look
     if (!warm_ || !supervisor_.running(warm_->id)) return false;
