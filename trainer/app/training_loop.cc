@@ -178,10 +178,7 @@ class Loop {
       const double lr = LearningRate(schedule_, pos_.epoch, pos_.step);
       ASSIGN_OR_RETURN(const StepResult step, runner.Run(*batch, lr));
       AdvanceData(span, i);
-      if (ctx_.recovery != nullptr) {
-        const InJobRecovery::StepSeconds seconds{data_s, ctx_.comm.ddp().timings()};
-        ctx_.recovery->OnStepCommitted(&seconds);
-      }
+      if (ctx_.recovery != nullptr) ctx_.recovery->OnStepCommitted(data_s);
       Hold(TestHold::Point::kStep);
       RecordStep(step, i, batches, lr, data_s, meters);
       RETURN_IF_ERROR(CheckAbort());

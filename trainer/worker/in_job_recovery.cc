@@ -121,12 +121,21 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
   }
 }
 
-void InJobRecovery::OnStepCommitted(const StepSeconds* step) {
+void InJobRecovery::OnStepCommitted(std::optional<double> data_seconds) {
   if (on_first_step_) std::exchange(on_first_step_, nullptr)();
   if (!pending_) return;
   const Pending p = *std::move(pending_);
   pending_.reset();
   if (session_.rank().rank != 0) return;
+  std::string step;
+  if (data_seconds) {
+    const StepTimings t = comm_.ddp().timings();
+    step = absl::StrFormat(
+        " (first step: data %.3f s, forward %.3f s, backward %.3f s, allreduce wait %.3f s, "
+        "optimizer %.3f s)",
+        *data_seconds, t.forward_ms / 1e3, t.backward_ms / 1e3, t.comm_wait_ms / 1e3,
+        t.optimizer_ms / 1e3);
+  }
   const double local = SecondsSince(p.since);
   const double unix_now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
   std::printf(
@@ -143,15 +152,7 @@ void InJobRecovery::OnStepCommitted(const StepSeconds* step) {
       p.rejoin_seconds < 0
           ? ""
           : absl::StrFormat("rejoin answered after %.2f s,", p.rejoin_seconds).c_str(),
-      p.connect.group, p.connect.sync, p.connect.engine,
-      step == nullptr
-          ? ""
-          : absl::StrFormat(" (first step: data %.3f s, forward %.3f s, backward %.3f s, "
-                            "allreduce wait %.3f s, optimizer %.3f s)",
-                            step->data, step->ddp.forward_ms / 1e3, step->ddp.backward_ms / 1e3,
-                            step->ddp.comm_wait_ms / 1e3, step->ddp.optimizer_ms / 1e3)
-                .c_str(),
-      unix_now);
+      p.connect.group, p.connect.sync, p.connect.engine, step.c_str(), unix_now);
   std::fflush(stdout);
 }
 

@@ -33,7 +33,6 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/failure_cause.h"
-#include "trainer/ddp/reducer.h"
 #include "trainer/worker/communication_stage.h"
 #include "trainer/worker/coordinator_session.h"
 #include "trainer/worker/test_hold.h"
@@ -67,14 +66,10 @@ class InJobRecovery {
   // A failed collective or store call (UNAVAILABLE, DEADLINE_EXCEEDED: a peer is gone or the
   // coordinator announced a newer generation), which Recover handles.
   static bool Recoverable(const absl::Status& status);
-  // What the first step after a recovery spent, for its line (bench/recovery.sh reads it).
-  struct StepSeconds {
-    double data = 0;  // waiting for the batch
-    StepTimings ddp;  // the DDP engine's forward, backward, allreduce wait and optimizer
-  };
-  // Call after each committed step (cheap): prints the pending recovery line on rank 0, with
-  // `step`'s breakdown when given (none after the last step).
-  void OnStepCommitted(const StepSeconds* step = nullptr);
+  // Call after each committed step (cheap): prints the pending recovery line on rank 0, with the
+  // step's breakdown (bench/recovery.sh reads it): `data_seconds` waiting for its batch, then the
+  // DDP engine's timings. Without `data_seconds` (after the last step) no breakdown.
+  void OnStepCommitted(std::optional<double> data_seconds = std::nullopt);
 
   int recoveries() const { return recoveries_; }
 

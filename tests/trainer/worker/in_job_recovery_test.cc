@@ -76,14 +76,16 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
               std::string::npos)
         << results[0].output;
     // This rank's own path: the Rejoin's answer, the new group's build, the state sync.
-    EXPECT_THAT(results[0].output,
-                ::testing::ContainsRegex(
-                    "after this rank saw the failure \\(rejoin answered "
-                    "after [0-9]+\\.[0-9]+ s, process group built in "
-                    "[0-9]+\\.[0-9]+ s, state synced in [0-9]+\\.[0-9]+ s, DDP engine built in "
-                    "[0-9]+\\.[0-9]+ s\\) \\(first step: data 0\\.012 s, forward 0\\.034 s, "
-                    "backward 0\\.056 s, allreduce wait 0\\.078 s, optimizer 0\\.009 s\\) "
-                    "\\(unix time [0-9]+\\.[0-9]+\\)"));
+    EXPECT_THAT(
+        results[0].output,
+        ::testing::ContainsRegex(
+            "after this rank saw the failure \\(rejoin answered "
+            "after [0-9]+\\.[0-9]+ s, process group built in "
+            "[0-9]+\\.[0-9]+ s, state synced in [0-9]+\\.[0-9]+ s, DDP engine built in "
+            "[0-9]+\\.[0-9]+ s\\) \\(first step: data 0\\.012 s, forward [0-9]+\\.[0-9]{3} s, "
+            "backward [0-9]+\\.[0-9]{3} s, allreduce wait [0-9]+\\.[0-9]{3} s, "
+            "optimizer [0-9]+\\.[0-9]{3} s\\) "
+            "\\(unix time [0-9]+\\.[0-9]+\\)"));
     // The first committed step's hook ran once, on every rank that committed one.
     for (int r = 0; r < 2; ++r) {
       EXPECT_NE(results[r].output.find("first-step hook calls: 1\n"), std::string::npos)
@@ -152,13 +154,7 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
   auto rest = testing::LoaderAt(c, data, at, rank, 2);
   testing::TrainSteps(c, model, comm, at, *rest, 2, 1);
   EXPECT_EQ(first_step_calls, 0);
-  InJobRecovery::StepSeconds seconds;
-  seconds.data = 0.012;
-  seconds.ddp.forward_ms = 34;
-  seconds.ddp.backward_ms = 56;
-  seconds.ddp.comm_wait_ms = 78;
-  seconds.ddp.optimizer_ms = 9;
-  recovery.OnStepCommitted(&seconds);
+  recovery.OnStepCommitted(/*data_seconds=*/0.012);
   recovery.OnStepCommitted();  // printed once
   std::printf("first-step hook calls: %d\n", first_step_calls);
   std::fflush(stdout);
