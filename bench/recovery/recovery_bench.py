@@ -54,9 +54,12 @@ class Run:
         self.reader.start()
 
     def _read(self):
-        for line in self.p.stdout:
-            with self.lock:
-                self.lines.append((time.time(), line.rstrip("\n")))
+        # The job's output is also kept in the work folder (LOGS=DIR keeps it).
+        with open(self.dist + ".out", "a") as log:
+            for line in self.p.stdout:
+                log.write(line)
+                with self.lock:
+                    self.lines.append((time.time(), line.rstrip("\n")))
 
     def snapshot(self):
         with self.lock:
