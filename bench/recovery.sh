@@ -10,7 +10,8 @@
 #   BUILD_DIR=build bench/recovery.sh
 #   env: KILLS=10 (in-job recovery kills, cold and with a warm worker each)  OLD_KILLS=3
 #        (old-path kills)  CKPT=100 (old path: --checkpoint-every)  DATA=fashion-mnist (any
-#        --data)  WARM=0 (skip the --warm-workers 1 run)  LOGS=DIR (keep the work folder)
+#        --data)  WARM=0 (skip the --warm-workers 1 run)  LOGS=DIR (keep the work folder: the
+#        coordinators' logs and each job's output, dist_file.NAME.out)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN=${BUILD_DIR:-build}/bin
