@@ -23,13 +23,10 @@
 #include "trainer/launcher/coordinator_restarts.h"
 #include "trainer/launcher/failure_policy.h"
 #include "trainer/launcher/supervisor.h"
-#include "trainer/launcher/warm_link.h"
+#include "trainer/launcher/warm_workers.h"
 
 namespace ddp {
 namespace {
-
-// How often the task looks whether the warm worker it activated has committed its first step.
-constexpr absl::Duration kSettlePoll = absl::Milliseconds(50);
 
 void Log(const std::string& task, const std::string& line) {
   std::fprintf(stderr, "[ddp-trainer %s] %s\n", task.c_str(), line.c_str());
@@ -47,7 +44,11 @@ class LauncherRun {
         supervisor_({SIGTERM, SIGUSR1, SIGINT}),
         policy_(options.report_lost ? options.max_restarts : 0),
         coordinator_restarts_(
-            options.coordinator_resume_command.empty() ? 0 : options.coordinator_restarts) {}
+            options.coordinator_resume_command.empty() ? 0 : options.coordinator_restarts),
+        warm_(supervisor_, options.timeouts.worker_stop_grace,
+              {[this](int warm_fd) { return StartWorker(-1, -1, warm_fd); },
+               [this] { return policy_.may_respawn(); },
+               [this](const std::string& line) { Log(task_, line); }}) {}
 
   int Run() {
     if (plan_.start_coordinator) {
@@ -68,10 +69,10 @@ class LauncherRun {
     while (supervisor_.CountRunning(workers_) > 0 || !pending_lost_.empty()) {
       for (const SupervisorEvent& e :
            supervisor_.DoWork(std::min({stop_deadline_, next_fence_poll_, next_standby_poll_,
-                                        next_lost_retry_, next_settle_poll_}))) {
+                                        next_lost_retry_, warm_.next_poll()}))) {
         OnEvent(e);
       }
-      if (absl::Now() >= next_settle_poll_) PollSettled();
+      if (absl::Now() >= warm_.next_poll()) warm_.Poll();
       if (absl::Now() >= next_lost_retry_) RetryLostReports();
       if (absl::Now() >= stop_deadline_) EndOverdueStop();
       if (absl::Now() >= next_standby_poll_) PollStandby();
@@ -84,8 +85,7 @@ class LauncherRun {
         }
       }
     }
-    EndSettling();
-    StopWarm();
+    warm_.Stop();
     if (coordinator_ >= 0) OutlastCoordinator();
     if (lock_ != nullptr) lock_->Release();  // the job is over: its dist_file path is free
     const int result = policy_.task_exit_code();
@@ -237,98 +237,26 @@ class LauncherRun {
       local_ranks_.push_back(local_rank);
       relay_fds_.push_back(relay_fd);
     }
-    if (options_.warm_workers > 0 && policy_.may_respawn()) StartWarm();
+    if (options_.warm_workers > 0 && policy_.may_respawn()) warm_.Start();
   }
 
-  // A warm worker (trainer/launcher/warm_link.h), ready for the next lost worker of this task.
-  void StartWarm() {
-    absl::StatusOr<WarmLinkEnds> link = MakeWarmLink();
-    if (!link.ok()) {
-      Log(task_, absl::StrCat("no warm worker: ", link.status().message()));
-      return;
-    }
-    absl::StatusOr<int> id = StartWorker(-1, -1, link->worker_end);
-    ::close(link->worker_end);  // the warm worker has its own
-    if (!id.ok()) {
-      ::close(link->task_end);
-      Log(task_, absl::StrCat("no warm worker: cannot start ", id.status().message()));
-      return;
-    }
-    warm_ = Warm{*id, link->task_end};
-    warm_started_.push_back(*id);
-  }
-
-  // Hands the slot of the lost worker `lost_id` to the warm worker, if one is ready: the warm
-  // worker becomes that local rank's (with its relay socket); the next warm one starts once it
-  // has committed its first step (PollSettled).
+  // Hands the slot of the lost worker `lost_id` to the task's warm worker, if one is ready
+  // (warm_workers.h): it becomes that local rank's, with its relay socket.
   bool ActivateWarm(int lost_id, const std::string& who, const ExitStatus& status) {
-    if (settling_link_ >= 0) PollSettled();  // the last one may have settled since the last look
-    if (!warm_ || !supervisor_.running(warm_->id)) return false;
-    size_t slot = workers_.size();
-    for (size_t i = 0; i < workers_.size(); ++i) {
-      if (workers_[i] == lost_id) slot = i;
+    for (size_t slot = 0; slot < workers_.size(); ++slot) {
+      if (workers_[slot] != lost_id) continue;
+      const std::optional<int> id = warm_.Activate(local_ranks_[slot], relay_fds_[slot]);
+      if (!id) return false;
+      workers_[slot] = *id;
+      Log(task_, absl::StrCat("worker ", who, " ", status.Describe(), "; the warm worker (pid ",
+                              supervisor_.pid(*id), ") takes local rank ", local_ranks_[slot]));
+      return true;
     }
-    if (slot == workers_.size()) return false;
-    const Warm warm = *warm_;
-    warm_.reset();
-    const absl::Status sent =
-        SendWarmActivation(warm.task_end, local_ranks_[slot], relay_fds_[slot]);
-    if (!sent.ok()) {
-      ::close(warm.task_end);
-      Log(task_, absl::StrCat("warm worker (pid ", supervisor_.pid(warm.id),
-                              ") cannot take the slot: ", sent.message(), "; starting one"));
-      supervisor_.Stop(warm.id, options_.timeouts.worker_stop_grace);
-      return false;
-    }
-    workers_[slot] = warm.id;
-    Log(task_, absl::StrCat("worker ", who, " ", status.Describe(), "; the warm worker (pid ",
-                            supervisor_.pid(warm.id), ") takes local rank ", local_ranks_[slot]));
-    // The next warm worker waits for this one's first step (warm_link.h).
-    EndSettling();
-    settling_ = warm.id;
-    settling_link_ = warm.task_end;
-    next_settle_poll_ = absl::Now() + kSettlePoll;
-    return true;
-  }
-
-  // The warm worker last activated has committed its first step, or ended: start the next one.
-  void PollSettled() {
-    if (!WarmLinkClosed(settling_link_)) {
-      next_settle_poll_ = absl::Now() + kSettlePoll;
-      return;
-    }
-    const int settled = settling_;
-    EndSettling();
-    if (!policy_.may_respawn() || warm_) return;
-    Log(task_, absl::StrCat("the warm worker (pid ", supervisor_.pid(settled), ") ",
-                            supervisor_.running(settled) ? "committed its first step" : "ended",
-                            "; starting the next warm worker"));
-    StartWarm();
-  }
-
-  void EndSettling() {
-    if (settling_link_ >= 0) ::close(settling_link_);
-    settling_link_ = -1;
-    next_settle_poll_ = absl::InfiniteFuture();
-  }
-
-  // The warm worker ended before it was needed: replacements start cold from now on.
-  void OnWarmExit(const ExitStatus& status) {
-    Log(task_, absl::StrCat("warm worker (pid ", supervisor_.pid(warm_->id), ") ",
-                            status.Describe(), " before it was needed; replacements start cold"));
-    ::close(warm_->task_end);
-    warm_.reset();
-  }
-
-  void StopWarm() {
-    if (warm_ && supervisor_.running(warm_->id)) {
-      supervisor_.Stop(warm_->id, options_.timeouts.worker_stop_grace);
-    }
+    return false;
   }
 
   void StopWorkers() {
-    EndSettling();
-    StopWarm();
+    warm_.Stop();
     for (int id : workers_) supervisor_.Stop(id, options_.timeouts.worker_stop_grace);
   }
 
@@ -448,7 +376,7 @@ class LauncherRun {
   // Starts the slot of the lost worker `id` again: the same child, or, for a slot a warm worker
   // held (its spec is a warm worker's), a new child for that local rank. Returns the slot's id.
   absl::StatusOr<int> RespawnSlot(int id) {
-    if (std::find(warm_started_.begin(), warm_started_.end(), id) == warm_started_.end()) {
+    if (!warm_.StartedWarm(id)) {
       RETURN_IF_ERROR(supervisor_.Respawn(id));
       return id;
     }
@@ -486,8 +414,8 @@ class LauncherRun {
       case SupervisorEvent::Kind::kExited:
         if (e.id == coordinator_) {
           OnCoordinatorExit(*e.status);
-        } else if (warm_ && e.id == warm_->id) {
-          OnWarmExit(*e.status);
+        } else if (warm_.IsReady(e.id)) {
+          warm_.OnReadyExit(*e.status);
         } else if (LocalRankOf(e.id) < 0) {
           // A warm worker stopped after its activation failed, or at the end: not a slot's.
         } else {
@@ -547,9 +475,7 @@ class LauncherRun {
   };
 
   void OnWorkerExit(int id, const ExitStatus& status) {
-    const bool replacement =
-        supervisor_.starts(id) > 1 ||
-        std::find(warm_started_.begin(), warm_started_.end(), id) != warm_started_.end();
+    const bool replacement = supervisor_.starts(id) > 1 || warm_.StartedWarm(id);
     const FailurePolicy::Decision d = policy_.OnWorkerExit(status, replacement);
     if (!d.failure) return;
     const int local_rank = LocalRankOf(id);
@@ -687,23 +613,11 @@ class LauncherRun {
   Supervisor supervisor_;
   FailurePolicy policy_;
   int coordinator_ = -1;
-  // The warm worker ready for the next loss (--warm-workers), and every child started warm
-  // (their specs are a warm worker's: a slot one held is started again as a new child).
-  struct Warm {
-    int id;
-    int task_end;
-  };
-  std::optional<Warm> warm_;
-  // The link of the warm worker last activated, until it has committed its first step (its end
-  // closes); the next warm worker starts then (trainer/launcher/warm_link.h).
-  int settling_ = -1;  // its supervisor id
-  int settling_link_ = -1;
-  absl::Time next_settle_poll_ = absl::InfiniteFuture();
-  std::vector<int> warm_started_;
   std::vector<int> relay_fds_;               // per slot, as workers_: its relay socket, or -1
   std::unique_ptr<DistFileLock> lock_;       // task 0: the job's dist_file, held to the end
   std::vector<std::string> resume_command_;  // the coordinator's restart, with the lock
   CoordinatorRestarts coordinator_restarts_;
+  WarmWorkers warm_;                                     // --warm-workers
   absl::Time stop_deadline_ = absl::InfiniteFuture();    // set by a forwarded stop signal
   absl::Time next_fence_poll_ = absl::InfiniteFuture();  // with options_.fences
   std::vector<PendingLost> pending_lost_;                // reports the coordinator has not answered
