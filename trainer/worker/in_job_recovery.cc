@@ -29,11 +29,7 @@ std::string WithoutMethod(absl::string_view message) {
 
 InJobRecovery::InJobRecovery(CommunicationStage& comm, CoordinatorSession& session,
                              TrainingPosition& position, Options options)
-    : comm_(comm),
-      session_(session),
-      position_(position),
-      options_(options),
-      on_first_step_(std::move(options.on_first_step)) {
+    : comm_(comm), session_(session), position_(position), options_(std::move(options)) {
   session_.reporter().OnNewerGeneration([this] { comm_.Interrupt(); });
   // An announcement that came after the rejoin was answered but before the build began.
   comm_.SetSupersededCheck([this] { return session_.reporter().newer_generation(); });
@@ -122,7 +118,7 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
 }
 
 void InJobRecovery::OnStepCommitted(std::optional<double> data_seconds) {
-  if (on_first_step_) std::exchange(on_first_step_, nullptr)();
+  if (options_.on_first_step) std::exchange(options_.on_first_step, nullptr)();
   if (!pending_) return;
   const Pending p = *std::move(pending_);
   pending_.reset();

@@ -93,10 +93,9 @@ class InJobRecovery {
   CommunicationStage& comm_;
   CoordinatorSession& session_;
   TrainingPosition& position_;
-  const Options options_;
+  Options options_;  // on_first_step is cleared once called
   int recoveries_ = 0;
   std::optional<Pending> pending_;
-  std::function<void()> on_first_step_;  // options_'s, until called
 };
 
 }  // namespace ddp
