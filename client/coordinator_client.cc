@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -12,6 +13,7 @@
 #include "client/relay_link.h"
 #include "client/rpc_channel.h"
 #include "common/dist_file.h"
+#include "common/job_result.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "proto/convert.h"
@@ -333,8 +335,16 @@ class GrpcCoordinatorClient final : public CoordinatorApi {
 absl::StatusOr<std::unique_ptr<CoordinatorApi>> ConnectToCoordinator(
     const ConnectOptions& options) {
   std::unique_ptr<RelayLink> relay;
-  if (options.heartbeat_relay_fd >= 0)
-    relay = std::make_unique<RelayLink>(options.heartbeat_relay_fd);
+  if (options.heartbeat_relay_fd >= 0) {
+    std::function<bool()> job_ended;
+    if (!options.dist_file.empty() && !options.expected_job_id.empty()) {
+      job_ended = [dist_file = options.dist_file, job_id = options.expected_job_id,
+                   generation = options.min_generation] {
+        return ReadJobResultOf(dist_file, job_id, generation).has_value();
+      };
+    }
+    relay = std::make_unique<RelayLink>(options.heartbeat_relay_fd, std::move(job_ended));
+  }
   if (relay != nullptr && !options.dist_file.empty()) {
     // Every call goes through the node's task, which holds the node's one connection: the worker
     // reads the dist_file for the nonce and proves it through the relay (Hello).

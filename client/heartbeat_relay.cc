@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "client/relay_link.h"
 #include "client/relay_senders.h"
+#include "common/signal_free_thread.h"
 #include "proto/convert.h"
 #include "proto/coordinator.pb.h"
 
@@ -85,11 +84,7 @@ class HeartbeatRelay::Impl {
     }
     // The thread inherits a mask that blocks every signal: they are the launcher's to take. The
     // node calls' threads, started from it, inherit it in turn.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    thread_ = std::thread([this] { Loop(); });
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    thread_ = SignalFreeThread([this] { Loop(); });
     return absl::OkStatus();
   }
 

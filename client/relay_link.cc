@@ -26,7 +26,11 @@ int64_t ToMillis(absl::Duration d) { return std::max<int64_t>(1, absl::ToInt64Mi
 
 }  // namespace
 
-RelayLink::RelayLink(int fd) : fd_(fd), pid_(static_cast<int>(::getpid())), buf_(kMaxRelayPacket) {}
+RelayLink::RelayLink(int fd, std::function<bool()> job_ended)
+    : fd_(fd),
+      pid_(static_cast<int>(::getpid())),
+      job_ended_(std::move(job_ended)),
+      buf_(kMaxRelayPacket) {}
 
 RelayLink::~RelayLink() { ::close(fd_); }
 
@@ -134,7 +138,10 @@ absl::Status RelayLink::RetryUnavailable(
   while (true) {
     const absl::Duration left = deadline - absl::Now();
     const absl::Status st = once(std::max(left, absl::Milliseconds(1)), left + slack);
-    if (!absl::IsUnavailable(st) || closed() || absl::Now() + backoff >= deadline) return st;
+    if (!absl::IsUnavailable(st) || closed() || absl::Now() + backoff >= deadline ||
+        (job_ended_ && job_ended_())) {
+      return st;
+    }
     absl::SleepFor(backoff);
     backoff = std::min(2 * backoff, kMaxRetryBackoff);
   }

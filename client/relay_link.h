@@ -36,7 +36,9 @@ inline constexpr size_t kMaxRelayPacket = 64 * 1024;
 
 class RelayLink {
  public:
-  explicit RelayLink(int fd);
+  // `job_ended` (may be empty): true once the job has ended (its result file); a call the task
+  // answers UNAVAILABLE is then not retried, since no retry can be answered.
+  explicit RelayLink(int fd, std::function<bool()> job_ended = nullptr);
   ~RelayLink();
   RelayLink(const RelayLink&) = delete;
   RelayLink& operator=(const RelayLink&) = delete;
@@ -81,6 +83,7 @@ class RelayLink {
 
   const int fd_;
   const int pid_;
+  const std::function<bool()> job_ended_;
   absl::Mutex send_mu_;  // one packet at a time on the socket
   absl::Mutex mu_;
   absl::CondVar cv_;  // a packet was filed, or the reader left

@@ -12,6 +12,7 @@
 #include "client/tls_credentials.h"
 #include "client/token_file.h"
 #include "common/job_result.h"
+#include "common/signal_free_thread.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "proto/convert.h"
@@ -98,6 +99,7 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
     ch->newest_epoch_ = ch->endpoint_.epoch;
     ch->Connect(ch->endpoint_.grpc_address);
   }
+  if (!ch->dist_file_.empty()) ch->StartWatcher();
   // Hello proves the coordinator is there, the token is right and (with a dist_file's nonce)
   // that the file is not a stale leftover; it also tells an address-only client the job.
   slurm_ddp::v1::HelloRequest req;
@@ -117,6 +119,77 @@ absl::StatusOr<std::unique_ptr<RpcChannel>> RpcChannel::Open(const ConnectOption
   if (!reply.view_token().empty()) ch->endpoint_.view_token = reply.view_token();
   ch->world_size_ = reply.world_size();
   return ch;
+}
+
+RpcChannel::~RpcChannel() {
+  if (!watcher_.joinable()) return;
+  {
+    absl::MutexLock lock(&calls_mu_);
+    stop_watching_ = true;
+  }
+  watcher_.join();
+}
+
+void RpcChannel::StartWatcher() {
+  watcher_ = SignalFreeThread([this] { WatchLoop(); });
+}
+
+bool RpcChannel::AwaitWaitingCall() {
+  absl::MutexLock lock(&calls_mu_);
+  auto busy = [this]() ABSL_SHARED_LOCKS_REQUIRED(calls_mu_) {
+    return stop_watching_ || !in_flight_.empty();
+  };
+  auto stopping = [this]() ABSL_SHARED_LOCKS_REQUIRED(calls_mu_) { return stop_watching_; };
+  for (;;) {
+    // Asleep while no call is in flight: a channel between calls costs no wake-up.
+    calls_mu_.Await(absl::Condition(&busy));
+    if (stop_watching_) return false;
+    calls_mu_.AwaitWithTimeout(absl::Condition(&stopping), kFollowCheck);
+    if (stop_watching_) return false;
+    // Only a call that has waited a whole period makes the file worth a stat: a coordinator
+    // that answers (every heartbeat, in milliseconds) costs nothing more.
+    const absl::Time waited_since = absl::Now() - kFollowCheck;
+    if (std::any_of(in_flight_.begin(), in_flight_.end(),
+                    [&](const InFlight* c) { return c->since <= waited_since; })) {
+      return true;
+    }
+  }
+}
+
+void RpcChannel::WatchLoop() {
+  std::string seen = FileIdentity(dist_file_);
+  while (AwaitWaitingCall()) {
+    const std::string identity = FileIdentity(dist_file_);
+    if (identity == seen) continue;
+    seen = identity;
+    if (!FollowRestart()) continue;
+    size_t current = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      current = stubs_.size() - 1;
+    }
+    absl::MutexLock lock(&calls_mu_);
+    for (InFlight* c : in_flight_) {
+      if (c->stub_index >= current) continue;  // already on the new coordinator
+      c->followed = true;
+      c->ctx->TryCancel();
+    }
+  }
+}
+
+void RpcChannel::Track(InFlight* call) const {
+  {
+    absl::MutexLock lock(&mu_);
+    call->stub_index = stubs_.size() - 1;
+  }
+  absl::MutexLock lock(&calls_mu_);
+  in_flight_.insert(call);
+}
+
+bool RpcChannel::Untrack(InFlight* call) const {
+  absl::MutexLock lock(&calls_mu_);
+  in_flight_.erase(call);
+  return call->followed;
 }
 
 void RpcChannel::Connect(const std::string& address) const {
@@ -172,10 +245,10 @@ bool RpcChannel::FollowRestart() const {
 
 std::optional<std::string> RpcChannel::JobEnded() const {
   if (dist_file_.empty()) return std::nullopt;
-  const absl::StatusOr<JobResult> r = ReadJobResult(JobResultPath(dist_file_));
-  if (!r.ok() || r->job_id != endpoint_.job_id || r->generation != endpoint_.generation) {
-    return std::nullopt;  // none yet, or an earlier generation's (a requeue)
-  }
+  // None yet, or an earlier generation's (a requeue): nullopt.
+  const std::optional<JobResult> r =
+      ReadJobResultOf(dist_file_, endpoint_.job_id, endpoint_.generation);
+  if (!r) return std::nullopt;
   return absl::StrCat("the job has ended (", r->state, ")");
 }
 
@@ -209,8 +282,21 @@ absl::Status RpcChannel::Call(const char* method, absl::Duration timeout,
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(deadline));
     ctx.AddMetadata("authorization", auth);
+    InFlight waiting{&ctx, absl::Now(), 0};
+    Track(&waiting);
     grpc::Status s = call(&ctx);
+    const bool moved = Untrack(&waiting);
     ++tries;
+    if (moved) {
+      // The dist_file named a newer coordinator while this call waited for the old one: send it
+      // there at once, within what is left of its deadline.
+      if (absl::Now() < deadline) {
+        backoff = absl::Milliseconds(50);
+        continue;
+      }
+      s = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "the coordinator did not answer before a newer one took the job over");
+    }
     // A coordinator older than the newest epoch this client has seen is fenced: whatever it
     // answered is not obeyed, and the call goes to the newest one (the dist_file names it). A
     // call that ran out of time with no metadata at all got no answer to judge (our own

@@ -16,6 +16,14 @@
 // epoch 0): a reply from an epoch older than the newest this channel has seen is never obeyed; the
 // call is treated as UNAVAILABLE, so the dist_file is read again and the call retried there.
 //
+// A coordinator that stops answering without going away (its node stopped, suspended or hung:
+// connections stay open, calls wait for their deadline) is not left to the deadline: while a call
+// has been waiting longer than kFollowCheck, a watcher thread stats the dist_file every
+// kFollowCheck; when it names a newer coordinator (a standby took over), the channel moves there
+// and the waiting calls are cancelled and sent again to the new address, within the deadline they
+// had. Without this, a takeover from a hung (not dead) node 0 left every worker heartbeating into
+// the old connection while the new coordinator counted their silence.
+//
 // A call that finds the coordinator UNAVAILABLE while the job's result file (<dist_file>.result,
 // this job and generation) exists returns at once: the job is over and no retry can be answered.
 //
@@ -32,10 +40,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -72,8 +83,13 @@ class RpcChannel {
                     const std::function<grpc::Status(grpc::ClientContext*)>& call) const;
 
   static constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
-  // While backing off, how often the dist_file is read for a newer coordinator.
+  // While backing off, or while a call waits for an answer, how often the dist_file is checked
+  // for a newer coordinator.
   static constexpr absl::Duration kFollowCheck = absl::Milliseconds(100);
+
+  ~RpcChannel();
+  RpcChannel(const RpcChannel&) = delete;
+  RpcChannel& operator=(const RpcChannel&) = delete;
 
   // The stub of the current incarnation (stubs of earlier ones stay valid).
   slurm_ddp::v1::Coordinator::Stub& stub() const;
@@ -89,7 +105,23 @@ class RpcChannel {
   int world_size() const { return world_size_; }
 
  private:
+  // A call waiting for its answer (Call), which the follow watcher may cancel.
+  struct InFlight {
+    grpc::ClientContext* ctx;
+    absl::Time since;
+    size_t stub_index;      // the stub current when it began
+    bool followed = false;  // cancelled because the channel moved to a newer coordinator
+  };
+
   RpcChannel() = default;
+  void StartWatcher();
+  // The watcher thread: see the file comment.
+  void WatchLoop();
+  // Blocks until a call has been in flight for kFollowCheck (true) or the channel closes (false).
+  bool AwaitWaitingCall();
+  void Track(InFlight* call) const;
+  // Untracks `call`; true when the watcher cancelled it to send it again elsewhere.
+  bool Untrack(InFlight* call) const;
   void Connect(const std::string& address) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-reads the dist_file; true when it names a newer incarnation of this job (now current).
   bool FollowRestart() const;
@@ -116,6 +148,10 @@ class RpcChannel {
   mutable std::vector<std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   mutable std::vector<std::unique_ptr<slurm_ddp::v1::Coordinator::Stub>> stubs_
       ABSL_GUARDED_BY(mu_);
+  mutable absl::Mutex calls_mu_;  // never held with mu_
+  mutable std::set<InFlight*> in_flight_ ABSL_GUARDED_BY(calls_mu_);
+  bool stop_watching_ ABSL_GUARDED_BY(calls_mu_) = false;
+  std::thread watcher_;  // with a dist_file only
 };
 
 }  // namespace ddp

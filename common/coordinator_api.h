@@ -179,6 +179,9 @@ struct LostDecision {
   LostAction action = LostAction::kStop;
   // No answer came (the coordinator is restarting or being taken over): `action` is a default.
   bool unanswered = false;
+  // With kLeave: why the node was retired ("its node was handed to a spare (--straggler-action
+  // replace)"); empty from a coordinator that does not say.
+  std::string retired = {};
 };
 
 // A spare node's launcher standing by (--spare-nodes; Job::StandBy).

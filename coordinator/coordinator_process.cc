@@ -18,6 +18,8 @@
 #include "common/exit_codes.h"
 #include "common/file_util.h"
 #include "common/heap_reserve.h"
+#include "common/job_result.h"
+#include "common/job_status.h"
 #include "common/status_macros.h"
 #include "coordinator/line_logger.h"
 
@@ -148,7 +150,7 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
   lease.dist_file = dist_file_;
   lease.mine = contents_;
   lease.wait_for_serve_from = options_.claim_epoch;
-  lease.on_fenced = [this](const DistFileContents& newer) { OnFenced(newer); };
+  lease.on_fenced = [this](const Supersession& by) { OnFenced(by); };
   lease_ = std::make_unique<EpochLease>(std::move(lease));
 
   ServerOptions server_options;
@@ -209,6 +211,11 @@ absl::Status CoordinatorProcess::StartServing(const JobIdentity& identity) {
     Log(absl::StrCat("job ", identity.job_id, " generation ", identity.generation, ": waiting for ",
                      options_.world_size, " workers on ", server_->address(), "; dist_file ",
                      dist_file_));
+  }
+  if (options_.fd_limit) {
+    const std::string fds =
+        DescribeFdLimit(*options_.fd_limit, CoordinatorFdsWanted(options_.world_size));
+    if (!fds.empty()) Log(fds);
   }
   if (options_.heap_reserved_bytes >= (size_t{16} << 20)) {  // a large job: say what it cost
     Log(absl::StrFormat("heap (%s): %d MiB made resident for the rendezvous in %.2f s",
@@ -309,11 +316,10 @@ absl::Status CoordinatorProcess::ClaimEpoch(const JobIdentity& identity) {
   return absl::OkStatus();
 }
 
-void CoordinatorProcess::OnFenced(const DistFileContents& newer) {
+void CoordinatorProcess::OnFenced(const Supersession& by) {
   const absl::Time last = lease_ ? lease_->last_accepted() : absl::InfinitePast();
-  Log(absl::StrCat("fenced: the dist_file names coordinator epoch ", newer.epoch, " (node ",
-                   newer.coordinator_node, ", ", newer.grpc_address, "); this coordinator (epoch ",
-                   contents_.epoch, ") stops serving and exits; last call accepted at unix time ",
+  Log(absl::StrCat("fenced: ", by.why, "; this coordinator (epoch ", contents_.epoch,
+                   ") stops serving and exits; last call accepted at unix time ",
                    last == absl::InfinitePast()
                        ? std::string("(none)")
                        : absl::StrFormat("%.3f", absl::ToDoubleSeconds(last - absl::UnixEpoch()))));
@@ -327,7 +333,11 @@ void CoordinatorProcess::OnSignal(int sig) {
   }
   const JobState state = job_->Status().state;
   if (sig == SIGUSR1) {
-    if (state != JobState::kRunning) return;  // already stopping, or nothing to save
+    if (state != JobState::kRunning) {  // already stopping, or nothing to save
+      // Said all the same: a worker that got the step's signal first may have started the stop.
+      Log(absl::StrCat("signal SIGUSR1: nothing more to do, the job is ", JobStateName(state)));
+      return;
+    }
     Log("signal SIGUSR1: checkpoint and stop");
     (void)job_->Stop(/*graceful=*/true, "SIGUSR1");
     return;
@@ -363,6 +373,9 @@ int CoordinatorProcess::RunUntilDone() {
   const JobStatus final_status = job_->Status();
   if (http_) http_->Stop();
   server_->Shutdown(absl::Milliseconds(250));
+  const int code = job_->ExitCode();
+  // Before the dist_file goes: an older epoch that comes back finds one or the other.
+  WriteResult(final_status, code);
   auto still_ours = ReadDistFile(dist_file_, {job_->config().job_id, job_->config().generation});
   // Every incarnation shares the nonce: the file is removed only while it is this one's.
   if (still_ours.ok() && still_ours->nonce == contents_.nonce &&
@@ -373,12 +386,24 @@ int CoordinatorProcess::RunUntilDone() {
   if (lock_ && !lock_->adopted()) lock_->Release();  // an adopted lock is task 0's to release
   // The epochs claimed in this job: the next job at this path starts from epoch 0.
   for (int64_t e = 1; e <= contents_.epoch; ++e) ::unlink(EpochFilePath(dist_file_, e).c_str());
-  const int code = job_->ExitCode();
   if (code != 0) {
     std::cerr << "ddp-coordinator: job " << OutcomeName(final_status.state) << ": "
               << EscapeControlCharacters(OutcomeReason(final_status)) << "\n";
   }
   return code;
+}
+
+void CoordinatorProcess::WriteResult(const JobStatus& status, int exit_code) {
+  JobResult result;
+  result.job_id = EscapeControlCharacters(job_->config().job_id);
+  result.generation = job_->config().generation;
+  result.state = IsTerminal(status.state) ? JobStateName(status.state) : "FAILED";
+  result.exit_code = exit_code;
+  result.epoch = contents_.epoch;
+  const std::string path = JobResultPath(dist_file_);
+  if (absl::Status st = WriteFileAtomically(path, FormatJobResult(result), 0600); !st.ok()) {
+    Log(absl::StrCat("cannot write the result file: ", st.message()));
+  }
 }
 
 CoordinatorProcess::~CoordinatorProcess() {

@@ -2,8 +2,9 @@
 // resolves the job's identity (flags, else Slurm's through common/slurm_env, else local), starts
 // the signal watcher (before any other thread), the job, the gRPC server and the HTTP endpoint,
 // and publishes the dist_file. RunUntilDone() waits for the job to end, lingers so status stays
-// readable (a signal ends the linger at once), shuts the servers down, removes the dist_file if
-// it is still ours and returns the exit code (common/exit_codes.h).
+// readable (a signal ends the linger at once), shuts the servers down, writes the job's result
+// file (common/job_result.h), removes the dist_file if it is still ours and returns the exit code
+// (common/exit_codes.h).
 //
 // One job per dist_file: before the journal or the dist_file is touched, Start() takes the
 // dist_file's lock (common/dist_file_lock.h), or adopts the one its task 0 holds; a live job's
@@ -25,7 +26,8 @@
 // claims the epoch with an O_EXCL file (<dist_file>.epoch<E+1>, EpochFilePath: of two claimants
 // one wins, also on NFS), takes the journal over, treats the lost node's ranks as lost
 // (Job::TakeOverFromLostNode) and republishes the dist_file with the epoch and its node. Every
-// coordinator holds an EpochLease on the dist_file: finding a newer epoch there, it logs when it
+// coordinator holds an EpochLease on the dist_file: finding a newer epoch there, or the job's
+// result written by a newer epoch (the job ended while this one did not run), it logs when it
 // last accepted a call and exits (exit 1) without touching the dist_file, journal or result.
 //
 // Signals: SIGUSR1 (Slurm: time limit near) asks for a graceful stop while RUNNING and is
@@ -40,6 +42,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -47,6 +50,7 @@
 #include "absl/time/time.h"
 #include "common/dist_file.h"
 #include "common/dist_file_lock.h"
+#include "common/fd_limit.h"
 #include "common/slurm_env.h"
 #include "coordinator/epoch_lease.h"
 #include "coordinator/job/job.h"
@@ -103,6 +107,9 @@ struct CoordinatorOptions {
   // What main() made resident with ReserveHeap before anything started (logged at start).
   size_t heap_reserved_bytes = 0;
   double heap_reserve_seconds = 0;
+  // The descriptor limit main() raised to the hard limit (common/fd_limit.h), logged at start
+  // when it changed or falls short of the job; unset: not raised.
+  std::optional<FdLimit> fd_limit;
 };
 
 struct JobIdentity {
@@ -148,8 +155,12 @@ class CoordinatorProcess {
   // The takeover's first steps (claim_epoch): claims the epoch, then moves the journal to a fresh
   // file so that a lost coordinator that comes back appends only to a file nobody reads.
   absl::Status ClaimEpoch(const JobIdentity& identity);
-  // A newer epoch's dist_file: log, then exit at once without touching the job's files.
-  [[noreturn]] void OnFenced(const DistFileContents& newer);
+  // A newer epoch (its dist_file, or the result it wrote at the job's end): log, then exit at once
+  // without touching the job's files.
+  [[noreturn]] void OnFenced(const Supersession& by);
+  // Writes <dist_file>.result: how the job ended, with this coordinator's epoch (written by this
+  // process alone; no client string goes into it).
+  void WriteResult(const JobStatus& status, int exit_code);
 
   const CoordinatorOptions options_;
   std::string dist_file_;

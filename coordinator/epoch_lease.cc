@@ -1,7 +1,5 @@
 #include "coordinator/epoch_lease.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <time.h>
 
 #include <cstdint>
@@ -9,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/job_result.h"
+#include "common/signal_free_thread.h"
 
 namespace ddp {
 namespace {
@@ -31,12 +31,7 @@ EpochLease::EpochLease(Options options)
     Refresh();
   }
   // The thread takes no process signal (a job step's SIGUSR1 is the signal watcher's).
-  sigset_t all;
-  sigset_t before;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &before);
-  thread_ = std::thread([this] { Loop(); });
-  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  thread_ = SignalFreeThread([this] { Loop(); });
 }
 
 EpochLease::~EpochLease() {
@@ -44,16 +39,33 @@ EpochLease::~EpochLease() {
   thread_.join();
 }
 
-bool EpochLease::Refresh() {
+std::optional<Supersession> EpochLease::Superseded() const {
   const DistFileContents& me = options_.mine;
+  absl::StatusOr<DistFileContents> now = ReadDistFile(options_.dist_file, {me.job_id, 0});
+  const bool same_job = now.ok() && now->job_id == me.job_id && now->generation == me.generation &&
+                        now->nonce == me.nonce;
+  if (same_job) {
+    if (now->epoch <= me.epoch) return std::nullopt;
+    return Supersession{
+        now->epoch, absl::StrCat("the dist_file names coordinator epoch ", now->epoch, " (node ",
+                                 now->coordinator_node, ", ", now->grpc_address, ")")};
+  }
+  // Gone (or another job's now): the job may have ended under a newer epoch meanwhile.
+  const std::optional<JobResult> result =
+      ReadJobResultOf(options_.dist_file, me.job_id, me.generation);
+  if (!result || result->epoch <= me.epoch) return std::nullopt;
+  return Supersession{result->epoch,
+                      absl::StrCat("the job ended under coordinator epoch ", result->epoch, " (",
+                                   result->state, ", ", JobResultPath(options_.dist_file), ")")};
+}
+
+bool EpochLease::Refresh() {
   // Taken before the read: a process stopped between the read and this moment must not come
   // back with a lease that looks fresher than what it read.
   const int64_t read_at = SteadyNanos();
-  absl::StatusOr<DistFileContents> now = ReadDistFile(options_.dist_file, {me.job_id, 0});
-  if (now.ok() && now->job_id == me.job_id && now->generation == me.generation &&
-      now->nonce == me.nonce && now->epoch > me.epoch) {
+  if (const std::optional<Supersession> by = Superseded(); by) {
     if (!fenced_.exchange(true, std::memory_order_acq_rel) && options_.on_fenced) {
-      options_.on_fenced(*now);
+      options_.on_fenced(*by);
     }
     return false;
   }

@@ -9,10 +9,13 @@
 // so calls rarely pay for it.
 //
 // On finding a newer epoch of the same job (same job id, generation and nonce) the lease calls
-// `on_fenced` once, with that file's contents; the coordinator logs and exits there without
-// touching the dist_file, the journal or the result file, which are the new coordinator's.
-// A dist_file that cannot be read (gone at the end of the job, a file system hiccup) fences
-// nothing: only a newer epoch does.
+// `on_fenced` once, saying which; the coordinator logs and exits there without touching the
+// dist_file, the journal or the result file, which are the new coordinator's.
+// The job may also have ended under the newer epoch while this coordinator did not run: that
+// coordinator then wrote the job's result file (common/job_result.h, with its epoch) and removed
+// the dist_file. So when the dist_file does not name this job's coordinator, the result file is
+// read: a result of this job and generation written by a newer epoch fences too. Anything else
+// that cannot be read (a file system hiccup, a result without an epoch) fences nothing.
 //
 // Thread safety: Current() from any thread; the constructor starts the thread, the destructor
 // joins it.
@@ -22,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -34,6 +38,14 @@
 
 namespace ddp {
 
+// What fenced a coordinator.
+struct Supersession {
+  int64_t epoch = 0;  // the newer coordinator's
+  // For the log: "the dist_file names coordinator epoch 1 (node 1, 10.0.0.2:6000)", or "the job
+  // ended under coordinator epoch 1 (SUCCEEDED, <dist_file>.result)".
+  std::string why;
+};
+
 class EpochLease {
  public:
   struct Options {
@@ -42,7 +54,7 @@ class EpochLease {
     absl::Duration period = absl::Milliseconds(250);
     // A coordinator that takes over accepts no call until ServeFrom() says when.
     bool wait_for_serve_from = false;
-    std::function<void(const DistFileContents& newer)> on_fenced;
+    std::function<void(const Supersession& by)> on_fenced;
   };
   explicit EpochLease(Options options);
   ~EpochLease();
@@ -59,8 +71,11 @@ class EpochLease {
   bool fenced() const { return fenced_.load(std::memory_order_acquire); }
 
  private:
-  // Reads the dist_file; true while it names no newer epoch of this job.
+  // Reads the dist_file (and, when it does not name this job's coordinator, the result file);
+  // true while neither names a newer epoch of this job.
   bool Refresh() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The newer epoch that fences this coordinator, if the files name one.
+  std::optional<Supersession> Superseded() const;
   void Loop();
 
   const Options options_;

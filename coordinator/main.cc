@@ -3,7 +3,8 @@
 // serves registration / store / heartbeats / status until the job ends, lingers a little so
 // status can still be read, then exits kExitOk (SUCCEEDED), kExitResumable (stopped for requeue)
 // or kExitFailed; kExitUsage for bad flags (common/exit_codes.h). The outcome is also written to
-// <dist_file>.result (WriteResult) for scripts, which never read it from the log.
+// <dist_file>.result (CoordinatorProcess::WriteResult) for scripts, which never read it from the
+// log.
 #include <unistd.h>
 
 #include <csignal>
@@ -16,10 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/exit_codes.h"
-#include "common/file_util.h"
+#include "common/fd_limit.h"
 #include "common/heap_reserve.h"
 #include "common/job_result.h"
-#include "common/job_status.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
 #include "coordinator/coordinator_process.h"
@@ -29,21 +29,6 @@ namespace {
 // The coordinator's peak heap per worker at 16,384 ranks was ~55 KB (docs/bench-status.md).
 constexpr size_t kHeapKiBPerWorker = 64;
 
-// Publishes how the job ended beside its dist_file, atomically and 0600 (common/job_result.h).
-// Written by this process alone, after the job has ended; no client string goes into it.
-void WriteResult(ddp::CoordinatorProcess& process, int exit_code) {
-  const ddp::JobStatus status = process.job().Status();
-  ddp::JobResult result;
-  result.job_id = ddp::EscapeControlCharacters(process.job().config().job_id);
-  result.generation = process.job().config().generation;
-  result.state = ddp::IsTerminal(status.state) ? ddp::JobStateName(status.state) : "FAILED";
-  result.exit_code = exit_code;
-  const std::string text = ddp::FormatJobResult(result);
-  const std::string path = ddp::JobResultPath(process.dist_file());
-  if (absl::Status st = ddp::WriteFileAtomically(path, text, 0600); !st.ok()) {
-    std::cerr << "ddp-coordinator: cannot write the result file: " << st.message() << "\n";
-  }
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -241,6 +226,13 @@ int main(int argc, char** argv) {
                                                              : ddp::StragglerAction::kWarn;
   options.call_budgets.worker_calls = max_worker_calls;
   options.call_budgets.first_message_timeout = absl::Seconds(first_message_timeout_s);
+  // One descriptor per connection: a job larger than the soft limit Slurm passed on (often
+  // 1024) needs the hard one (common/fd_limit.h).
+  if (auto fds = ddp::RaiseFdLimitToHard(); fds.ok()) {
+    options.fd_limit = *fds;
+  } else {
+    std::cerr << "ddp-coordinator: warning: " << fds.status().message() << "\n";
+  }
   auto process = ddp::CoordinatorProcess::Start(options, ddp::ProcessEnvironment());
   if (!process.ok()) {
     std::cerr << "ddp-coordinator: " << process.status().message() << "\n";
@@ -250,7 +242,5 @@ int main(int argc, char** argv) {
   }
   // A result left by an earlier job or generation at this path says nothing about this one.
   ::unlink(ddp::JobResultPath((*process)->dist_file()).c_str());
-  const int code = (*process)->RunUntilDone();
-  WriteResult(**process, code);
-  return code;
+  return (*process)->RunUntilDone();
 }

@@ -44,12 +44,14 @@ LostAction FromProto(pb::LostAction in) {
 void ToProto(const LostDecision& in, pb::ReportLostReply* out) {
   out->set_description(in.description);
   out->set_action(ToProto(in.action));
+  out->set_retired(in.retired);
 }
 
 LostDecision FromProto(const pb::ReportLostReply& in) {
   LostDecision d;
   d.description = in.description();
   d.action = FromProto(in.action());
+  d.retired = in.retired();
   return d;
 }
 

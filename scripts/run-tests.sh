@@ -35,7 +35,7 @@ for c in cases:
     status = c.get("status", "")
     if c.find("skipped") is not None or status in ("skipped", "notrun", "disabled"):
         out = (c.findtext("system-out") or "")
-        why = [l.strip() for l in out.splitlines() if re.match(r"(SKIPPED |SKIP:)", l)]
+        why = [l.strip() for l in out.splitlines() if re.match(r"SKIP(PED)?[: ]", l)]
         why = why or ["(no reason printed)"]
         skipped.append((c.get("name"), why))
     elif c.find("failure") is not None or c.find("error") is not None or status == "fail":

@@ -12,6 +12,7 @@ a real process, a killed process tree, a full file system or a relaunch, never a
   kill2               SIGKILL of a node-0 worker and a node-1 worker within one second
   stop_long           SIGSTOP of a worker past --heartbeat-timeout: it must be fenced and replaced
   stop_short          SIGSTOP of a worker for well under it, then SIGCONT: no restart allowed
+                      (drawn once the launch's last recovery has resumed training, as is slow)
   coord               SIGKILL of the coordinator (task 0 restarts it from its journal)
   coord_in_recovery   SIGKILL of a worker, then of the coordinator while the job is RECOVERING
   node                SIGKILL of node 1's whole task tree (launcher and workers) while a spare
@@ -59,6 +60,11 @@ KINDS = ["kill1", "kill2", "stop_long", "stop_short", "coord", "coord_in_recover
 KIND_GROUP = {"kill1": 1, "kill2": 2, "stop_long": 3, "stop_short": 3, "coord": 4,
               "coord_in_recovery": 4, "node": 5, "node0": 5, "disk_full": 6, "preempt": 7, "slow": 8,
               "kill_ckpt": 9, "kill_eval": 9, "kill_stopping": 9}
+
+# Faults whose recovery restarts the job's generation in the job (a rank or node lost).
+RECOVERS = {"kill1", "kill2", "stop_long", "coord_in_recovery", "node", "node0", "kill_ckpt",
+            "kill_eval"}
+SETTLE_SECONDS = 30.0  # the longest a no-restart fault waits for the last recovery to resume
 
 NODES, SPARES, PER_NODE = 2, 1, 2
 WORLD = NODES * PER_NODE
@@ -378,7 +384,6 @@ class Fault:
         self.outcome = None      # "job", "requeue", "unrecoverable", "skipped"
         self.expectation = None  # a broken expectation (e.g. a short stop that cost a restart)
         self.lost = None
-        self.restarts_before = None
 
     def pick(self, i, n):
         return min(n - 1, int(self.r[i % len(self.r)] * n))
@@ -394,6 +399,7 @@ class Driver:
         self.tmpfs = tmpfs
         self.launches = []
         self.ends = []  # (time, exit code of task 0)
+        self.done = []  # the faults injected so far, in order
 
     def launch(self):
         restart = len(self.launches)
@@ -443,7 +449,6 @@ class Driver:
         rank, pid = self._victim(f, L)
         if pid is None:
             return self._skip(f, "no running job")
-        f.restarts_before = self._restarts(L)
         f.injected = time.time()
         signal_pid(pid, signal.SIGSTOP)
         hold = HEARTBEAT_TIMEOUT + 4
@@ -458,7 +463,29 @@ class Driver:
         if not fenced:
             f.expectation = f"rank {rank} stopped {hold:.0f} s was not fenced"
 
+    def _settle(self, L):
+        """Waits until the last fault of this launch that restarts the generation has had its
+        recovery resume training, so that a fault that must cost no restart is not charged
+        with an earlier fault's (a stop_short drawn 0.1 s after a kill_eval once was). Returns
+        what to add to the fault's detail."""
+        last = next((f for f in reversed(self.done) if f.injected is not None
+                     and f.injected >= L.started), None)
+        if last is None or last.kind not in RECOVERS:
+            return ""
+        since = last.ready or last.injected
+        start = time.time()
+        while time.time() < start + SETTLE_SECONDS and L.code() is None:
+            with self.timeline.lock:
+                if any(when > since for when, _ in self.timeline.resumed):
+                    waited = time.time() - start
+                    return (f" (after fault {last.index}'s recovery resumed: waited {waited:.1f} s)"
+                            if waited >= 0.1 else "")
+            time.sleep(0.05)
+        return (f" (fault {last.index}'s recovery had not resumed training within "
+                f"{SETTLE_SECONDS:.0f} s)")
+
     def do_stop_short(self, f, L):
+        settled = self._settle(L)
         rank, pid = self._victim(f, L)
         if pid is None:
             return self._skip(f, "no running job")
@@ -471,7 +498,7 @@ class Driver:
         f.ready = time.time()
         time.sleep(HEARTBEAT_TIMEOUT + 1)
         after = self._restarts(L)
-        f.detail = f"rank {rank} (pid {pid}) stopped {hold:.2f} s"
+        f.detail = f"rank {rank} (pid {pid}) stopped {hold:.2f} s{settled}"
         if before is not None and after is not None and after != before:
             f.expectation = f"a {hold:.2f} s stop cost {after - before} restart(s)"
 
@@ -562,6 +589,7 @@ class Driver:
         f.detail = "SIGUSR1 to every process of the step"
 
     def do_slow(self, f, L):
+        settled = self._settle(L)
         rank, pid = self._victim(f, L)
         if pid is None:
             return self._skip(f, "no running job")
@@ -576,7 +604,8 @@ class Driver:
             time.sleep(0.1)
         signal_pid(pid, signal.SIGCONT)
         f.ready = time.time()
-        f.detail = f"rank {rank} (pid {pid}) 100 ms stopped / 100 ms running for {length:.1f} s"
+        f.detail = (f"rank {rank} (pid {pid}) 100 ms stopped / 100 ms running for {length:.1f} s"
+                    f"{settled}")
         after = self._restarts(L)
         if before is not None and after is not None and after != before:
             f.expectation = f"a slow rank cost {after - before} restart(s)"
@@ -645,7 +674,7 @@ class Driver:
         L = self.launch()
         resubmits = 0
         last_progress = time.time()
-        done = []
+        done = self.done
         while True:
             code = L.code()
             if code is not None:
@@ -794,12 +823,32 @@ def run_plain(d_args, bin_dir, folder, config):
     return wall, (statistics.median(gaps) if gaps else 0.05)
 
 
+def first_fault_at(every, epoch_seconds):
+    """When the first fault comes: the job starts and trains a little first."""
+    return max(every[1], min(20.0, epoch_seconds / 2))
+
+
+def fit_gaps(every, min_faults, ref_wall, epoch_seconds):
+    """The gaps between faults, shrunk (both ends alike) when fewer than `min_faults` faults
+    would fall within 85% of the fault-free run: how long the job runs depends on this machine's
+    speed, and a fast machine ends the job before the last fault a slower one gets. Logged."""
+    room = 0.85 * ref_wall - first_fault_at(every, epoch_seconds)
+    mean = (every[0] + every[1]) / 2
+    if min_faults < 2 or room <= 0 or (min_faults - 1) * mean <= room:
+        return every
+    f = room / ((min_faults - 1) * mean)
+    fitted = (round(every[0] * f, 2), round(every[1] * f, 2))
+    log(f"a fault every {fitted[0]:g}-{fitted[1]:g} s instead of {every[0]:g}-{every[1]:g} s: "
+        f"--min-faults {min_faults} within 85% of the fault-free run's {ref_wall:.1f} s")
+    return fitted
+
+
 def make_schedule(seed, every, seconds, epoch_seconds):
     """Faults at U(a, b) gaps until `seconds`, kinds dealt from a deck of the menu that is
     shuffled again each round (every kind comes once per round)."""
     rng = random.Random(seed)
     out, t, deck = [], 0.0, []
-    t = max(every[1], min(20.0, epoch_seconds / 2))  # the job starts and trains a little first
+    t = first_fault_at(every, epoch_seconds)
     while t < seconds:
         if not deck:
             deck = list(KINDS)
@@ -862,6 +911,7 @@ def main():
     ap.add_argument("--min-faults", type=int, default=0)
     ap.add_argument("--min-kinds", type=int, default=0)
     a = ap.parse_args()
+    a.bin, a.work = os.path.abspath(a.bin), os.path.abspath(a.work)  # the tasks run elsewhere
     m = re.fullmatch(r"([0-9.]+)-([0-9.]+)", a.every)
     if not m or float(m.group(1)) <= 0 or float(m.group(1)) > float(m.group(2)):
         die(f"--every {a.every!r}: want A-B seconds with 0 < A <= B, e.g. 15-30")
@@ -900,6 +950,8 @@ def main():
     ref_wall, step_s = run_plain(a, a.bin, os.path.join(a.work, "reference"), config)
     log(f"reference: {ref_wall:.1f} s, {step_s * 1000:.1f} ms a step (median)")
 
+    if a.min_faults and not replay:
+        every = fit_gaps(every, a.min_faults, ref_wall, config.steps_per_epoch * step_s)
     schedule = replay["schedule"] if replay else make_schedule(
         seed, every, duration_s, config.steps_per_epoch * step_s)
     chaos_dir = os.path.join(a.work, "chaos")

@@ -1,11 +1,8 @@
 #include "bench/loadgen/host_limits.h"
 
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -36,21 +33,6 @@ int64_t MonotonicNanos() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-absl::StatusOr<uint64_t> RaiseFdLimitToHard() {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) {
-    return absl::InternalError(absl::StrCat("getrlimit(RLIMIT_NOFILE): ", std::strerror(errno)));
-  }
-  if (lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
-      return absl::InternalError(
-          absl::StrCat("setrlimit(RLIMIT_NOFILE, ", lim.rlim_max, "): ", std::strerror(errno)));
-    }
-  }
-  return static_cast<uint64_t>(lim.rlim_cur);
 }
 
 absl::StatusOr<int64_t> ReadSysctl(const std::string& path) {

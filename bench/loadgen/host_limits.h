@@ -1,7 +1,7 @@
 // What a scale run needs to know about this host: the file-descriptor limit (raised to the hard
-// limit), the ephemeral port range, listen-queue sysctls, the kernel's TcpExt counters (listen
-// overflows, SYN cookies), a process's CPU time, and a monotonic clock that every process on the
-// host shares (CLOCK_MONOTONIC), so phase times can be compared across processes.
+// limit by common/fd_limit.h), the ephemeral port range, listen-queue sysctls, the kernel's TcpExt
+// counters (listen overflows, SYN cookies), a process's CPU time, and a monotonic clock that every
+// process on the host shares (CLOCK_MONOTONIC), so phase times can be compared across processes.
 // Free functions; thread-compatible. The Parse* helpers are pure (tests feed them text).
 #ifndef SLURM_DDP_BENCH_LOADGEN_HOST_LIMITS_H_
 #define SLURM_DDP_BENCH_LOADGEN_HOST_LIMITS_H_
@@ -14,15 +14,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/fd_limit.h"  // RaiseFdLimitToHard
 
 namespace ddp::bench {
 
 // Nanoseconds of CLOCK_MONOTONIC: one clock for every process on the host.
 int64_t MonotonicNanos();
-
-// Raises RLIMIT_NOFILE's soft limit to its hard limit (inherited by children started later).
-// Returns the soft limit now in force.
-absl::StatusOr<uint64_t> RaiseFdLimitToHard();
 
 // An integer sysctl, e.g. "/proc/sys/net/core/somaxconn".
 absl::StatusOr<int64_t> ReadSysctl(const std::string& path);

@@ -98,7 +98,7 @@ int Main(int argc, char** argv) {
   o.token = file->token;
   o.nonce = file->nonce;
   o.tls_cert = file->tls_cert;
-  const uint64_t fd_limit = *limit;
+  const uint64_t fd_limit = limit->soft;
   GrpcRanks ranks(o);
   return RunAgentLoop({
       {kCmdConnect,

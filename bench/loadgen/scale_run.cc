@@ -48,7 +48,8 @@ ScaleRun::~ScaleRun() {
 }
 
 absl::Status ScaleRun::CheckHost() {
-  ASSIGN_OR_RETURN(const uint64_t fd_limit, RaiseFdLimitToHard());
+  ASSIGN_OR_RETURN(const FdLimit fds, RaiseFdLimitToHard());
+  const uint64_t fd_limit = fds.soft;
   ASSIGN_OR_RETURN(const int64_t ports, EphemeralPortCount());
   const int64_t n = options_.ranks;
   result_.Add("target", options_.target)

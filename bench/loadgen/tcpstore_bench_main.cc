@@ -89,7 +89,7 @@ int Main(int argc, char** argv) {
   pthread_setattr_default_np(&attr);
   pthread_attr_destroy(&attr);
   o.timeout = absl::Seconds(timeout_s);
-  const uint64_t fd_limit = *limit;
+  const uint64_t fd_limit = limit->soft;
   TcpStoreRanks ranks(o);
   return RunAgentLoop({
       {kCmdConnect,

@@ -248,7 +248,7 @@ absl::Status Job::ReportDone(int rank, int pid, const absl::Status& outcome) {
   Completions out;
   absl::MutexLock lock(&mu_);
   if (const WorkerIdentity w = membership_.who(rank);
-      retired_workers_.count({w.node_rank, w.local_rank, pid}) > 0) {
+      RetiredLocked(w.node_rank, w.local_rank, pid) != nullptr) {
     // A worker of a node handed to a spare, ending before its task fenced it: not the job's.
     events_.LogOnly(absl::StrCat("rank ", rank, " (pid ", pid, "), replaced, ends: ",
                                  outcome.ok() ? "done" : outcome.message(), "; ignored"),

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -308,8 +309,13 @@ class Job {
   // Hands `st`'s node to a spare standing by; false (and why, once per reason) when it cannot.
   // Loses every rank of `node` (cause `kind`, its description followed by `why`) and retires its
   // workers by (node, local rank, pid): Fences names them to their task, and a Rejoin, ReportDone
-  // or ReportLost of theirs is refused, ignored or answered LEAVE.
-  void RetireNodeLocked(int node, FailureKind kind, const std::string& why, Completions* out)
+  // or ReportLost of theirs is refused, ignored or answered LEAVE. `retired` says why, to them
+  // ("its node was handed to a spare (--straggler-action replace)").
+  void RetireNodeLocked(int node, FailureKind kind, const std::string& why,
+                        const std::string& retired, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why the worker (node, local rank, pid) was retired; nullptr when it was not.
+  const std::string* RetiredLocked(int node, int local_rank, int pid) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ReplaceStragglerNodeLocked(const StragglerReport& st, absl::Time now, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -349,9 +355,10 @@ class Job {
   // new cause or, after a replacement, another machine), and the refusals already logged.
   std::set<std::pair<std::string, int>> straggler_acted_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> straggler_refusals_ ABSL_GUARDED_BY(mu_);
-  // Workers of nodes handed to a spare, as (node, local rank, pid): their task fences them
-  // (Fences) and is told to leave (ReportLost answers kLeave).
-  std::set<std::tuple<int, int, int>> retired_workers_ ABSL_GUARDED_BY(mu_);
+  // Workers of retired nodes (handed to a spare, or lost with the coordinator), as (node, local
+  // rank, pid), and why: their task fences them (Fences) and is told to leave (ReportLost
+  // answers kLeave).
+  std::map<std::tuple<int, int, int>, std::string> retired_workers_ ABSL_GUARDED_BY(mu_);
   CoordinatorInfo coordinator_ ABSL_GUARDED_BY(mu_);
   // TakeOverFromLostNode: the node lost with the coordinator, and when (-1: none).
   int coordinator_lost_node_ ABSL_GUARDED_BY(mu_) = -1;

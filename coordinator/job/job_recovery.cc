@@ -15,12 +15,15 @@ namespace ddp {
 absl::StatusOr<LostDecision> Job::ReportLost(const LostWorker& lost) {
   Completions out;
   absl::MutexLock lock(&mu_);
-  if (retired_workers_.count({lost.node_rank, lost.local_rank, lost.pid}) > 0) {
-    // A worker of a node handed to a spare (--straggler-action replace), fenced by its task.
+  if (const std::string* retired = RetiredLocked(lost.node_rank, lost.local_rank, lost.pid)) {
+    // A worker of a retired node (handed to a spare, or lost with the coordinator), fenced by its
+    // task.
     const std::string who = absl::StrCat("node ", lost.node_rank, " local rank ", lost.local_rank,
                                          " (pid ", lost.pid, ")");
     EventLocked(absl::StrCat(who, ", replaced, ", lost.what, "; its node's task leaves"), &out);
-    return LostDecision{who, LostAction::kLeave};
+    LostDecision leave{who, LostAction::kLeave};
+    leave.retired = *retired;
+    return leave;
   }
   const WorkerIdentity* w = membership_.Find(lost.node_rank, lost.local_rank);
   const bool vacant = membership_.vacant(lost.node_rank, lost.local_rank);
@@ -82,9 +85,8 @@ absl::StatusOr<std::vector<FenceOrder>> Job::Fences(int node_rank,
   std::vector<FenceOrder> orders;
   if (FinishedLocked()) return orders;  // the launchers stop every worker themselves
   for (const LiveWorker& w : live) {
-    if (retired_workers_.count({node_rank, w.local_rank, w.pid}) > 0) {
-      orders.push_back(FenceOrder{w.local_rank, w.pid,
-                                  "its node was handed to a spare (--straggler-action replace)"});
+    if (const std::string* retired = RetiredLocked(node_rank, w.local_rank, w.pid)) {
+      orders.push_back(FenceOrder{w.local_rank, w.pid, *retired});
       continue;
     }
     const WorkerIdentity* id = membership_.Find(node_rank, w.local_rank);
@@ -219,12 +221,10 @@ void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallba
           "rank ", rank, " rejoins from membership generation ", request.membership_generation,
           " but generation ", membership_.current(), " is complete"));
     } else if (const WorkerIdentity w = membership_.who(rank);
-               retired_workers_.count({w.node_rank, w.local_rank, pid}) > 0) {
-      // Its collective failed before its task fenced it: its slot is the spare's now.
-      error = absl::FailedPreconditionError(
-          absl::StrCat("rank ", rank,
-                       "'s node was handed to a spare (--straggler-action "
-                       "replace): this worker does not rejoin"));
+               const std::string* retired = RetiredLocked(w.node_rank, w.local_rank, pid)) {
+      // Its collective failed before its task fenced it: its slot is someone else's now.
+      error = absl::FailedPreconditionError(absl::StrCat(
+          "rank ", rank, " (pid ", pid, "): ", *retired, ": this worker does not rejoin"));
     } else {
       const std::string who = membership_.Describe(rank);
       absl::StatusOr<bool> complete = membership_.Rejoin(rank, request.committed_step, done);

@@ -105,7 +105,10 @@ void Job::TakeOverFromLostNode(int node, int64_t epoch) {
   EventLocked(absl::StrCat(described, " lost with its coordinator (its task, coordinator and ",
                            "workers); coordinator epoch ", epoch, " takes over"),
               &out);
-  RetireNodeLocked(node, FailureKind::kLostHeartbeat, " lost with the coordinator's node", &out);
+  RetireNodeLocked(node, FailureKind::kLostHeartbeat, " lost with the coordinator's node",
+                   absl::StrCat("its node was lost with the coordinator; coordinator epoch ", epoch,
+                                " took the job over"),
+                   &out);
 }
 
 }  // namespace ddp

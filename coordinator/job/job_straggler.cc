@@ -152,17 +152,24 @@ bool Job::ReplaceStragglerNodeLocked(const StragglerReport& st, absl::Time now, 
               out);
   RetireNodeLocked(
       node, FailureKind::kStragglerReplaced,
-      absl::StrCat(" replaced: its node is a ", StepSectionName(st.section), " straggler"), out);
+      absl::StrCat(" replaced: its node is a ", StepSectionName(st.section), " straggler"),
+      "its node was handed to a spare (--straggler-action replace)", out);
   return true;
 }
 
-void Job::RetireNodeLocked(int node, FailureKind kind, const std::string& why, Completions* out) {
+const std::string* Job::RetiredLocked(int node, int local_rank, int pid) const {
+  auto it = retired_workers_.find({node, local_rank, pid});
+  return it == retired_workers_.end() ? nullptr : &it->second;
+}
+
+void Job::RetireNodeLocked(int node, FailureKind kind, const std::string& why,
+                           const std::string& retired, Completions* out) {
   std::vector<int> ranks;
   for (int local = 0; local < membership_.SlotsOnNode(node); ++local) {
     const int rank = membership_.RankOf(node, local);
     if (rank < 0) continue;
     ranks.push_back(rank);
-    retired_workers_.insert({node, local, membership_.who(rank).pid});
+    retired_workers_[{node, local, membership_.who(rank).pid}] = retired;
   }
   for (int rank : ranks) {
     const FailureCause cause{rank, kind, absl::StrCat(membership_.Describe(rank), why)};

@@ -2,8 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/signal_free_thread.h"
 #include "common/status_macros.h"
 
 namespace ddp {
@@ -179,13 +178,8 @@ struct Journal::Shared {
 Journal::Journal(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
   // The threads never take a process signal (a thread inherits its creator's mask): the
   // coordinator handles them on its signal watcher's thread, which may start later.
-  sigset_t all;
-  sigset_t before;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &before);
-  std::thread([s = shared_] { s->WriteLoop(); }).detach();
-  std::thread([s = shared_] { s->SyncLoop(); }).detach();
-  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  SignalFreeThread([s = shared_] { s->WriteLoop(); }).detach();
+  SignalFreeThread([s = shared_] { s->SyncLoop(); }).detach();
 }
 
 Journal::~Journal() {

@@ -93,9 +93,14 @@ ddp_finish() {
   fi
   ddp_log "stopped for requeue (exit $DDP_EXIT_RESUMABLE): scontrol requeue $SLURM_JOB_ID"
   # Read before the requeue: it signals every process of the job, a ddpctl running then too.
-  local exclude; exclude=$(ddp_exclude_list)
+  local exclude excluded=""
+  exclude=$(ddp_exclude_list)
+  if [[ -n "$exclude" ]]; then
+    excluded=$(scontrol show job "$SLURM_JOB_ID" -o 2>/dev/null | tr ' ' '\n' | sed -n 's/^ExcNodeList=//p')
+    [[ "$excluded" != "(null)" ]] || excluded=""
+  fi
   if scontrol requeue "$SLURM_JOB_ID"; then
-    ddp_exclude_nodes "$exclude"
+    ddp_exclude_nodes "$exclude" "$excluded"
     exit "$DDP_EXIT_OK"   # Slurm ends this generation now and starts the next one with SLURM_RESTART_COUNT+1
   fi
   ddp_log "error: scontrol requeue failed (was the job submitted with --requeue?)"
@@ -113,21 +118,22 @@ ddp_exclude_list() {
     ddp_log "warning: cannot read the exclude list $DIST_FILE.exclude; the next allocation may use any node"
 }
 
-# ddp_exclude_nodes NODES: after `scontrol requeue`, leaves NODES (a comma-separated list; empty:
-# nothing to do) out of the next generation's allocation. Slurm changes a job's ExcNodeList only
-# while the job is pending, which a requeued job is within a moment (the batch shell outlives the
-# requeue's SIGTERM: it traps it). What the job excluded already stays excluded.
+# ddp_exclude_nodes NODES EXCLUDED: after `scontrol requeue`, leaves NODES (a comma-separated
+# list; empty: nothing to do) out of the next generation's allocation, on top of EXCLUDED (the
+# job's ExcNodeList, read before the requeue). Slurm changes a job's ExcNodeList only while the
+# job is pending, which a requeued job is within a moment; the batch shell outlives the
+# requeue's SIGTERM (it traps it), but the commands it runs then may not: the SIGTERM reaches the
+# job's every process, and a `seq` or `sleep` it kills must not end the retries. So the loop
+# runs on bash's own clock, and nothing is read after the requeue.
 ddp_exclude_nodes() {
-  local nodes=$1 old i
+  local nodes=$1 old=${2:-} deadline=$((SECONDS + 10))
   [[ -n "$nodes" ]] || return 0
-  old=$(scontrol show job "$SLURM_JOB_ID" -o 2>/dev/null | tr ' ' '\n' | sed -n 's/^ExcNodeList=//p')
-  [[ "$old" != "(null)" ]] || old=""
-  for i in $(seq 40); do
+  while ((SECONDS < deadline)); do
     if scontrol update JobId="$SLURM_JOB_ID" ExcNodeList="${old:+$old,}$nodes" 2>/dev/null; then
       ddp_log "the requeued job excludes node(s) $nodes (stragglers: --straggler-action exclude)"
       return 0
     fi
-    sleep 0.25
+    sleep 0.25 || true
   done
   ddp_log "warning: could not exclude node(s) $nodes from the requeued job (scontrol update ExcNodeList)"
 }

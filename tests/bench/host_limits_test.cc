@@ -86,7 +86,8 @@ TEST(HostLimitsTest, FdLimitRaisedToHard) {
   rlimit lim{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
   EXPECT_EQ(lim.rlim_cur, lim.rlim_max);
-  EXPECT_EQ(*soft, lim.rlim_cur);
+  EXPECT_EQ(soft->soft, lim.rlim_cur);
+  EXPECT_EQ(soft->hard, lim.rlim_max);
 }
 
 TEST(HostLimitsTest, SysctlAndTheRealFiles) {

@@ -9,8 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -18,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/coordinator_client.h"
+#include "common/dist_file.h"
 #include "coordinator/rpc/tls_identity.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -33,10 +36,13 @@ enum class Act { kUnavailable, kDeadlineExceeded, kHang, kOk };
 
 class ScriptedCoordinator final : public pb::Coordinator::CallbackService {
  public:
-  explicit ScriptedCoordinator(std::vector<Act> script) : script_(std::move(script)) {}
+  // `epoch`: the coordinator epoch its replies carry (kEpochHeader; none for epoch 0).
+  explicit ScriptedCoordinator(std::vector<Act> script, int epoch = 0)
+      : script_(std::move(script)), epoch_(epoch) {}
 
   grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* ctx, const pb::HelloRequest*,
                                   pb::HelloReply* resp) override {
+    if (epoch_ > 0) ctx->AddInitialMetadata("ddp-epoch", std::to_string(epoch_));
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     absl::MutexLock lock(&mu_);
     const Act act = script_[std::min(calls_, script_.size() - 1)];
@@ -74,6 +80,7 @@ class ScriptedCoordinator final : public pb::Coordinator::CallbackService {
 
  private:
   const std::vector<Act> script_;
+  const int epoch_;
   mutable absl::Mutex mu_;
   size_t calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<grpc::ServerUnaryReactor*> hung_ ABSL_GUARDED_BY(mu_);
@@ -217,6 +224,78 @@ TEST(RpcChannelTest, TrustsOnlyTheJobsCertificate) {
   EXPECT_TRUE(ConnectTo(absl::StrCat("127.0.0.1:", port), absl::Seconds(5)).ok());
   EXPECT_EQ(service.calls(), 1u);
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+}
+
+// A scripted coordinator with the job's identity on a free port.
+struct ScriptedServer {
+  explicit ScriptedServer(std::vector<Act> script, int epoch = 0)
+      : service(std::move(script), epoch) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", ServerCredentials(Identity()), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+  }
+  ~ScriptedServer() {
+    service.ReleaseHung();
+    server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port); }
+
+  ScriptedCoordinator service;
+  int port = 0;
+  std::unique_ptr<grpc::Server> server;
+};
+
+// A coordinator that stops answering without going away (its node stopped or hung: the
+// connection stays open, calls wait) while a standby publishes the next epoch in the dist_file:
+// a call waiting on the old one is sent to the new one at once, not at its deadline. A republish
+// that names no newer coordinator leaves it waiting.
+TEST(RpcChannelTest, ACallWaitingOnAHungCoordinatorFollowsANewerEpoch) {
+  std::string dir = ::testing::TempDir() + "/rpc_channel_test.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::string dist_file = dir + "/dist_file";
+  for (const bool newer : {true, false}) {
+    ScriptedServer old_one({Act::kOk, Act::kHang});
+    ScriptedServer new_one({Act::kOk}, /*epoch=*/1);
+    ASSERT_NE(old_one.server, nullptr);
+    ASSERT_NE(new_one.server, nullptr);
+    absl::StatusOr<DistFileContents> contents =
+        NewDistFileContents("scripted", 0, old_one.address(), 0);
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    contents->tls_cert = Identity().cert_pem;
+    ASSERT_TRUE(PublishDistFile(dist_file, *contents).ok());
+    ConnectOptions o;
+    o.dist_file = dist_file;
+    o.expected_job_id = "scripted";
+    o.rpc_timeout = absl::Seconds(3);
+    absl::StatusOr<std::unique_ptr<CoordinatorApi>> api = ConnectToCoordinator(o);
+    ASSERT_TRUE(api.ok()) << api.status();
+    DistFileContents next = *contents;
+    if (newer) {
+      next.epoch = 1;
+      next.coordinator_node = 1;
+      next.grpc_address = new_one.address();
+    }
+    std::thread publisher([&] {
+      absl::SleepFor(absl::Milliseconds(400));
+      ASSERT_TRUE(PublishDistFile(dist_file, next).ok());
+    });
+    const absl::Time start = absl::Now();
+    const absl::Status st = (*api)->Ping();
+    const absl::Duration took = absl::Now() - start;
+    publisher.join();
+    EXPECT_EQ(old_one.service.calls(), 2u) << newer;
+    if (newer) {
+      EXPECT_TRUE(st.ok()) << st;
+      EXPECT_EQ(new_one.service.calls(), 1u);
+      EXPECT_LT(took, absl::Milliseconds(1500)) << "the call waited for its deadline";
+    } else {
+      EXPECT_TRUE(absl::IsDeadlineExceeded(st)) << st;
+      EXPECT_EQ(new_one.service.calls(), 0u);
+      EXPECT_GE(took, absl::Milliseconds(2900));
+    }
+  }
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 // An address without the job's certificate is refused before anything is sent.

@@ -14,6 +14,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/dist_file.h"
+#include "common/file_util.h"
+#include "common/job_result.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -52,10 +54,10 @@ class EpochLeaseTest : public ::testing::Test {
     o.mine = mine_;
     o.period = kPeriod;
     o.wait_for_serve_from = wait_for_serve_from;
-    o.on_fenced = [this](const DistFileContents& newer) {
+    o.on_fenced = [this](const Supersession& by) {
       absl::MutexLock lock(&mu_);
       ++fenced_calls_;
-      newer_ = newer;
+      newer_ = by;
     };
     lease_ = std::make_unique<EpochLease>(std::move(o));
     return *lease_;
@@ -72,7 +74,7 @@ class EpochLeaseTest : public ::testing::Test {
     absl::MutexLock lock(&mu_);
     return fenced_calls_;
   }
-  DistFileContents newer() {
+  Supersession newer() {
     absl::MutexLock lock(&mu_);
     return newer_;
   }
@@ -92,7 +94,7 @@ class EpochLeaseTest : public ::testing::Test {
   std::unique_ptr<EpochLease> lease_;
   absl::Mutex mu_;
   int fenced_calls_ = 0;
-  DistFileContents newer_;
+  Supersession newer_;
 };
 
 TEST_F(EpochLeaseTest, ServesWhileTheFileNamesItsEpoch) {
@@ -131,9 +133,7 @@ TEST_F(EpochLeaseTest, ANewerEpochOfTheSameJobFencesWithinThePeriod) {
   Sleep(kPeriod * 3);
   EXPECT_EQ(fenced_calls(), 1);
   EXPECT_EQ(newer().epoch, 1);
-  EXPECT_EQ(newer().coordinator_node, 1);
-  EXPECT_EQ(newer().grpc_address, "10.0.0.2:6000");
-  EXPECT_EQ(newer().nonce, mine_.nonce);
+  EXPECT_EQ(newer().why, "the dist_file names coordinator epoch 1 (node 1, 10.0.0.2:6000)");
   // Once fenced, always fenced: not even the old epoch's file brings it back.
   ASSERT_TRUE(PublishDistFile(path_, mine_).ok());
   Sleep(kPeriod * 2);
@@ -205,6 +205,65 @@ TEST_F(EpochLeaseTest, OnlyANewerEpochOfTheSameJobFences) {
   Sleep(kPeriod + kSlack);
   EXPECT_TRUE(absl::IsUnavailable(lease.Current()));
   EXPECT_EQ(fenced_calls(), 1);
+}
+
+// The job's result file, as a coordinator of `epoch` writes it at the job's end.
+void WriteResult(const std::string& dist_file, const std::string& job_id, int64_t generation,
+                 int64_t epoch) {
+  JobResult r;
+  r.job_id = job_id;
+  r.generation = generation;
+  r.state = "SUCCEEDED";
+  r.exit_code = 0;
+  r.epoch = epoch;
+  ASSERT_TRUE(WriteFileAtomically(JobResultPath(dist_file), FormatJobResult(r), 0600).ok());
+}
+
+// The job ended under epoch 1 while this epoch-0 coordinator did not run: epoch 1 wrote the
+// result and removed the dist_file. The result fences it; the reason names epoch 1's end.
+TEST_F(EpochLeaseTest, TheJobsEndUnderANewerEpochFences) {
+  EpochLease& lease = Start();
+  ASSERT_TRUE(lease.Current().ok());
+  WriteResult(path_, mine_.job_id, mine_.generation, 1);
+  ExpectServesFor(lease, 2);  // the dist_file still names this coordinator: it serves
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  Sleep(kPeriod + kSlack);
+  EXPECT_TRUE(absl::IsUnavailable(lease.Current()));
+  EXPECT_EQ(fenced_calls(), 1);
+  EXPECT_EQ(newer().epoch, 1);
+  EXPECT_EQ(newer().why,
+            "the job ended under coordinator epoch 1 (SUCCEEDED, " + JobResultPath(path_) + ")");
+}
+
+// A result fences only when it is this job's and generation's and a newer epoch wrote it: its
+// own epoch's (or one without an epoch, from an older writer), another job's or generation's
+// does not; nor does a dist_file replaced by another job's while there is no such result.
+TEST_F(EpochLeaseTest, OnlyANewerEpochsResultOfTheSameJobFences) {
+  mine_.epoch = 1;
+  mine_.coordinator_node = 1;
+  ASSERT_TRUE(PublishDistFile(path_, mine_).ok());
+  EpochLease& lease = Start();
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  ExpectServesFor(lease, 2);
+  WriteResult(path_, mine_.job_id, mine_.generation, 1);
+  ExpectServesFor(lease, 2);
+  WriteResult(path_, mine_.job_id, mine_.generation, -1);  // no epoch= line
+  ExpectServesFor(lease, 2);
+  WriteResult(path_, "43", mine_.generation, 5);
+  ExpectServesFor(lease, 2);
+  WriteResult(path_, mine_.job_id, mine_.generation + 1, 5);
+  ExpectServesFor(lease, 2);
+  DistFileContents other_job = TakenOver(9, 0);
+  other_job.job_id = "43";
+  ASSERT_TRUE(PublishDistFile(path_, other_job).ok());
+  ExpectServesFor(lease, 2);
+  EXPECT_EQ(fenced_calls(), 0);
+  // Another job's dist_file at the path, and this job's result of epoch 2: fenced.
+  WriteResult(path_, mine_.job_id, mine_.generation, 2);
+  Sleep(kPeriod + kSlack);
+  EXPECT_TRUE(absl::IsUnavailable(lease.Current()));
+  EXPECT_EQ(fenced_calls(), 1);
+  EXPECT_EQ(newer().epoch, 2);
 }
 
 // A coordinator that took over accepts nothing until ServeFrom's time, then serves.

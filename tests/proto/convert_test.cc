@@ -219,7 +219,13 @@ TEST(ConvertTest, LostActionsRoundTrip) {
     ToProto(LostDecision{"rank 2", a}, &reply);
     EXPECT_EQ(FromProto(reply).action, a);
     EXPECT_EQ(FromProto(reply).description, "rank 2");
+    EXPECT_EQ(FromProto(reply).retired, "");
   }
+  LostDecision leave{"node 0 local rank 1 (pid 7)", LostAction::kLeave};
+  leave.retired = "its node was lost with the coordinator; coordinator epoch 1 took the job over";
+  pb::ReportLostReply reply;
+  ToProto(leave, &reply);
+  EXPECT_EQ(FromProto(reply).retired, leave.retired);
 }
 
 TEST(ConvertTest, OutcomesAndRpcStatus) {

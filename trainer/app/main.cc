@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -15,11 +16,13 @@
 #include "client/coordinator_client.h"
 #include "client/heartbeat_relay.h"
 #include "common/dist_file.h"
+#include "common/fd_limit.h"
 #include "common/file_util.h"
 #include "common/job_result.h"
 #include "common/mutex_mode.h"
 #include "common/slurm_env.h"
 #include "trainer/app/worker.h"
+#include "trainer/ddp/process_group_handle.h"
 #include "trainer/launcher/config.h"
 #include "trainer/launcher/launch_plan.h"
 #include "trainer/launcher/launcher.h"
@@ -125,6 +128,9 @@ ddp::FenceQuery FenceReporter(const ddp::LaunchPlan& plan) {
   };
 }
 
+// The deadline of each of the standby probe's calls: its connect and its ping.
+constexpr absl::Duration kStandbyProbeCallTimeout = absl::Milliseconds(500);
+
 // A node task's standby probe (trainer/launcher/standby.h): the dist_file as it is now, and
 // whether the coordinator it names answers within about half a second. The connection is kept
 // between probes (it follows restarts and newer epochs by itself) and opened again after an
@@ -133,10 +139,7 @@ ddp::CoordinatorProbe StandbyProbe(const ddp::LaunchPlan& plan) {
   const ddp::WorkerPlacement base = plan.base;
   return [base, api = std::shared_ptr<ddp::CoordinatorApi>()]() mutable {
     ddp::CoordinatorSighting seen;
-    const absl::StatusOr<ddp::JobResult> ended =
-        ddp::ReadJobResult(ddp::JobResultPath(base.dist_file));
-    seen.job_ended =
-        ended.ok() && ended->job_id == base.job_id && ended->generation == base.generation;
+    seen.job_ended = ddp::ReadJobResultOf(base.dist_file, base.job_id, base.generation).has_value();
     const absl::StatusOr<ddp::DistFileContents> file =
         ddp::ReadDistFile(base.dist_file, {base.job_id, base.generation});
     if (!file.ok()) {
@@ -148,7 +151,7 @@ ddp::CoordinatorProbe StandbyProbe(const ddp::LaunchPlan& plan) {
     seen.incarnation = file->incarnation;
     seen.coordinator_node = file->coordinator_node;
     if (api == nullptr) {
-      auto connected = ConnectLauncher(base, absl::Milliseconds(500));
+      auto connected = ConnectLauncher(base, kStandbyProbeCallTimeout);
       if (!connected.ok()) {
         seen.error = std::string(connected.status().message());
         return seen;
@@ -197,6 +200,10 @@ int main(int argc, char** argv) {
     return exit_code;
   }
   const ddp::EnvMap env = ddp::ProcessEnvironment();
+  // A Gloo worker holds a socket per peer and a launcher passes its limits on to its workers and
+  // its coordinator: take the hard limit rather than the soft one Slurm passed on (often 1024;
+  // common/fd_limit.h). The coordinator says in its log whether the job outgrows it.
+  (void)ddp::RaiseFdLimitToHard();
   try {
     if (config->internal_worker) {
       // A reader of stdout that went away makes printing fail (EPIPE), never ends the worker.
@@ -212,7 +219,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ddp-trainer: %s\n", std::string(hold.status().message()).c_str());
         return ddp::kExitUsage;
       }
-      return ddp::RunWorker(*config, *placement, *hold);
+      const int code = ddp::RunWorker(*config, *placement, *hold);
+      if (ddp::ProcessGroupHandle::GroupsEnding() > 0) {
+        // A failed Gloo group is still being dropped on a thread of its own (a collective of it
+        // waits for the group's timeout): leave without running static destructors under it.
+        std::fflush(nullptr);
+        std::_Exit(code);
+      }
+      return code;
     }
     auto plan = ddp::PlanLaunch(*config, env, ddp::CountVisibleGpus(env), getpid());
     if (!plan.ok()) {
@@ -252,6 +266,7 @@ int main(int argc, char** argv) {
     }
     if (standby) {
       options.probe_coordinator = StandbyProbe(*plan);
+      options.standby_probe_bound = 2 * kStandbyProbeCallTimeout;  // a connect, then a ping
       options.takeover_command = options.coordinator_resume_command;
       options.failover_timeout = absl::Seconds(config->failover_timeout_s);
     }

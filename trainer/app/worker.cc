@@ -375,7 +375,7 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& placement, const Te
 
   const TrainOutcome outcome =
       Train(c, p, *data, *model, **session, **checkpoints, host_memory, *pipeline_note, hold);
-  return Finish(c, **session, **checkpoints, outcome);
+  return Finish(c, p, **session, **checkpoints, outcome);
 }
 
 }  // namespace ddp

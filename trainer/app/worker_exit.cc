@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/exit_codes.h"
+#include "common/job_result.h"
 
 namespace ddp {
 namespace {
@@ -61,13 +62,39 @@ int ExitCoordinatorLost(const TrainerConfig& c, CoordinatorSession& session) {
   return kExitResumable;
 }
 
+// The job SUCCEEDED or STOPPED while this worker's training failed: every rank of the job
+// reported its end before the coordinator wrote that result, and this worker had not, so it was
+// no longer one of them (replaced while it could not run). Its exit code is then the job's, and
+// nothing is reported (that coordinator is gone); nullopt while the job has not ended so.
+std::optional<int> EndedWithoutThisWorker(const WorkerPlacement& p, CoordinatorSession& session,
+                                          const TrainOutcome& outcome) {
+  const std::optional<JobResult> r = ReadJobResultOf(p.dist_file, p.job_id, p.generation);
+  if (!r || (r->state != "SUCCEEDED" && r->state != "STOPPED") || r->exit_code < 0) {
+    return std::nullopt;
+  }
+  const std::string path = JobResultPath(p.dist_file);
+  session.reporter().AcknowledgeAbort();  // acted on here
+  std::printf(
+      "%sthe job %s without this worker (%s): it was replaced while it could not run "
+      "(its node stopped or cut off); leaving with the job's exit code %d (this worker: "
+      "%s)\n",
+      session.log_prefix().c_str(), r->state.c_str(), path.c_str(), r->exit_code,
+      FirstLine(std::string(outcome.result.status().message())).c_str());
+  return r->exit_code;
+}
+
 }  // namespace
 
-int Finish(const TrainerConfig& c, CoordinatorSession& session, CheckpointStore& checkpoints,
-           const TrainOutcome& outcome) {
+int Finish(const TrainerConfig& c, const WorkerPlacement& placement, CoordinatorSession& session,
+           CheckpointStore& checkpoints, const TrainOutcome& outcome) {
   const std::string& prefix = session.log_prefix();
   if (!outcome.result.ok() && ResumableAfter(outcome.result.status())) {
     return ExitResumable(session, outcome.result.status());
+  }
+  if (!outcome.result.ok() && !outcome.in_setup) {
+    if (const std::optional<int> code = EndedWithoutThisWorker(placement, session, outcome)) {
+      return *code;
+    }
   }
   if (!outcome.result.ok()) {
     const absl::Status& st = outcome.result.status();

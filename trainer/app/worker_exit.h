@@ -14,6 +14,7 @@
 #include "trainer/app/training_loop.h"
 #include "trainer/checkpoint/checkpoint_store.h"
 #include "trainer/launcher/config.h"
+#include "trainer/launcher/launch_plan.h"
 #include "trainer/worker/coordinator_session.h"
 
 namespace ddp {
@@ -28,9 +29,12 @@ struct TrainOutcome {
 int Fail(const std::string& prefix, int code, const std::string& message);
 
 // Reports how training ended and turns it into the exit code (common/exit_codes.h); rank 0
-// writes final.pt first (CheckpointStore::Finish).
-int Finish(const TrainerConfig& config, CoordinatorSession& session, CheckpointStore& checkpoints,
-           const TrainOutcome& outcome);
+// writes final.pt first (CheckpointStore::Finish). A worker whose training failed after its job
+// had SUCCEEDED or STOPPED without it (the job's result file, common/job_result.h, says so: every
+// rank of the job reported its end, and this worker had not) was replaced while it could not run
+// (its node stopped, suspended or cut off): it says so and exits as the job did.
+int Finish(const TrainerConfig& config, const WorkerPlacement& placement,
+           CoordinatorSession& session, CheckpointStore& checkpoints, const TrainOutcome& outcome);
 
 }  // namespace ddp
 

@@ -34,6 +34,45 @@ std::chrono::milliseconds CollectiveTimeout(c10d::Backend& pg) {
 namespace {
 
 std::atomic<CollectiveWaitHook> g_wait_hook{nullptr};
+std::atomic<const std::atomic<bool>*> g_give_up{nullptr};
+
+// Point-to-point works of Gloo wait on their own buffer, and a wait with a timeout that runs out
+// fails the whole group: they are never polled.
+bool IsCollective(c10d::Work& work) {
+  switch (work.retrieveOpType()) {
+    case c10d::OpType::SEND:
+    case c10d::OpType::RECV:
+    case c10d::OpType::RECVANYSOURCE:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Waits for `work` to end; throws what it failed with, or CollectiveAbandonedError once
+// `give_up` reads true (polled every kGiveUpPollInterval).
+void WaitOrGiveUp(c10d::Work& work, const std::atomic<bool>& give_up, const char* what) {
+  for (;;) {
+    if (give_up.load(std::memory_order_acquire) && !work.isCompleted()) {
+      DDP_THROW(CollectiveAbandonedError,
+                std::string(what) +
+                    " given up: a newer membership generation was announced while this rank "
+                    "waited (its Gloo collective cannot end by itself)");
+    }
+    try {
+      work.wait(kGiveUpPollInterval);
+      return;
+    } catch (...) {
+      // Work::wait(timeout) throws the work's own error, or a plain error when the time ran out
+      // first. The work may complete between that timeout and this check: then its own outcome
+      // (wait() without a timeout returns it at once) is the answer, never the timeout's error.
+      if (work.isCompleted()) {
+        work.wait();
+        return;
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -49,6 +88,14 @@ void SetCollectiveWaitHook(CollectiveWaitHook hook) {
   g_wait_hook.store(hook, std::memory_order_relaxed);
 }
 
+void SetCollectiveGiveUpFlag(const std::atomic<bool>* flag) {
+  g_give_up.store(flag, std::memory_order_release);
+}
+
+void ClearCollectiveGiveUpFlag(const std::atomic<bool>* flag) {
+  g_give_up.compare_exchange_strong(flag, nullptr, std::memory_order_acq_rel);
+}
+
 void WaitForWork(c10d::Work& work, c10d::Backend& pg, std::chrono::steady_clock::time_point issued,
                  const char* what) {
   const CollectiveWaitScope mark;
@@ -56,9 +103,16 @@ void WaitForWork(c10d::Work& work, c10d::Backend& pg, std::chrono::steady_clock:
   std::string message;
   bool distributed = false;
   try {
-    work.wait();
+    const std::atomic<bool>* give_up = g_give_up.load(std::memory_order_acquire);
+    if (give_up != nullptr && pg.getBackendName() == "gloo" && IsCollective(work)) {
+      WaitOrGiveUp(work, *give_up, what);
+    } else {
+      work.wait();
+    }
     return;
   } catch (const CollectiveTimeoutError&) {
+    throw;
+  } catch (const CollectiveAbandonedError&) {
     throw;
   } catch (const c10::DistError& e) {
     message = FirstLine(e.what_without_backtrace());

@@ -18,6 +18,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -31,6 +32,11 @@ class StoreTimeoutError : public c10::DistStoreError {
 };
 
 class CollectiveTimeoutError : public c10::DistBackendError {
+ public:
+  using c10::DistBackendError::DistBackendError;
+};
+
+class CollectiveAbandonedError : public c10::DistBackendError {
  public:
   using c10::DistBackendError::DistBackendError;
 };
@@ -65,6 +71,20 @@ class CollectiveWaitScope {
  private:
   const CollectiveWaitHook hook_;
 };
+
+// While `*flag` is true, WaitForWork gives up its wait on a Gloo collective within
+// kGiveUpPollInterval and throws CollectiveAbandonedError; the collective itself goes on in
+// Gloo's threads (its group can then only be dropped: ProcessGroupHandle ends it in the
+// background). The worker sets it when a newer membership generation is announced: the old
+// group's collectives can no longer complete, and Gloo's TCP transport does not end every wait
+// that a peer's death leaves without data (a receive that the dead peer's message was cut off
+// in the middle of waits for the group's whole timeout). NCCL's waits are ended by aborting the
+// communicator instead, and are not polled. Null by default; `flag` must outlive every wait
+// that reads it.
+inline constexpr std::chrono::milliseconds kGiveUpPollInterval{50};
+void SetCollectiveGiveUpFlag(const std::atomic<bool>* flag);
+// Back to null, if `flag` is the one set (an owner that ends leaves another owner's flag).
+void ClearCollectiveGiveUpFlag(const std::atomic<bool>* flag);
 
 // Waits for `work` (a collective of `pg` issued at `issued`). On failure throws
 // CollectiveTimeoutError or c10::DistBackendError (see above) naming `what`; errors that already

@@ -1,6 +1,9 @@
 #include "trainer/ddp/process_group_handle.h"
 
+#include <atomic>
+#include <chrono>
 #include <exception>
+#include <memory>
 #include <system_error>
 #include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -146,15 +149,47 @@ ProcessGroupHandle::~ProcessGroupHandle() {
   Close().IgnoreError();
 }
 
+namespace {
+
+std::atomic<int> g_groups_ending{0};
+
+// Drops `backend`, a failed Gloo group, on a thread of its own once that thread holds its last
+// reference: the drop waits for the collectives the group's threads still run, which can last
+// the group's timeout (a peer alive that never sends; a receive its dead peer cut off in the
+// middle, which Gloo's TCP transport does not end). Without a thread, drops it here, as a
+// collective wait (the worker's rejoin deadline then applies).
+void EndInBackground(c10::intrusive_ptr<c10d::Backend> backend) {
+  auto held = std::make_shared<c10::intrusive_ptr<c10d::Backend>>(std::move(backend));
+  g_groups_ending.fetch_add(1, std::memory_order_relaxed);
+  try {
+    std::thread([held] {
+      while (held->use_count() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      held->reset();
+      g_groups_ending.fetch_sub(1, std::memory_order_relaxed);
+    }).detach();
+  } catch (const std::system_error&) {
+    g_groups_ending.fetch_sub(1, std::memory_order_relaxed);
+    const CollectiveWaitScope waiting;
+    held->reset();
+  }
+}
+
+}  // namespace
+
+int ProcessGroupHandle::GroupsEnding() { return g_groups_ending.load(std::memory_order_relaxed); }
+
 absl::Status ProcessGroupHandle::Close() {
   if (!backend_) return absl::OkStatus();
   c10::intrusive_ptr<c10d::Backend> backend = std::move(backend_);
   backend_.reset();
   if (!failed_) return ShutdownProcessGroup(*backend);
-  // Ending a failed Gloo group waits for the collectives its threads still run, and one may wait
-  // on a peer that is alive but never sends (it tears its own group down): up to the group's
-  // timeout. To the worker that is a collective wait, so that its rejoin deadline applies
-  // (ProgressReporter): marked until the last reference is gone.
+  if (backend->getBackendName() == "gloo") {
+    // Gloo has no abort: the group ends when its last reference goes (see the header).
+    EndInBackground(std::move(backend));
+    return absl::OkStatus();
+  }
+  // An aborted communicator ends its collectives at once; its drop is marked as a collective
+  // wait all the same, so that the worker's rejoin deadline applies if it does not.
   const CollectiveWaitScope waiting;
   absl::Status aborted = AbortProcessGroup(*backend);
   backend.reset();

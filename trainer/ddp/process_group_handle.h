@@ -10,10 +10,13 @@
 //   // ~ProcessGroupHandle: abort if marked failed, else shutdown
 //
 // Gloo keeps no abort or shutdown of its own: its group closes its connections when the last
-// reference goes, which this handle drops at its end (other holders, such as the DDP engine, must
-// be gone first to close it then). That end waits for the collectives its threads still run,
-// which can take up to the group's timeout when one waits on a live peer that never sends: the
-// wait is reported through the collective-wait hook (dist_errors.h), as any collective wait.
+// reference goes. That drop waits for the collectives its threads still run, which can take up to
+// the group's timeout (a wait on a live peer that never sends, or a receive that a dying peer cut
+// off in the middle, which Gloo's TCP transport does not end). So a failed Gloo group is dropped
+// on a thread of its own, once that thread holds its last reference (other holders, such as the
+// DDP engine, let go when they end): Close returns at once, and the group's connections close as
+// soon as its collectives end. GroupsEnding() counts the groups still being dropped. A healthy
+// group (or a failed NCCL one, aborted) ends on the caller's thread.
 //
 // A build can be given up from another thread (GroupBuildCancel): building a Gloo group waits for
 // every peer's address in the store, then connects to each, and a peer that dies after it
@@ -100,6 +103,10 @@ class ProcessGroupHandle {
   absl::Status Close();
   // Ends the group now with an abort, whatever its state.
   absl::Status Abort();
+
+  // Failed Gloo groups of this process still being dropped in the background (see above): a
+  // process that exits with some left should not run static destructors under their threads.
+  static int GroupsEnding();
 
   bool valid() const { return backend_ != nullptr; }
   c10d::Backend& backend() const { return *backend_; }

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/dist_file_lock.h"
@@ -67,11 +68,12 @@ class LauncherRun {
     }
     // A worker whose report waits for an answer may still be started again.
     while (supervisor_.CountRunning(workers_) > 0 || !pending_lost_.empty()) {
-      for (const SupervisorEvent& e :
-           supervisor_.DoWork(std::min({stop_deadline_, next_fence_poll_, next_standby_poll_,
-                                        next_lost_retry_, warm_.next_poll()}))) {
-        OnEvent(e);
-      }
+      const absl::Time wake = std::min({stop_deadline_, next_fence_poll_, next_standby_poll_,
+                                        next_lost_retry_, warm_.next_poll()});
+      const absl::Time called = absl::Now();  // wake may have passed during the last round's calls
+      const std::vector<SupervisorEvent> events = supervisor_.DoWork(wake);
+      if (wake != absl::InfiniteFuture()) NoteIfNotRunning(std::max(wake, called), "waiting");
+      for (const SupervisorEvent& e : events) OnEvent(e);
       if (absl::Now() >= warm_.next_poll()) warm_.Poll();
       if (absl::Now() >= next_lost_retry_) RetryLostReports();
       if (absl::Now() >= stop_deadline_) EndOverdueStop();
@@ -138,12 +140,10 @@ class LauncherRun {
   // How the job ended, from its result file (common/job_result.h), when that file is this job's
   // and generation's; nullopt while there is none.
   std::optional<std::string> JobEnded() const {
-    const std::string path = JobResultPath(plan_.base.dist_file);
-    const absl::StatusOr<JobResult> r = ReadJobResult(path);
-    if (!r.ok() || r->job_id != plan_.base.job_id || r->generation != plan_.base.generation) {
-      return std::nullopt;
-    }
-    return absl::StrCat("job ", r->state, " (", path, ")");
+    const std::optional<JobResult> r =
+        ReadJobResultOf(plan_.base.dist_file, plan_.base.job_id, plan_.base.generation);
+    if (!r) return std::nullopt;
+    return absl::StrCat("job ", r->state, " (", JobResultPath(plan_.base.dist_file), ")");
   }
 
   // A spare node: no worker until the coordinator gives it a lost node. Returns the exit code
@@ -188,6 +188,15 @@ class LauncherRun {
       }
       if (const std::optional<int> sig =
               supervisor_.WaitForSignal(now + options_.stand_by_period)) {
+        if (*sig == SIGUSR1) {
+          // A stop to come (Slurm's warning before the time limit, a preemption): the job
+          // checkpoints and stops, and its stop waits for a recovery under way, which may need
+          // this spare. It leaves with the job (the result file) or when the coordinator says.
+          Log(task_,
+              "received SIGUSR1; the spare stands by until the job's stop ends (a recovery "
+              "under way may still need it)");
+          continue;
+        }
         Log(task_, absl::StrCat("received ", strsignal(*sig), "; the spare leaves"));
         return kExitOk;
       }
@@ -274,9 +283,27 @@ class LauncherRun {
     }
   }
 
+  // `expected`: when the wait or probe that just returned would have ended had this task run
+  // all along. Much later means it did not run (the job suspended or stopped, the host paused):
+  // the standby does not count that time as the coordinator's silence (standby.h).
+  void NoteIfNotRunning(absl::Time expected, absl::string_view where) {
+    const absl::Time now = absl::Now();
+    const absl::Duration late = now - expected;
+    if (!standby_ || late < options_.failover_timeout / 2) return;
+    standby_->Resumed(now);
+    if (next_standby_poll_ == absl::InfiniteFuture()) return;  // not a standby: nothing to say
+    Log(task_,
+        absl::StrCat("standby: this task was not running for about ",
+                     absl::FormatDuration(absl::Trunc(late, absl::Milliseconds(100))), " (", where,
+                     "; the job suspended or stopped, or the host paused); the "
+                     "coordinator's silence counts from now"));
+  }
+
   // The standby's probe (standby.h): takes the job over when the coordinator stayed silent.
   void PollStandby() {
+    const absl::Time started = absl::Now();
     const CoordinatorSighting seen = options_.probe_coordinator();
+    NoteIfNotRunning(started + options_.standby_probe_bound, "probing the coordinator");
     const absl::Time now = absl::Now();
     next_standby_poll_ = now + options_.standby_period;
     const StandbyWatch::Verdict v = standby_->Observe(now, seen);
@@ -532,10 +559,11 @@ class LauncherRun {
         rank.empty() ? absl::StrCat("(local rank ", local_rank, ", pid ", pid, ")") : rank;
     if (decision.action == LostAction::kLeave) {
       policy_.OnLeave();
-      Log(task_, absl::StrCat("worker ", who, " ", status.Describe(),
-                              "; the coordinator gave this node's ranks to a spare node "
-                              "(--straggler-action replace): stopping the other workers and "
-                              "leaving"));
+      Log(task_,
+          absl::StrCat(
+              "worker ", who, " ", status.Describe(), "; the coordinator retired this node (",
+              decision.retired.empty() ? "its ranks went to another node" : decision.retired,
+              "): stopping the other workers and leaving"));
       StopWorkers();
       return;
     }

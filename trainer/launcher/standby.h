@@ -16,6 +16,10 @@
 //     republishes, so it never triggers a takeover while it is inside the failover timeout.
 //   - No takeover once the dist_file is gone or the job's result file exists: a coordinator that
 //     ended the job removes the one and writes the other.
+//   - Time this task itself did not run (the job suspended with `scontrol suspend` or stopped,
+//     the host paused) is no silence of the coordinator's, which did not run either: the launcher
+//     calls Resumed when its wait or its probe returned far later than it could have, and the
+//     silence clock restarts then, as the coordinator leaves its own pause out of the heartbeats.
 //
 // Thread safety: a plain value, used by the launcher's one thread.
 #ifndef SLURM_DDP_TRAINER_LAUNCHER_STANDBY_H_
@@ -63,6 +67,8 @@ class StandbyWatch {
   absl::Duration silent_for(absl::Time now) const { return now - since_; }
   // Called once the takeover coordinator has started: watch the next epoch (as a plain task).
   void TookOver() { watching_ = false; }
+  // This task was not running until `now`: the coordinator's silence counts from now.
+  void Resumed(absl::Time now) { since_ = now; }
 
  private:
   const int node_;

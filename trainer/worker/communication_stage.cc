@@ -3,15 +3,21 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "trainer/ddp/dist_errors.h"
 #include "trainer/worker/state_sync.h"
 
 namespace ddp {
 
 CommunicationStage::CommunicationStage(c10::intrusive_ptr<c10d::Store> store, Options options,
                                        ModelStage& model, TrainingPosition& position)
-    : store_(std::move(store)), options_(std::move(options)), model_(model), position_(position) {}
+    : store_(std::move(store)), options_(std::move(options)), model_(model), position_(position) {
+  // An interrupt (a newer generation announced) also ends this rank's waits on a Gloo collective
+  // of the group it supersedes, which Gloo may not end by itself (dist_errors.h).
+  SetCollectiveGiveUpFlag(&interrupted_);
+}
 
 CommunicationStage::~CommunicationStage() {
+  ClearCollectiveGiveUpFlag(&interrupted_);
   // The engine holds the group and hooks on the model's parameters: it goes first. The group's
   // own destructor then shuts it down, or aborts it when failed or when an exception unwinds.
   if (ddp_) ddp_->ZeroGrad();

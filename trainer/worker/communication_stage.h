@@ -20,9 +20,13 @@
 //
 // Interrupt() may come from another thread (the heartbeat thread, when the coordinator announces
 // a newer membership generation): it aborts an NCCL group's communicators so that work blocked
-// on a dead peer fails at once instead of at NCCL's timeout. Gloo has no abort (its collectives
-// fail as the dead peer's and then the other survivors' connections close), but a Gloo group
-// still being built is given up (ProcessGroupHandle's GroupBuildCancel): a peer that died after
+// on a dead peer fails at once instead of at NCCL's timeout. Gloo has no abort: its collectives
+// usually fail as the dead peer's and then the other survivors' connections close, but not a
+// receive that the dead peer's message was cut off in the middle of (it waits for the group's
+// timeout), so this rank's wait on a Gloo collective is given up instead (WaitForWork, through
+// SetCollectiveGiveUpFlag: one stage per process) and the failed group is dropped in the
+// background. A Gloo group still being built is given up too (ProcessGroupHandle's
+// GroupBuildCancel): a peer that died after
 // it published its address would otherwise hold this rank in Gloo's connect until the group's
 // timeout, and Connect returns UNAVAILABLE at once. interrupted() stays true until the next
 // Connect: a step that ran while it turned true must not be committed. An interrupt that comes

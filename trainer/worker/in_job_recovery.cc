@@ -81,8 +81,8 @@ absl::Status InJobRecovery::Recover(const absl::Status& why) {
   absl::Status reason = why;
   for (;;) {
     reporter.MarkPhase(StepPhase::kRecovery);  // a waiting phase: never judged stalled
-    // Abort the failed group first: its connections close, so peers still blocked on this rank
-    // fail now too.
+    // Abort the failed group first: its connections close (a Gloo group's in the background, as
+    // soon as its collectives end), so peers still blocked on this rank fail now too.
     comm_.MarkFailed();
     comm_.Disconnect().IgnoreError();
     if (options_.hold != nullptr) {

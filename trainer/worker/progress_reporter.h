@@ -71,9 +71,10 @@ struct ProgressReporterOptions {
   absl::Duration suspend_margin = absl::Seconds(2);
   absl::Duration abort_grace = absl::Seconds(3);
   // A survivor still waiting in a collective this long after a newer membership generation was
-  // announced ends itself (kExitFailed), so that its launcher replaces it: the peer it waits for
-  // was declared lost and fenced (killed), which fails a collective at once; one that still
-  // waits is stuck beyond what the process group can abort (Gloo has no abort).
+  // announced ends itself (kExitFailed), so that its launcher replaces it: the announcement
+  // aborts an NCCL group and gives up a wait on a Gloo collective (dist_errors.h), and the peer
+  // waited for was declared lost and fenced (killed); a wait that still lasts is stuck beyond
+  // both (a group build, a communicator whose abort does not return).
   absl::Duration rejoin_grace = absl::Seconds(15);
   std::string log_prefix;  // "[rank 3] "
 };

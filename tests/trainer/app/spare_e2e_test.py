@@ -7,6 +7,7 @@ without one the job fails at the recovery deadline naming the lost node's ranks.
 Run as `python spare_e2e_test.py CASE` (CTest registers one test per case). Needs DDP_BIN_DIR and
 Python torch; shares recovery_e2e_test.py's flags, reference run and checks.
 """
+import atexit
 import json
 import os
 import re
@@ -22,6 +23,17 @@ import recovery_e2e_test as R  # noqa: E402
 WORKERS_PER_NODE = 2  # R.BASE trains 4 ranks: 2 job nodes of 2 workers
 
 
+# Every step started, so that a failed check leaves no task behind (a stopped one included: the
+# standby tests SIGSTOP whole nodes).
+STEPS = []
+
+
+@atexit.register
+def reap_steps():
+    for step in STEPS:
+        step.kill_groups()
+
+
 class SlurmStep:
     """One faked `srun` step: a ddp-trainer task per node, each in its own session."""
 
@@ -34,6 +46,7 @@ class SlurmStep:
         args += ["--checkpoint-dir", "ck"]
         hold = R.hold_spec(tmp, job_id, holds)
         self.tasks = []
+        STEPS.append(self)
         for node in range(nodes):
             env = {"SLURM_JOB_ID": job_id, "SLURM_STEP_NUM_TASKS": str(nodes),
                    "SLURM_PROCID": str(node), "SLURM_LOCALID": "0", "SLURM_NODEID": str(node),
@@ -68,12 +81,17 @@ class SlurmStep:
     def outputs(self):
         return "\n".join(f"--- task {i}\n{o}" for i, o in enumerate(getattr(self, "out", [])))
 
-    def kill(self):
+    def kill_groups(self):
+        """SIGKILLs every task's process group still there (its workers, its coordinator)."""
         for t in self.tasks:
-            try:
-                os.killpg(t.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            if t.poll() is None:
+                try:
+                    os.killpg(t.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def kill(self):
+        self.kill_groups()
         self.out = [t.communicate(timeout=30)[0] for t in self.tasks]
 
     def coordinator_log(self):
@@ -109,6 +127,48 @@ def case_node_lost_spare_takes_over(tmp):
     R.expect(lines, "rank 0 printed no recovery line", outs[0])
     print("\n".join(lines))
     print(f"job ended {time.time() - killed_at:.1f} s after the kill")
+
+
+def case_preempted_while_the_spare_takes_over(tmp):
+    """2 nodes + 1 spare. Node 1's task is SIGKILLed (rank 2 frozen after step 10; its workers
+    die with it), and once the job is RECOVERING, SIGUSR1 goes to every task, the spare's too, as
+    Slurm signals a step before its time limit. The coordinator's stop waits for the recovery,
+    which needs the spare: the spare stays (before the fix it left at once, the recovery timed out
+    after a minute and the job FAILED, exit 4: no requeue), takes node 1 over, and every rank
+    checkpoints and stops: exit 3. The requeue resumes from that checkpoint and ends bit for bit
+    as the uninterrupted run."""
+    ref = R.reference()
+    flags = ["--spare-nodes", "1", "--heartbeat-timeout", "5"]
+    step = SlurmStep(tmp, "5157", 3, flags, holds=[("step", 2, 10)])
+    step.held(0)
+    os.kill(step.tasks[1].pid, signal.SIGKILL)
+    deadline = time.time() + 60
+    state = None
+    while time.time() < deadline and state != "RECOVERING":
+        st = subprocess.run([R.DDPCTL, "status", "--json", "--dist-file", step.dist],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            timeout=30, cwd=tmp)
+        state = json.loads(st.stdout)["state"] if st.returncode == 0 else None
+        time.sleep(0.05)
+    R.expect(state == "RECOVERING", f"the job never recovered from node 1's loss ({state})")
+    for i in (0, 2):
+        os.kill(step.tasks[i].pid, signal.SIGUSR1)
+    codes, outs = step.finish()
+    all_out = step.outputs()
+    R.expect(codes == [3, -signal.SIGKILL, 3], f"task exit codes {codes}, want [3, -9, 3]",
+             all_out + step.coordinator_log())
+    R.expect("received SIGUSR1; the spare stands by until the job's stop ends" in outs[2],
+             "the spare does not say it stays", outs[2])
+    R.expect(re.search(r"taking over node 1 \(host [^,]+, ranks 2,3\): starting its workers as "
+                       r"node 1", outs[2]), "the spare did not take node 1 over", outs[2])
+    requeue = SlurmStep(tmp, "5157", 3, flags, restart=1)
+    codes, outs = requeue.finish()
+    all_out = requeue.outputs()
+    R.expect(codes == [0, 0, 0], f"requeue exit codes {codes}", all_out)
+    R.expect("resuming from" in all_out, "the requeue did not resume from the stop's checkpoint",
+             all_out)
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+    print([l for l in outs[0].splitlines() if "resuming from" in l][0])
 
 
 def case_spare_leaves_with_the_job(tmp):
@@ -299,8 +359,8 @@ def case_straggler_replaced_by_spare(tmp):
     R.expect(re.search(r"replaced: its node is a \w+ straggler", log), "no loss for the swap", log)
     R.expect(re.search(r"node 1 local rank \d \(pid \d+\), replaced, .*its node's task leaves", log),
              "the old node's task was not told to leave", log)
-    R.expect("this node's ranks to a spare" in outs[1] and "leaving" in outs[1],
-             "node 1's task does not say it leaves", outs[1])
+    R.expect("retired this node (its node was handed to a spare" in outs[1] and
+             "leaving" in outs[1], "node 1's task does not say it leaves", outs[1])
     R.expect(re.search(r"taking over node 1 .*: starting its workers as node 1", outs[2]),
              "the spare task does not log its takeover", outs[2])
     R.expect("resuming from" not in all_out, "a checkpoint file was read", all_out)

@@ -39,8 +39,12 @@ def takeover_seconds(log):
 def check_bitwise_end(step, tmp, ref, expected_codes):
     codes, outs = step.finish()
     all_out = step.outputs()
+    # The tasks that ended otherwise than expected last: a failure's report shows its tail.
+    wrong = [i for i, (c, e) in enumerate(zip(codes, expected_codes)) if c != e]
     R.expect(codes == expected_codes, f"task exit codes {codes}, expected {expected_codes}",
-             all_out + epoch_log(step, 1))
+             "\n".join(f"--- task {i}\n{outs[i]}" for i in range(len(outs)) if i not in wrong) +
+             epoch_log(step, 1) + "".join(f"\n--- task {i} (exit {codes[i]})\n{outs[i]}"
+                                          for i in wrong))
     R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
     R.expect("resuming from" not in all_out, "a checkpoint file was read", all_out)
     R.expect(not glob.glob(step.dist + ".epoch*[0-9]"), "an epoch claim was left behind",
@@ -83,13 +87,16 @@ def last_unix(pattern, text, what):
 
 def case_node0_stopped_is_fenced(tmp):
     """2 nodes + 1 spare. Every process of node 0 is SIGSTOPped (rank 0 frozen after step 10)
-    for longer than the failover timeout: node 1 takes over as epoch 1 and the spare takes node
-    0's ranks. Then SIGCONT: the old coordinator finds epoch 1 in the dist_file and exits without
-    serving again, node 0's workers are fenced and its task leaves (exit 0). The run ends bit for
-    bit, and the logs show that the old coordinator accepted its last call before the new one
-    accepted its first: at no moment did two coordinators serve the job."""
+    for longer than the failover timeout: node 1 takes over as epoch 1. Rank 2 freezes itself
+    before it rejoins, so the recovery waits and the job is still running when node 0 gets
+    SIGCONT: the old coordinator finds epoch 1 in the dist_file and exits without serving again,
+    node 0's workers are fenced and its task leaves (exit 0). Rank 2 is let go, the spare takes
+    node 0's ranks, and the run ends bit for bit; the logs show that the old coordinator accepted
+    its last call before the new one accepted its first: at no moment did two coordinators serve
+    the job. (Without rank 2's hold the other nodes, which follow the takeover at once, finish
+    this short run before node 0 is continued: standby_e2e_node0_stopped_past_the_end.)"""
     ref = R.reference()
-    step = S.SlurmStep(tmp, "6102", 3, FLAGS, holds=[("step", 0, 10)])
+    step = S.SlurmStep(tmp, "6102", 3, FLAGS, holds=[("step", 0, 10), ("rejoin", 2, 10)])
     step.held(0)
     os.killpg(step.tasks[0].pid, signal.SIGSTOP)
     deadline = time.time() + 60
@@ -97,7 +104,9 @@ def case_node0_stopped_is_fenced(tmp):
         time.sleep(0.2)
     R.expect(takeover_seconds(epoch_log(step, 1)) is not None, "no takeover while node 0 stopped",
              epoch_log(step, 1))
-    time.sleep(3)  # the spare takes node 0's ranks over meanwhile
+    frozen = R.held_pid(R.hold_marker(tmp, step.job_id, 1), lambda: step.tasks[1].poll() is None,
+                        60)
+    R.expect(frozen, "rank 2 never reached its rejoin", epoch_log(step, 1))
     # ddpctl follows the dist_file to the newest epoch (the stopped one still holds its port).
     st = subprocess.run([R.DDPCTL, "status", "--json", "--dist-file", step.dist],
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30,
@@ -107,6 +116,10 @@ def case_node0_stopped_is_fenced(tmp):
     R.expect(coord["epoch"] == 1 and coord["node"] == 1 and coord["takeovers"] == 1,
              f"ddpctl status shows coordinator {coord}, want epoch 1 on node 1", st.stdout)
     os.killpg(step.tasks[0].pid, signal.SIGCONT)
+    deadline = time.time() + 30
+    while "fenced: " not in step.coordinator_log() and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(frozen, signal.SIGCONT)
     outs, all_out = check_bitwise_end(step, tmp, ref, [0, 0, 0])
     old, new = step.coordinator_log(), epoch_log(step, 1)
     last_old = last_unix(r"fenced: the dist_file names coordinator epoch 1 .* last call accepted "
@@ -115,7 +128,7 @@ def case_node0_stopped_is_fenced(tmp):
                           "serving line in the new coordinator's log")
     R.expect(last_old < first_new, f"the old coordinator accepted a call at {last_old}, after the "
              f"new one began at {first_new}", old + new)
-    R.expect(re.search(r"gave this node's ranks to a spare node|leaving", outs[0]),
+    R.expect(re.search(r"retired this node|leaving", outs[0]),
              "node 0's task did not leave", outs[0])
     print(f"old coordinator's last call {last_old:.3f}, new one's first {first_new:.3f} "
           f"({first_new - last_old:.1f} s apart)")
@@ -290,6 +303,118 @@ def case_node0_killed_no_spare_stops(tmp):
     # one's, bit for bit.
     R.same_model(os.path.join(tmp, "ck", "final.pt"), R.reference())
     print(f"stopped with a checkpoint at step {stop_step}; the requeue ended bit for bit")
+
+def case_job_suspended_no_takeover(tmp):
+    """2 nodes, no spare. The whole job is suspended for 6 s, three times the failover timeout
+    (as `scontrol suspend` SIGSTOPs every process of a job), just after rank 0's step 10; node 1
+    is resumed first and node 0, with the coordinator, 1.2 s later. The standby did not run
+    either, so that time is no silence of the coordinator's: no takeover, and the run ends exit 0
+    on both nodes, bit for bit as the uninterrupted one. (Before the fix, the standby's first
+    probe after its resumption counted the whole suspension and took the job over at once; the
+    Slurm test slurm_trainer_suspend met it now and then.)"""
+    ref = R.reference()
+    step = S.SlurmStep(tmp, "6109", 2, ["--heartbeat-timeout", "5", "--failover-timeout", "2",
+                                        "--coordinator-grace", "30"],
+                       holds=[("step", 0, 10)])
+    step.held(0)
+    for t in step.tasks:
+        os.killpg(t.pid, signal.SIGSTOP)
+    time.sleep(6)
+    os.killpg(step.tasks[1].pid, signal.SIGCONT)
+    time.sleep(1.2)
+    os.killpg(step.tasks[0].pid, signal.SIGCONT)
+    outs, all_out = check_bitwise_end(step, tmp, ref, [0, 0])
+    R.expect("taking the job over" not in outs[1] and not epoch_log(step, 1),
+             "the standby took the job over after a suspension of the whole job", all_out)
+    m = re.search(r"standby: this task was not running for about \S+ \([^)]*\); the "
+                  r"coordinator's silence counts from now", outs[1])
+    R.expect(m, "node 1's task does not say it was not running", outs[1])
+    print(m.group(0))
+
+
+
+def stopped_past_the_end(tmp, job_id, node, held_rank):
+    """Node `node` of a 2-node job with 1 spare: every process of it is SIGSTOPped (rank
+    `held_rank` frozen after step 10) and stays stopped until the job has ended without it:
+    the spare took its ranks (and, for node 0, node 1 took the job over as coordinator epoch 1),
+    the job SUCCEEDED and its dist_file is gone. Then SIGCONT. Returns the step, every task's
+    output, the result file's text and how long the resumed task took to leave."""
+    ref = R.reference()
+    step = S.SlurmStep(tmp, job_id, 3, FLAGS, holds=[("step", held_rank, 10)])
+    step.held(0)
+    os.killpg(step.tasks[node].pid, signal.SIGSTOP)
+    others = [i for i in range(3) if i != node]
+    outs = [""] * 3
+    for i in others:
+        try:
+            outs[i] = step.tasks[i].communicate(timeout=180)[0]
+        except subprocess.TimeoutExpired:
+            step.kill()
+            R.expect(False, f"task {i} still runs 180 s after node {node} was stopped",
+                     step.outputs())
+    codes = [step.tasks[i].returncode for i in others]
+    result_path = step.dist + ".result"
+    result = open(result_path).read() if os.path.exists(result_path) else ""
+    R.expect(codes == [0, 0] and "state=SUCCEEDED" in result,
+             f"without node {node}: task exit codes {codes}, result {result!r}",
+             "\n".join(outs) + epoch_log(step, 1))
+    R.expect(not os.path.exists(step.dist), "the dist_file outlived the job", "")
+    resumed = time.time()
+    os.killpg(step.tasks[node].pid, signal.SIGCONT)
+    try:
+        outs[node] = step.tasks[node].communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        step.kill()
+        outs[node] = step.out[node]
+        R.expect(False, f"node {node}'s task still runs 120 s after SIGCONT", outs[node])
+    left = time.time() - resumed
+    step.out = outs
+    all_out = step.outputs()
+    code = step.tasks[node].returncode
+    # The resumed task's output last: a failure's report shows its tail.
+    resumed_last = "\n".join(f"--- task {i}\n{outs[i]}" for i in others) + epoch_log(step, 1) + \
+        f"\n--- task {node} (resumed)\n{outs[node]}"
+    R.expect(code == 0, f"node {node}'s task exited {code} after the job had SUCCEEDED without "
+             "it, want 0", resumed_last)
+    after = open(result_path).read() if os.path.exists(result_path) else ""
+    R.expect(after == result, f"the result file changed after node {node} came back: "
+             f"{result!r} -> {after!r}", all_out)
+    R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
+    stray = [f for f in glob.glob(step.dist + "*") if not f.endswith((".result", ".log"))
+             and ".log." not in f]
+    R.expect(not stray, f"files of the job left behind: {stray}", all_out)
+    R.expect(not re.search(r"taking the job over: started coordinator epoch \d+ \(pid \d+, "
+                           r"unix time", outs[node]),
+             f"node {node}'s task took over a job that had ended", outs[node])
+    ranks = [l for l in outs[node].splitlines() if "SUCCEEDED without this worker" in l]
+    R.expect(len(ranks) == 2, f"node {node}'s workers do not both say the job ended without "
+             "them", outs[node])
+    print("\n".join(ranks))
+    print(f"node {node}'s task left {left:.1f} s after SIGCONT")
+    return step, outs, result, left
+
+
+def case_node0_stopped_past_the_end(tmp):
+    """Node 0 (its task, the coordinator, its workers) stopped until the job SUCCEEDED under
+    coordinator epoch 1 (stopped_past_the_end). On SIGCONT the old coordinator finds the result
+    file that epoch 1 wrote and exits without serving again; before the fix it found no dist_file
+    (removed at the end), took that for no newer epoch, and went on serving the ended job to its
+    own stale workers. Node 0's workers leave, its task exits 0, the result stays SUCCEEDED."""
+    step, outs, result, left = stopped_past_the_end(tmp, "6110", 0, 0)
+    old = step.coordinator_log()
+    R.expect(re.search(r"fenced: the job ended under coordinator epoch 1 \(SUCCEEDED, "
+                       r"dist_file\.6110\.result\); this coordinator \(epoch 0\) stops serving "
+                       r"and exits", old), "the old coordinator was not fenced by the job's end",
+             old)
+
+
+def case_node1_stopped_past_the_end(tmp):
+    """Node 1 (its task and workers; not the coordinator's) stopped until the spare had taken
+    its ranks and the job SUCCEEDED (stopped_past_the_end). On SIGCONT its workers find the job
+    ended without them and leave (exit 0), and so does its task: the standby does not take over
+    a job that has ended."""
+    stopped_past_the_end(tmp, "6111", 1, 2)
+
 
 if __name__ == "__main__":
     R.run_case(globals(), "standby")

@@ -1,10 +1,16 @@
 // WaitForWork: a failed collective comes back typed — a timeout as CollectiveTimeoutError (from
 // NCCL's error type, or a failure after the group's timeout), anything else as a c10
-// distributed error — never decided by the message.
+// distributed error — never decided by the message. On a Gloo group it waits in slices and gives
+// up once the give-up flag is set (CollectiveAbandonedError); a work that completes as a slice runs
+// out is judged by its own outcome; other backends are never polled.
 #include "trainer/ddp/dist_errors.h"
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/trainer/ddp/fake_backend.h"
@@ -71,6 +77,82 @@ TEST(WaitForWork, AnUnknownTimeoutNeverMakesATimeout) {
       },
       c10::DistBackendError);
   EXPECT_EQ(CollectiveTimeout(pg).count(), 0);
+}
+
+// A Gloo-like work: wait(timeout) sleeps the timeout and throws Work's plain "timed out" error
+// while not completed; it completes (successfully) as the `complete_at`-th slice runs out, or
+// never when that is 0. Records the timeouts it was waited with.
+class SlicedWork : public c10d::Work {
+ public:
+  explicit SlicedWork(int complete_at) : complete_at_(complete_at) {}
+  bool wait(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    waits.push_back(timeout);
+    if (done_) return true;
+    lock.unlock();
+    std::this_thread::sleep_for(timeout.count() == 0 ? milliseconds(1) : timeout);
+    lock.lock();
+    if (complete_at_ > 0 && static_cast<int>(waits.size()) >= complete_at_) done_ = true;
+    throw c10::Error(c10::SourceLocation{__func__, __FILE__, __LINE__}, "Operation timed out!");
+  }
+  bool isCompleted() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+  std::vector<milliseconds> waits;
+
+ private:
+  std::mutex mu_;
+  const int complete_at_;
+  bool done_ = false;
+};
+
+// Sets the give-up flag for one test and clears it after.
+class GiveUpFlag {
+ public:
+  GiveUpFlag() { SetCollectiveGiveUpFlag(&flag); }
+  ~GiveUpFlag() { ClearCollectiveGiveUpFlag(&flag); }
+  std::atomic<bool> flag{false};
+};
+
+TEST(WaitForWorkGiveUp, AWorkThatCompletesAsASliceRunsOutSucceeds) {
+  GiveUpFlag give_up;
+  FakeBackend pg(milliseconds(60000));
+  pg.name = "gloo";
+  SlicedWork work(/*complete_at=*/2);
+  // Before the fix, the slice's own "timed out" error was taken for the work's: the step failed.
+  EXPECT_NO_THROW(WaitForWork(work, pg, Clock::now(), "DDP: gradient allreduce"));
+  ASSERT_GE(work.waits.size(), 2u);
+  EXPECT_EQ(work.waits[0], kGiveUpPollInterval);
+}
+
+TEST(WaitForWorkGiveUp, AGlooWaitEndsOnceTheFlagIsSet) {
+  GiveUpFlag give_up;
+  FakeBackend pg(milliseconds(60000));
+  pg.name = "gloo";
+  SlicedWork work(/*complete_at=*/0);
+  std::thread announcer([&give_up] {
+    std::this_thread::sleep_for(milliseconds(200));
+    give_up.flag.store(true);
+  });
+  const auto start = Clock::now();
+  EXPECT_THROW(WaitForWork(work, pg, start, "DDP: gradient allreduce"), CollectiveAbandonedError);
+  const auto took = Clock::now() - start;
+  announcer.join();
+  EXPECT_GE(took, milliseconds(200));
+  EXPECT_LT(took, milliseconds(200) + 3 * kGiveUpPollInterval);
+  // Already set: the next wait ends at once, before any slice.
+  SlicedWork next(/*complete_at=*/0);
+  EXPECT_THROW(WaitForWork(next, pg, Clock::now(), "broadcast"), CollectiveAbandonedError);
+  EXPECT_TRUE(next.waits.empty());
+}
+
+TEST(WaitForWorkGiveUp, OtherBackendsAreNeverPolled) {
+  GiveUpFlag give_up;
+  give_up.flag.store(true);
+  FakeBackend pg(milliseconds(60000));  // "fake", as NCCL: one wait without a timeout
+  FakeWork work(nullptr);
+  EXPECT_NO_THROW(WaitForWork(work, pg, Clock::now(), "allreduce"));
 }
 
 }  // namespace

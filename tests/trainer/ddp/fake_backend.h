@@ -21,7 +21,7 @@ class FakeBackend : public c10d::Backend {
   explicit FakeBackend(std::chrono::milliseconds timeout, int rank = 0, int size = 1)
       : c10d::Backend(rank, size), timeout_(timeout) {}
 
-  const std::string getBackendName() const override { return "fake"; }
+  const std::string getBackendName() const override { return name; }
   c10::intrusive_ptr<Options> getBackendOptions() override {
     return c10::make_intrusive<Options>("fake", timeout_);
   }
@@ -31,6 +31,7 @@ class FakeBackend : public c10d::Backend {
 
   c10d::ErrorType error = c10d::ErrorType::SUCCESS;
   std::vector<std::string> calls;
+  std::string name = "fake";  // "gloo": WaitForWork polls the give-up flag
 
  private:
   std::chrono::milliseconds timeout_;

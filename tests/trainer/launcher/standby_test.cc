@@ -92,6 +92,25 @@ TEST(StandbyWatchTest, AnAnswerRestartsTheSilenceClock) {
   EXPECT_EQ(w.last_answer(), At(9.5));
 }
 
+// The whole job suspended for longer than the timeout (scontrol suspend): the standby was not
+// running either, so the silence counts from its resumption, and a coordinator that answers
+// within the timeout after it is healthy; one that stays silent is taken over a timeout later.
+TEST(StandbyWatchTest, TimeTheStandbyDidNotRunIsNoSilence) {
+  StandbyWatch w(1, 2, kTimeout);
+  EXPECT_EQ(w.Observe(At(0), Seen(true)), Verdict::kHealthy);
+  w.Resumed(At(60));  // stopped from 0.5 s to 60 s
+  EXPECT_EQ(w.Observe(At(60), Seen(false)), Verdict::kSilent);
+  EXPECT_EQ(w.Observe(At(61), Seen(true)), Verdict::kHealthy);
+
+  StandbyWatch lost(1, 2, kTimeout);
+  EXPECT_EQ(lost.Observe(At(0), Seen(true)), Verdict::kHealthy);
+  lost.Resumed(At(60));
+  EXPECT_EQ(lost.Observe(At(60), Seen(false)), Verdict::kSilent);
+  EXPECT_EQ(lost.Observe(At(69.9), Seen(false)), Verdict::kSilent);
+  EXPECT_EQ(lost.Observe(At(70), Seen(false)), Verdict::kTakeOver);
+  EXPECT_EQ(lost.last_answer(), At(0));
+}
+
 // Task 0 restarting its coordinator from the journal republishes with a newer incarnation: that
 // restarts the clock, so a restart inside the timeout never triggers a takeover.
 TEST(StandbyWatchTest, ANewerIncarnationRestartsTheSilenceClock) {
