@@ -9,8 +9,10 @@
 #
 # Everything lives under <dir> (created if missing; must be an absolute-able short path, because
 # the munge socket path must stay under 108 bytes): munge key/socket/log, slurm.conf, gres.conf,
-# controller state, slurmd spool dirs, pid files and logs. Ports are probed free at start, so
-# two clusters on one machine do not collide. Nothing is installed or written outside <dir>.
+# controller state, slurmd spool dirs, pid files and logs. Ports are probed free at start (below
+# the ephemeral range), so two clusters on one machine do not collide, and a start whose port was
+# taken before its daemon bound it is retried on other ports. Nothing is installed or written
+# outside <dir>.
 #
 # The cluster: ClusterName ddp-<random>, controller on localhost, nodes n1 and n2 (SLURM_HARNESS_NODES: more; all
 # NodeHostname=localhost, distinct Port=, one `slurmd -N <node>` each), CPUs=2 each (over-
@@ -25,6 +27,9 @@
 #   SLURM_HARNESS_GPUS         fake gres gpu per node; 0 = no gres        (2)
 #   SLURM_HARNESS_CRED_EXPIRE  seconds; also the wait before a requeued job may start (10)
 #   SLURM_HARNESS_TIMEOUT      seconds to wait for both nodes idle        (60)
+#   SLURM_HARNESS_PORTS        "CTLD N1 N2 ...": the ports of the first try (default: probed
+#                              free below the ephemeral range); a port found taken at the
+#                              daemon's bind is retried on probed ports, twice at most
 #   SLURM_HARNESS_OWNER        pid; a watchdog stops the cluster when that process dies. `run`
 #                              sets it to itself, so a test killed by CTest leaves nothing behind.
 #
@@ -50,17 +55,21 @@ check_bins() {
   fi
 }
 
-# A free TCP port on 127.0.0.1, not in the list already handed out by this call chain.
+# A free TCP port on 127.0.0.1, not in the list already handed out by this call chain. It is
+# drawn below the kernel's ephemeral range (ip_local_port_range), which the outgoing connections
+# and port-0 listeners of everything else on the machine draw from: a port probed free there
+# can be taken again before a daemon binds it (tests run side by side do that all the time).
 PORTS_TAKEN=" "
 free_port() {
-  local p i
+  local p i lo=32768 hi
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+  local first=10000 last=$((lo - 1))
+  if ((last - first < 1000)); then first=$((hi + 1)); last=65000; fi   # an unusual range
+  ((last - first >= 1000)) || { first=20000; last=60000; }
   for i in $(seq 1 200); do
-    if command -v python3 >/dev/null 2>&1; then
-      p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null) || p=""
-    fi
-    [[ -n "${p:-}" ]] || p=$((20000 + RANDOM % 40000))
-    # Not listening on any address, not taken by us already.
-    if [[ "$PORTS_TAKEN" != *" $p "* ]] && [[ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ]]; then
+    p=$((first + (RANDOM * 32768 + RANDOM) % (last - first + 1)))
+    # Not in use on any address in any state, not taken by us already.
+    if [[ "$PORTS_TAKEN" != *" $p "* ]] && [[ -z "$(ss -Htan "sport = :$p" 2>/dev/null)" ]]; then
       PORTS_TAKEN+="$p "
       echo "$p"
       return 0
@@ -225,11 +234,55 @@ cmd_start() {
   done
   [[ -S "$sock" ]] || { dump_logs "$d"; cmd_stop "$d"; die "munged socket never appeared"; }
 
-  local ctld_port ports=() port_list=""
-  ctld_port=$(free_port)
+  # A daemon that finds its port taken after all (another program bound it between the probe
+  # and the daemon's bind) exits at once: that start is retried on fresh ports.
+  local attempt rc
+  for attempt in 1 2 3; do
+    start_daemons "$d" "$attempt"; rc=$?
+    ((rc == 0)) && return 0
+    ((rc == 2 && attempt < 3)) || break
+    log "a daemon's port was taken before it could bind it (attempt $attempt); retrying on other ports"
+    stop_daemons "$d"
+    local f
+    for f in "$d"/log/slurm*; do [[ -f "$f" ]] && mv -f "$f" "$f.attempt$attempt"; done
+    rm -rf "${d:?}"/state/* "${d:?}"/spool/*/*
+  done
+  dump_logs "$d"
+  cmd_stop "$d"
+  die "cluster failed to start"
+}
+
+# Kills slurmctld and the slurmds of a cluster whose start failed (nothing runs on it yet).
+stop_daemons() {
+  local d=$1 f pids=()
+  for f in "$d"/run/slurmd.*.pid.bg "$d"/run/slurmctld.pid.bg; do
+    [[ -e "$f" ]] && pids+=("$(pid_of "$f")")
+  done
+  # SIGKILL: no job ever ran there, and a slurmd whose controller is gone takes seconds to end.
+  kill_and_wait KILL 5 "${pids[@]}"
+  rm -f "$d"/run/slurmd.*.pid* "$d"/run/slurmctld.pid*
+}
+
+# Writes the config on fresh ports, starts slurmctld and the slurmds, and waits until every node
+# is idle. 0: up; 2: a daemon exited because its port was in use (worth another try); 1: any
+# other failure. Leaves the daemons running either way (the caller stops them).
+start_daemons() {
+  local d=$1 attempt=$2 n
+  local ctld_port ports=() port_list="" wanted=()
+  # shellcheck disable=SC2206
+  ((attempt == 1)) && wanted=(${SLURM_HARNESS_PORTS:-})
+  if ((${#wanted[@]})); then
+    ((${#wanted[@]} == 1 + $(node_names | wc -l))) ||
+      { log "SLURM_HARNESS_PORTS needs $((1 + $(node_names | wc -l))) ports (slurmctld, then each node), got '${wanted[*]}'"; return 1; }
+    ctld_port=${wanted[0]}
+  else
+    ctld_port=$(free_port)
+  fi
+  local i=1
   for n in $(node_names); do
-    ports+=("$(free_port)")
+    if ((${#wanted[@]})); then ports+=("${wanted[i]}"); else ports+=("$(free_port)"); fi
     port_list+=" $n=${ports[-1]}"
+    i=$((i + 1))
   done
   write_config "$d" "$ctld_port" "${ports[@]}"
   echo "ports: slurmctld=$ctld_port$port_list" >"$d/ports"
@@ -242,16 +295,30 @@ cmd_start() {
   # -i: ignore any state from a previous run (there is none: fresh StateSaveLocation).
   setsid "$(sbin slurmctld)" -D -i -f "$d/slurm.conf" </dev/null >>"$d/log/slurmctld.out" 2>&1 &
   echo $! >"$d/run/slurmctld.pid.bg"
+  disown   # tracked by pid file; no "Killed" notice from this shell when a failed start is cleared
   for n in $(node_names); do
     setsid "$(sbin slurmd)" -D -N "$n" -f "$d/slurm.conf" </dev/null >>"$d/log/slurmd.$n.out" 2>&1 &
     echo $! >"$d/run/slurmd.$n.pid.bg"
+    disown
   done
-  if [[ -n "${SLURM_HARNESS_OWNER:-}" ]]; then start_watchdog "$d" "$SLURM_HARNESS_OWNER"; fi
+  if [[ -n "${SLURM_HARNESS_OWNER:-}" && ! -e "$d/run/watchdog.pid" ]]; then
+    start_watchdog "$d" "$SLURM_HARNESS_OWNER"
+  fi
 
   # Wait until both nodes are idle.
   local deadline=$((SECONDS + ${SLURM_HARNESS_TIMEOUT:-60})) states=""
   while ((SECONDS < deadline)); do
-    states=$(SLURM_CONF="$d/slurm.conf" sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | tr '\n' ' ')
+    local f
+    for f in "$d"/run/*.pid.bg; do
+      if ! pid_alive "$(pid_of "$f")"; then
+        log "daemon from $f exited early"
+        grep -qs "Address already in use" "$d"/log/slurm* && return 2
+        return 1
+      fi
+    done
+    # sinfo waits MessageTimeout (10 s) for a controller that is not there: a daemon that dies
+    # during the call is seen at the next turn, within 3 s.
+    states=$(SLURM_CONF="$d/slurm.conf" timeout 3 sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | tr '\n' ' ')
     local all_idle=1
     for n in $(node_names); do [[ "$states" == *"$n idle"* ]] || all_idle=0; done
     if ((all_idle)); then
@@ -260,19 +327,13 @@ cmd_start() {
     fi
     if [[ "$states" == *inval* || "$states" == *drain* || "$states" == *drng* ]]; then
       log "a node registered as invalid/drained (sinfo: $states)"
-      break
+      return 1
     fi
-    local f
-    for f in "$d"/run/*.pid.bg; do
-      pid_alive "$(pid_of "$f")" || { log "daemon from $f exited early"; dump_logs "$d"; cmd_stop "$d"; die "cluster failed to start"; }
-    done
     sleep 0.5
   done
-  log "nodes not idle (waited $((SECONDS - deadline + ${SLURM_HARNESS_TIMEOUT:-60}))s; sinfo: ${states:-none})"
+  log "nodes not idle (waited ${SLURM_HARNESS_TIMEOUT:-60}s; sinfo: ${states:-none})"
   SLURM_CONF="$d/slurm.conf" scontrol show nodes >&2 2>&1 || true
-  dump_logs "$d"
-  cmd_stop "$d"
-  die "cluster failed to start"
+  return 1
 }
 
 ppid_of() {  # parent pid from /proc (no fork)

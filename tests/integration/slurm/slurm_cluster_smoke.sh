@@ -2,7 +2,8 @@
 # slurm_cluster_smoke — the harness and the Slurm mechanics the product relies on, on a real
 # 2-node cluster (scripts/slurm-cluster.sh): task layout variables, sbatch --wait, scancel of a
 # running step leaving no process behind, requeue from inside a job (SLURM_RESTART_COUNT), and
-# USR1 delivery to a trap in the batch shell (scancel --signal=USR1 --batch).
+# USR1 delivery to a trap in the batch shell (scancel --signal=USR1 --batch), and a cluster start
+# whose port another program took is retried on other ports.
 source "$(dirname "$0")/lib.sh"
 
 check_layout() {
@@ -84,7 +85,34 @@ EOS
   [[ "$(cat usr1.marker 2>/dev/null)" == got-USR1 ]] || fail "trap did not run"
 }
 
+check_port_taken() {
+  note "a second cluster whose slurmctld port is already taken starts on other ports"
+  local d out rc held
+  d=$(mktemp -d /tmp/slp.XXXXXX) || fail "mktemp"
+  # A real listener holds the port the first try is told to use for slurmctld.
+  python3 -c '
+import socket, sys, time
+held = socket.socket(); held.bind(("0.0.0.0", 0)); held.listen()
+free = []
+for _ in range(2):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); free.append(s.getsockname()[1]); s.close()
+print(held.getsockname()[1], *free, flush=True)
+time.sleep(120)' >"$d.ports" &
+  local holder=$!
+  wait_until 10 "the listener" test -s "$d.ports" || fail "the port holder never started"
+  read -r held _ <"$d.ports"
+  out=$(SLURM_HARNESS_PORTS="$(cat "$d.ports")" "$T_HARNESS" run "$d" -- sinfo -h -N -o '%N %t' 2>&1); rc=$?
+  kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+  ((rc == 0)) || fail "the cluster did not start (exit $rc):"$'\n'"$out"
+  [[ "$out" == *"port was taken before it could bind it (attempt 1); retrying on other ports"* ]] ||
+    fail "no retry reported:"$'\n'"$out"
+  grep -qs "slurmctld=$held " "$d/ports" && fail "the retry kept the taken port $held: $(cat "$d/ports")"
+  [[ "$out" == *"n1 idle"* && "$out" == *"n2 idle"* ]] || fail "nodes not idle after the retry:"$'\n'"$out"
+  rm -rf "$d" "$d.ports"
+}
+
 body() {
+  check_port_taken
   check_layout
   check_sbatch_wait
   check_scancel_step
