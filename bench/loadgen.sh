@@ -110,20 +110,37 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 # run LABEL [env...] -- scalebench args: prints one row; result line in $out.
 out=""
 failures=()
+not_run=()
 declare -A res
 run() {
   local key="$1"; shift
   local log="$work/$key.log" rc=0
   "$@" >"$work/$key.out" 2>"$log" || rc=$?
   out="$(cat "$work/$key.out")"
-  if [[ $rc != 0 || -z "$out" ]]; then
+  if [[ $rc == 3 ]]; then   # ddp-scalebench: this host cannot hold the run
+    echo "loadgen.sh: $key not run: $(tail -1 "$log")" >&2
+    not_run+=("$key: $(sed -n 's/^ddp-scalebench: not run on this host: //p' "$log" | tail -1)")
+  elif [[ $rc != 0 || -z "$out" ]]; then
     echo "loadgen.sh: $key failed (exit $rc): $(tail -1 "$log")" >&2
     failures+=("$key")
   fi
   res[$key]="$out"
 }
 
-echo "== host: $(nproc) cpus ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -r); fd limit (hard) $(ulimit -Hn); ephemeral ports $(cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' '-'); somaxconn $(cat /proc/sys/net/core/somaxconn); tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)"
+# A per-rank run's coordinator holds a descriptor per connection, and for a while more: a client
+# whose TLS handshake ran past its deadline connects again while the server still holds the
+# socket it gave up on. At 16,384 ranks per rank (18,432 connections with the node heartbeats) a
+# hard limit of 20,000 ran out ("Failed accept4: Too many open files"). Where the benchmark may
+# (root: CAP_SYS_RESOURCE, up to fs.nr_open), it raises the hard limit for itself and its
+# children; the line below says what was in force.
+fd_hard_was=$(ulimit -Hn)
+fd_want=262144
+if [[ $fd_hard_was != unlimited ]] && ((fd_hard_was < fd_want)); then
+  nr_open=$(cat /proc/sys/fs/nr_open 2>/dev/null || echo "$fd_want")
+  ((nr_open < fd_want)) && fd_want=$nr_open
+  ulimit -n "$fd_want" 2>/dev/null || true
+fi
+echo "== host: $(nproc) cpus ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -r); fd limit (hard) $(ulimit -Hn)$([[ $(ulimit -Hn) != "$fd_hard_was" ]] && echo " (raised from $fd_hard_was)"); ephemeral ports $(cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' '-'); somaxconn $(cat /proc/sys/net/core/somaxconn); tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)"
 echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [[ $nodns_ok == 1 ]]; then
   tcp_note="TCPStore with ::ffff:127.0.0.1 in /etc/hosts (no reverse-DNS stalls)"
@@ -257,6 +274,7 @@ for key in "${failures[@]}"; do
   e="$(field error "${res[$key]:-}")"; j="$(field job_failure "${res[$key]:-}")"
   echo "$key FAILED: ${e:-see above}${j:+ (job: $j)}" | tr '_' ' '
 done
+for line in "${not_run[@]}"; do echo "not run on this host: $line"; done
 
 # The status snapshot's rendering, full against incremental, at each size: the same statuses in
 # memory, rebuilt every 0.2 s while each rank heartbeats at the interval the coordinator gives it.

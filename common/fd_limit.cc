@@ -31,7 +31,8 @@ absl::StatusOr<FdLimit> RaiseFdLimitToHard() {
 
 uint64_t CoordinatorFdsWanted(int64_t world_size) {
   const uint64_t ranks = world_size > 0 ? static_cast<uint64_t>(world_size) : 0;
-  return ranks + 64;
+  const uint64_t connections = ranks + (ranks + 7) / 8;
+  return connections + connections / 8 + 64;
 }
 
 std::string DescribeFdLimit(const FdLimit& limit, uint64_t wanted) {
@@ -40,8 +41,9 @@ std::string DescribeFdLimit(const FdLimit& limit, uint64_t wanted) {
         "warning: file descriptors: this process may hold ", limit.soft,
         " at most (RLIMIT_NOFILE's hard limit is ", limit.hard,
         "); with a connection per rank (a task per GPU) this job needs about ", wanted,
-        ", and connections beyond the limit are not accepted: their ranks miss the registration "
-        "deadline. Per-node traffic (ddp-trainer's default: one connection per node task) needs "
+        " (a connection per rank and per node task, and an eighth more for the handshakes a "
+        "connect storm leaves open), and gRPC stops accepting once it runs out: the ranks not "
+        "yet in miss the registration deadline. Per-node traffic (ddp-trainer's default: one connection per node task) needs "
         "one per node. Raise the hard limit where the job starts (limits.conf, or the shell "
         "that submits it: Slurm propagates its limits)");
   }

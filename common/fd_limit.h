@@ -30,8 +30,12 @@ struct FdLimit {
 absl::StatusOr<FdLimit> RaiseFdLimitToHard();
 
 // The descriptors a coordinator of `world_size` ranks needs with a connection per rank (a task
-// per GPU), and a margin of 64 for operators, the journal, logs and the HTTP endpoint. Per-node
-// traffic needs one per node task instead.
+// per GPU): a connection per rank and one per node task (counted as one per 8 ranks), an eighth
+// more for a connect storm (a rank whose TLS handshake outlives its connect deadline connects
+// again while the server still holds the first socket: 16,384 ranks and 2,048 node tasks on 2
+// cores went past 19,100 descriptors), and 64 for operators, the journal, logs and the HTTP
+// endpoint. gRPC 1.51 stops accepting for good once an accept fails for want of a descriptor.
+// Per-node traffic needs one per node task instead.
 uint64_t CoordinatorFdsWanted(int64_t world_size);
 
 // The log line for `limit` in a process that may need `wanted` descriptors: that the soft limit

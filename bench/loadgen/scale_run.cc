@@ -75,12 +75,18 @@ absl::Status ScaleRun::CheckHost() {
                         : options_.heartbeats == "node" ? n + nodes
                                                         : n;
   result_.Add("connections", conns);
-  if (static_cast<uint64_t>(conns + kFdSlack) > fd_limit) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(n, " ranks need ", conns + kFdSlack,
-                     " descriptors in the server process; RLIMIT_NOFILE's hard "
-                     "limit here is ",
-                     fd_limit));
+  // ddp-coordinator's server holds more than a descriptor per connection while a connect storm
+  // lasts: a rank whose TLS handshake outlives its connect deadline (20 s) connects again while
+  // the server still holds the socket it gave up on. At 16,384 ranks per rank (18,432
+  // connections) it went past 19,100 and then ran out at a hard limit of 20,000, and gRPC 1.51
+  // stops accepting for good when an accept fails for want of one: ranks then wait out the
+  // phase. So the gRPC runs want an eighth more, as CoordinatorFdsWanted (common/fd_limit.h).
+  const int64_t fds_wanted = conns + (grpc ? conns / 8 : 0) + kFdSlack;
+  if (static_cast<uint64_t>(fds_wanted) > fd_limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        n, " ranks need ", fds_wanted, " descriptors in the server process (", conns,
+        " connections", grpc ? ", an eighth more for a connect storm's handshakes" : "", ", ",
+        kFdSlack, " to spare); RLIMIT_NOFILE's hard limit here is ", fd_limit));
   }
   if (conns + 1024 > ports) {
     return absl::ResourceExhaustedError(absl::StrCat(conns, " connections to one address need ",

@@ -1,6 +1,7 @@
 // ddp-scalebench: one control-plane scale measurement (bench/loadgen/scale_run.h), printed as one
 // `ok key=value ...` line on stdout (progress on stderr). bench/loadgen.sh runs it for each size
-// and target and prints the table.
+// and target and prints the table. Exit 0: measured; 3: this host cannot hold the run (the reason
+// on stderr); 1: the run failed.
 //   ddp-scalebench --target grpc|tcpstore|tcpstore-py --ranks N [--procs P] [--window S] [--keep]
 #include <ftw.h>
 #include <signal.h>
@@ -11,12 +12,17 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "bench/loadgen/scale_run.h"
 #include "common/mutex_mode.h"
 
 namespace ddp::bench {
 namespace {
+
+// The exit code of a run this host cannot hold (ScaleRun::CheckHost: descriptors, ephemeral
+// ports, thread ids); bench/loadgen.sh lists such runs as not run rather than failed.
+constexpr int kNotRunOnThisHost = 3;
 
 // The folder of this executable: the other binaries are built beside it.
 std::string OwnDir() {
@@ -103,6 +109,13 @@ int Main(int argc, char** argv) {
     healthy = run.healthy();
     error = run.error();
   }  // every process of the run is gone here
+  if (absl::IsResourceExhausted(result.status())) {
+    // The host cannot hold the run (descriptors, ports, thread ids): not a result, not a failure.
+    std::fprintf(stderr, "ddp-scalebench: not run on this host: %s\n",
+                 std::string(result.status().message()).c_str());
+    RemoveTree(o.work_dir);
+    return kNotRunOnThisHost;
+  }
   if (!result.ok()) {
     std::fprintf(stderr, "ddp-scalebench: %s (logs in %s)\n",
                  std::string(result.status().message()).c_str(), o.work_dir.c_str());

@@ -33,20 +33,21 @@ TEST(FdLimitTest, ASoftLimitBelowTheHardOneIsRaisedToIt) {
 }
 
 TEST(FdLimitTest, TheLogLineSaysWhatChangedOrWhatFallsShort) {
-  EXPECT_EQ(CoordinatorFdsWanted(16384), 16448u);
+  // 16,384 rank connections, 2,048 node tasks', an eighth more (2,304), 64.
+  EXPECT_EQ(CoordinatorFdsWanted(16384), 20800u);
   EXPECT_EQ(CoordinatorFdsWanted(0), 64u);
 
   // Enough, unchanged: nothing to say.
   EXPECT_EQ(DescribeFdLimit({4096, 4096, 4096}, 1088), "");
   // Raised, and enough.
-  EXPECT_EQ(DescribeFdLimit({1024, 524288, 524288}, 16448),
+  EXPECT_EQ(DescribeFdLimit({1024, 524288, 524288}, 20800),
             "file descriptors: soft limit raised from 1024 to 524288 (RLIMIT_NOFILE's hard limit)");
   // Short even at the hard limit: a warning with both numbers and what to do.
   const std::string short_line = DescribeFdLimit({1024, 4096, 4096}, CoordinatorFdsWanted(16384));
   EXPECT_EQ(short_line.rfind("warning: file descriptors: this process may hold 4096 at most", 0),
             0u)
       << short_line;
-  EXPECT_NE(short_line.find("needs about 16448"), std::string::npos) << short_line;
+  EXPECT_NE(short_line.find("needs about 20800"), std::string::npos) << short_line;
   EXPECT_NE(short_line.find("Raise the hard limit"), std::string::npos) << short_line;
   EXPECT_EQ(short_line.find('\n'), std::string::npos);
 }

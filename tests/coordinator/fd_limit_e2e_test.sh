@@ -51,7 +51,7 @@ grep -q "file descriptors: soft limit raised from 64 to 4096" "$tmp/raised.log" 
 start 64:64 short 3
 finish
 cat "$tmp/short.log"
-grep -q "warning: file descriptors: this process may hold 64 at most (RLIMIT_NOFILE's hard limit is 64); with a connection per rank (a task per GPU) this job needs about 320" "$tmp/short.log" ||
+grep -q "warning: file descriptors: this process may hold 64 at most (RLIMIT_NOFILE's hard limit is 64); with a connection per rank (a task per GPU) this job needs about 388" "$tmp/short.log" ||
   fail "short: no warning naming the limit and the need"
 [[ "$code" == 1 ]] || fail "short: the coordinator exited $code, not 1 (registration timed out)"
 # 3. ddp-trainer (the launcher, its workers and its coordinator inherit from it) raises it too.
