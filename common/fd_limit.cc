@@ -44,8 +44,8 @@ std::string DescribeFdLimit(const FdLimit& limit, uint64_t wanted) {
         " (a connection per rank and per node task, and an eighth more for the handshakes a "
         "connect storm leaves open), and gRPC stops accepting once it runs out: the ranks not "
         "yet in miss the registration deadline. Per-node traffic (ddp-trainer's default: one "
-        "connection per node task) needs one per node. Raise the hard limit where the job starts (limits.conf, or the shell "
-        "that submits it: Slurm propagates its limits)");
+        "connection per node task) needs one per node. Raise the hard limit where the job "
+        "starts (limits.conf, or the shell that submits it: Slurm propagates its limits)");
   }
   if (limit.soft != limit.before) {
     return absl::StrCat("file descriptors: soft limit raised from ", limit.before, " to ",
