@@ -54,6 +54,9 @@
 # leave the host; without root it runs as is, and the table says so.
 # Needs a build ($BUILD_DIR, default build; or DDP_BIN_DIR) and, for the Python baseline, a Python
 # with torch ($DDP_TORCH_PYTHON, or the venv of scripts/setup-deps.sh).
+# A run this host cannot hold (descriptors, ephemeral ports, thread ids: ddp-scalebench exits 3) is
+# listed under "not run on this host:" with its reason, and does not fail the script; any other
+# failed run does (exit 1).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${DDP_BIN_DIR:-$root/${BUILD_DIR:-build}/bin}"   # BUILD_DIR: relative to the source root
