@@ -244,7 +244,7 @@ cmd_start() {
     log "a daemon's port was taken before it could bind it (attempt $attempt); retrying on other ports"
     stop_daemons "$d"
     local f
-    for f in "$d"/log/slurm*; do [[ -f "$f" ]] && mv -f "$f" "$f.attempt$attempt"; done
+    for f in "$d"/log/slurm*.log "$d"/log/slurm*.out; do [[ -f "$f" ]] && mv -f "$f" "$f.attempt$attempt"; done
     rm -rf "${d:?}"/state/* "${d:?}"/spool/*/*
   done
   dump_logs "$d"
@@ -312,7 +312,7 @@ start_daemons() {
     for f in "$d"/run/*.pid.bg; do
       if ! pid_alive "$(pid_of "$f")"; then
         log "daemon from $f exited early"
-        grep -qs "Address already in use" "$d"/log/slurm* && return 2
+        grep -qs "Address already in use" "$d"/log/slurm*.log "$d"/log/slurm*.out && return 2
         return 1
       fi
     done
