@@ -7,7 +7,8 @@
 # rank. Every rank must connect and
 # get its rank and shard, no heartbeat may fail, the job must stay RUNNING, the operator's
 # GetStatus calls must succeed and the table must print its ratios. Times are printed, never
-# asserted: a benchmark is not a timed test.
+# asserted: a benchmark is not a timed test. A run above the host's descriptor limit is refused
+# up front (exit 3: not run on this host).
 set -euo pipefail
 bin="${DDP_BIN_DIR:?DDP_BIN_DIR is unset (run through ctest)}"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -70,5 +71,17 @@ if [[ -x "$bin/ddp-tcpstore-bench" ]]; then
     fail "no as-deployed rank-only line"
   grep -q "1024 ranks: from the first connect to every worker ready for its process group's store: torchrun [0-9.]* s .*, ours [0-9.]* s .*: [0-9.]*x" <<<"$out" ||
     fail "no as-deployed start-up line"
+fi
+# A run the host cannot hold is refused up front, as "not run on this host" (exit 3), which
+# bench/loadgen.sh lists apart from failures: 1,024 ranks per rank need 1,152 connections, an
+# eighth more and 256 to spare, above a hard descriptor limit of 1,024.
+if command -v prlimit >/dev/null; then
+  rc=0
+  refusal="$(prlimit --nofile=1024:1024 "$bin/ddp-scalebench" --target grpc --ranks 1024 2>&1)" || rc=$?
+  [[ $rc == 3 ]] || { echo "$refusal"; fail "a run above the descriptor limit exited $rc, not 3"; }
+  grep -q "^ddp-scalebench: not run on this host: 1024 ranks need 1552 descriptors in the server process (1152 connections, .*); RLIMIT_NOFILE's hard limit here is 1024$" <<<"$refusal" ||
+    fail "unexpected refusal: $refusal"
+else
+  echo "SKIPPED the descriptor-limit refusal: no prlimit (util-linux)"
 fi
 echo "ok: scale benchmark smoke run"
