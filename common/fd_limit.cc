@@ -31,9 +31,10 @@ absl::StatusOr<FdLimit> RaiseFdLimitToHard() {
 
 uint64_t CoordinatorFdsWanted(int64_t world_size) {
   const uint64_t ranks = world_size > 0 ? static_cast<uint64_t>(world_size) : 0;
-  const uint64_t connections = ranks + (ranks + 7) / 8;
-  return connections + connections / 8 + 64;
+  return WithConnectStormMargin(ranks + (ranks + 7) / 8) + 64;
 }
+
+uint64_t WithConnectStormMargin(uint64_t connections) { return connections + connections / 8; }
 
 std::string DescribeFdLimit(const FdLimit& limit, uint64_t wanted) {
   if (limit.soft < wanted) {

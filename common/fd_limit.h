@@ -38,6 +38,10 @@ absl::StatusOr<FdLimit> RaiseFdLimitToHard();
 // Per-node traffic needs one per node task instead.
 uint64_t CoordinatorFdsWanted(int64_t world_size);
 
+// What a gRPC server holding `connections` needs during their connect storm: an eighth more
+// (see above). CoordinatorFdsWanted and the scale benchmark's host check use it.
+uint64_t WithConnectStormMargin(uint64_t connections);
+
 // The log line for `limit` in a process that may need `wanted` descriptors: that the soft limit
 // was raised, or a warning naming what falls short and how to raise it; empty when nothing
 // changed and nothing falls short.

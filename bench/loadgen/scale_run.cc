@@ -81,7 +81,9 @@ absl::Status ScaleRun::CheckHost() {
   // connections) it went past 19,100 and then ran out at a hard limit of 20,000, and gRPC 1.51
   // stops accepting for good when an accept fails for want of one: ranks then wait out the
   // phase. So the gRPC runs want an eighth more, as CoordinatorFdsWanted (common/fd_limit.h).
-  const int64_t fds_wanted = conns + (grpc ? conns / 8 : 0) + kFdSlack;
+  const int64_t fds_wanted =
+      (grpc ? static_cast<int64_t>(WithConnectStormMargin(static_cast<uint64_t>(conns))) : conns) +
+      kFdSlack;
   if (static_cast<uint64_t>(fds_wanted) > fd_limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
         n, " ranks need ", fds_wanted, " descriptors in the server process (", conns,

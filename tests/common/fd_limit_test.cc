@@ -36,6 +36,7 @@ TEST(FdLimitTest, TheLogLineSaysWhatChangedOrWhatFallsShort) {
   // 16,384 rank connections, 2,048 node tasks', an eighth more (2,304), 64.
   EXPECT_EQ(CoordinatorFdsWanted(16384), 20800u);
   EXPECT_EQ(CoordinatorFdsWanted(0), 64u);
+  EXPECT_EQ(WithConnectStormMargin(18432), 20736u);
 
   // Enough, unchanged: nothing to say.
   EXPECT_EQ(DescribeFdLimit({4096, 4096, 4096}, 1088), "");
