@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/child_store.h"
 #include "tests/testing/multiprocess.h"
 #include "trainer/ddp/ddp.h"
 #include "trainer/ddp/process_group.h"
@@ -20,7 +20,7 @@
 namespace ddp::testing {
 
 inline c10::intrusive_ptr<c10d::Backend> MakeGloo(std::chrono::milliseconds timeout) {
-  auto store = c10::make_intrusive<c10d::FileStore>(ChildStorePath(), ChildWorldSize());
+  auto store = ChildFileStore();
   ProcessGroupOptions options;
   options.backend = BackendKind::kGloo;
   options.timeout = timeout;

@@ -18,10 +18,10 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/child_store.h"
 #include "tests/testing/multiprocess.h"
 #include "tests/trainer/ddp/fake_backend.h"
 #include "trainer/ddp/dist_errors.h"
@@ -93,7 +93,7 @@ TEST(ProcessGroupHandle, ExplicitAbortAbortsAHealthyGroup) {
 absl::StatusOr<ProcessGroupHandle> Create(const std::string& prefix, int rank, int world,
                                           std::chrono::milliseconds timeout,
                                           GroupBuildCancel* cancel = nullptr) {
-  auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), 3);
+  auto store = testing::ChildFileStore();
   store->setTimeout(timeout);
   ProcessGroupOptions options;
   options.backend = BackendKind::kGloo;

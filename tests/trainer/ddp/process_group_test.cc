@@ -6,10 +6,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "gtest/gtest.h"
+#include "tests/testing/child_store.h"
 #include "tests/testing/multiprocess.h"
 
 namespace ddp {
@@ -18,8 +18,7 @@ namespace {
 constexpr int kWorld = 4;
 
 c10::intrusive_ptr<c10d::Backend> MakeGloo() {
-  auto store =
-      c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), testing::ChildWorldSize());
+  auto store = testing::ChildFileStore();
   ProcessGroupOptions options;
   options.backend = BackendKind::kGloo;
   options.timeout = std::chrono::seconds(60);

@@ -11,9 +11,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
 
 #include "gtest/gtest.h"
+#include "tests/testing/child_store.h"
 #include "tests/testing/multiprocess.h"
 #include "tests/trainer/worker/worker_test_util.h"
 
@@ -29,9 +29,7 @@ struct Job {
   DataStage data = testing::OpenData(config);
 };
 
-c10::intrusive_ptr<c10d::Store> SharedStore() {
-  return c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), kWorld);
-}
+c10::intrusive_ptr<c10d::Store> SharedStore() { return testing::ChildFileStore(); }
 
 TEST(CommunicationStage, RebuiltMidRunWithAReplacedRankEndsBitwiseEqualToAnUninterruptedRun) {
   if (!testing::IsChild()) {

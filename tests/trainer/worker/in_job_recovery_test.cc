@@ -11,12 +11,12 @@
 
 #include <memory>
 #include <string>
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/child_store.h"
 #include "tests/testing/multiprocess.h"
 #include "tests/trainer/ddp/fake_coordinator.h"
 #include "tests/trainer/worker/worker_test_util.h"
@@ -102,7 +102,7 @@ TEST(InJobRecovery, SurvivorsOfASigkilledPeerRejoinRebuildAndTrainOn) {
   ModelStage model = testing::BuildModel(c, data, c.data.seed);
   TrainingPosition at;
   Worker w(rank);
-  auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), kWorld);
+  auto store = testing::ChildFileStore();
   CommunicationStage comm(store, testing::GlooOptions(), model, at);
   int first_step_calls = 0;
   InJobRecovery::Options options;

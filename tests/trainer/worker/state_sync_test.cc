@@ -6,10 +6,10 @@
 #include <torch/torch.h>
 
 #include <string>
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/child_store.h"
 #include "tests/testing/multiprocess.h"
 #include "tests/trainer/worker/worker_test_util.h"
 #include "trainer/ddp/process_group_handle.h"
@@ -59,7 +59,7 @@ TEST(StateSync, EveryRankEndsWithTheStateOfTheLowestRankWithTheHighestStep) {
   ModelStage mine = testing::BuildModel(c, data, 100 + rank);
   Held held = Hold(rank, mine);
 
-  auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), kWorld);
+  auto store = testing::ChildFileStore();
   ProcessGroupOptions options = testing::GlooOptions().process_group;
   auto pg = ProcessGroupHandle::Create(store, "sync", rank, kWorld, options);
   ASSERT_TRUE(pg.ok()) << pg.status();
@@ -93,7 +93,7 @@ TEST(StateSync, TheRootIsTheHighestStepWhateverItsRank) {
     return;
   }
   const int rank = testing::ChildRank();
-  auto store = c10::make_intrusive<c10d::FileStore>(testing::ChildStorePath(), kWorld);
+  auto store = testing::ChildFileStore();
   auto pg =
       ProcessGroupHandle::Create(store, "root", rank, kWorld, testing::GlooOptions().process_group);
   ASSERT_TRUE(pg.ok()) << pg.status();
