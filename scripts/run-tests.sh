@@ -7,7 +7,8 @@
 #
 # A skipped test is never a pass: GoogleTest binaries exit 77 when a test called GTEST_SKIP
 # (tests/testing/skip_aware_main.cc) and script tests exit 77 when they cannot run; CTest counts
-# them as "Skipped", and the summary at the end names each one with the reason it printed.
+# them as "Skipped", and the summary at the end names each one with the reason it printed, and
+# each failed test with the last lines of its output.
 set -uo pipefail
 build="${1:-build}"
 shift || true
@@ -39,7 +40,7 @@ for c in cases:
         why = why or ["(no reason printed)"]
         skipped.append((c.get("name"), why))
     elif c.find("failure") is not None or c.find("error") is not None or status == "fail":
-        failed.append(c.get("name"))
+        failed.append((c.get("name"), (c.findtext("system-out") or "").rstrip().splitlines()))
     else:
         passed.append(c.get("name"))
 print(f"\n== {sys.argv[2]}: {len(passed)} passed, {len(failed)} failed, "
@@ -48,8 +49,11 @@ for name, why in skipped:
     print(f"   SKIPPED {name}")
     for w in why[:8]:
         print(f"       {w}")
-for name in failed:
-    print(f"   FAILED  {name}")
+# A failed test's last lines again, here at the end: a CI log that keeps only its tail keeps why.
+for name, lines in failed:
+    print(f"   FAILED  {name} (its last {min(len(lines), 30)} lines of output:)")
+    for line in lines[-30:]:
+        print(f"       | {line[:300]}")
 EOF
 fi
 exit $rc
