@@ -7,7 +7,8 @@ straggler with section `compute` within 30 s (the job runs with --straggler-wind
 default hysteresis is unit-tested in tests/coordinator/job/straggler_watch_test.cc), in the
 status JSON, `ddpctl status`, /metrics and an event, with the step breakdown and ETTR shown; no
 other rank may be named meanwhile. When the duty cycle stops it must clear within the window
-(an event says so).
+(an event says so), or, where the host's load pushed its score under the threshold again after
+the slow steps had left the scored span, within a span of the last such dip (printed).
 
 one_slow_step: rank 2 is stopped once for 6 s (one very slow step, shorter than the window). Its
 score must dip under the threshold (the slow step is seen) but it must never be named.
@@ -131,6 +132,12 @@ def named(s):
     return [st["rank"] for st in s["stragglers"]]
 
 
+def below_threshold(s, rank):
+    """Whether `rank`'s relative score in status `s` is under the threshold."""
+    row = next((r for r in s["ranks"] if r["rank"] == rank), None)
+    return bool(row and row["score"] and row["score"]["relative"] < THRESHOLD)
+
+
 def pid_of(s, rank):
     return next(r["pid"] for r in s["ranks"] if r["rank"] == rank)
 
@@ -214,11 +221,27 @@ def case_duty_cycle(tmp):
     t1 = time.time()
     s = job.wait_status(lambda s: SLOW_RANK not in named(s), WINDOW + 20,
                         f"rank {SLOW_RANK} cleared")
-    cleared_after = time.time() - t1
+    cleared_at = time.time()
+    cleared_after = cleared_at - t1
     print(f"cleared after {cleared_after:.1f} s", flush=True)
-    # Within the window, plus one heartbeat period for the news to arrive and the poll.
+    # Within the window, plus one heartbeat period for the news to arrive and the poll. The rule
+    # behind it: a straggler clears once its score has stayed at or above the threshold for a
+    # span (a third of the window), and the slow steps leave the span a span after the end. On a
+    # loaded host the score of a rank at full speed can dip under the threshold again (4 ranks
+    # share 2 cores here), and each dip starts the span again: a later clear is then right only
+    # if the statuses polled (every 0.25 s; the watch judges every 0.5 s) saw such a dip, after
+    # the slow steps had left the span, and the clear came within a span of the last one.
     if cleared_after > WINDOW + 1.5:
-        job.fail(f"cleared after {cleared_after:.1f} s, not within the {WINDOW} s window")
+        span = WINDOW / 3
+        dips = [t for t, old in job.statuses
+                if t1 + span + 1.5 < t < cleared_at and below_threshold(old, SLOW_RANK)]
+        if not dips or cleared_at - max(dips) > span + 1.5:
+            job.fail(f"cleared after {cleared_after:.1f} s, not within the {WINDOW} s window, "
+                     f"and no dip under the threshold after {span + 1.5:.1f} s explains it "
+                     f"(dips seen at {[round(t - t1, 1) for t in dips]} s)")
+        print(f"a loaded host: its score dipped under the threshold again "
+              f"{max(dips) - t1:.1f} s after the end, and it cleared "
+              f"{cleared_at - max(dips):.1f} s after that (span {span:.1f} s)", flush=True)
     if not any(f"rank {SLOW_RANK} " in e and "no longer a straggler" in e for e in s["events"]):
         job.fail(f"no event says it cleared: {s['events']}")
     job.stop()
