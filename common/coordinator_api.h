@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,47 +21,6 @@
 #include "common/job_status.h"
 
 namespace ddp {
-
-// Who a worker is before it has a rank: its place in the launch layout.
-struct WorkerIdentity {
-  std::string host;          // hostname, for status views and error messages
-  int node_rank = 0;         // index of this worker's node in the job (SLURM_NODEID or 0)
-  int local_rank = 0;        // index of this worker on its node (GPU index)
-  int local_world_size = 1;  // workers on this node
-  int pid = 0;
-  std::string nonce;      // generation nonce read from the dist_file (verified by the server)
-  std::string node_name;  // SLURMD_NODENAME (empty outside Slurm): what an exclude list names
-};
-
-// What registration returns once the whole world has joined.
-struct RankAssignment {
-  int rank = 0;  // global rank: ordered by node, then local rank
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-  int node_rank = 0;
-  int num_nodes = 1;
-  int64_t generation = 0;  // Slurm restart count of this job
-  // In-job recovery (proto/coordinator.proto, RECOVERY): the coordinator's membership
-  // generation (0 for the first rank table), where its process group rendezvouses in the store,
-  // and whether some member kept its training state (then the state is synced from the most
-  // advanced member and no checkpoint is read).
-  int64_t membership_generation = 0;
-  std::string store_prefix;
-  bool state_from_peers = false;
-  int restarts = 0;             // job-wide restarts used so far
-  FailureCause recovery_cause;  // why this generation was formed (empty for the first)
-  double recovery_seconds = 0;  // from the loss to this generation's completion
-  // How often this worker heartbeats (sized by the world; Job::HeartbeatInterval).
-  absl::Duration heartbeat_interval = absl::Seconds(1);
-};
-
-// A survivor asking to join the next membership generation (CoordinatorApi::Rejoin).
-struct RejoinRequest {
-  int64_t membership_generation = 0;  // the generation it leaves
-  int64_t committed_step = 0;         // the last optimizer step it applied
-  std::string reason;                 // what it saw (a failed collective, a newer generation)
-};
 
 // What a worker asks for at the start of each epoch. Every rank must send the same dataset_size,
 // seed, shuffle and drop_last; the coordinator refuses a rank that disagrees.
@@ -93,6 +53,53 @@ struct ShardAssignment {
   int64_t consumed = 0;
   // World size of the generation that consumed `consumed` positions (== world_size if unchanged).
   int consumed_world_size = 1;
+};
+
+// Who a worker is before it has a rank: its place in the launch layout.
+struct WorkerIdentity {
+  std::string host;          // hostname, for status views and error messages
+  int node_rank = 0;         // index of this worker's node in the job (SLURM_NODEID or 0)
+  int local_rank = 0;        // index of this worker on its node (GPU index)
+  int local_world_size = 1;  // workers on this node
+  int pid = 0;
+  std::string nonce;      // generation nonce read from the dist_file (verified by the server)
+  std::string node_name;  // SLURMD_NODENAME (empty outside Slurm): what an exclude list names
+  // The GetShard this worker will make first, when it knows it before it has a rank (a run that
+  // starts fresh): answered with the registration (RankAssignment::first_shard).
+  std::optional<ShardRequest> first_shard;
+};
+
+// What registration returns once the whole world has joined.
+struct RankAssignment {
+  int rank = 0;  // global rank: ordered by node, then local rank
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  int num_nodes = 1;
+  int64_t generation = 0;  // Slurm restart count of this job
+  // In-job recovery (proto/coordinator.proto, RECOVERY): the coordinator's membership
+  // generation (0 for the first rank table), where its process group rendezvouses in the store,
+  // and whether some member kept its training state (then the state is synced from the most
+  // advanced member and no checkpoint is read).
+  int64_t membership_generation = 0;
+  std::string store_prefix;
+  bool state_from_peers = false;
+  int restarts = 0;             // job-wide restarts used so far
+  FailureCause recovery_cause;  // why this generation was formed (empty for the first)
+  double recovery_seconds = 0;  // from the loss to this generation's completion
+  // How often this worker heartbeats (sized by the world; Job::HeartbeatInterval).
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // Registration only, when WorkerIdentity::first_shard was sent: its answer, or the error its
+  // own GetShard would have got.
+  std::optional<absl::StatusOr<ShardAssignment>> first_shard;
+};
+
+// A survivor asking to join the next membership generation (CoordinatorApi::Rejoin).
+struct RejoinRequest {
+  int64_t membership_generation = 0;  // the generation it leaves
+  int64_t committed_step = 0;         // the last optimizer step it applied
+  std::string reason;                 // what it saw (a failed collective, a newer generation)
 };
 
 // What a worker is doing overall (its rank's state in status follows it).

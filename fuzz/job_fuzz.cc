@@ -313,7 +313,8 @@ void Harness::Step() {
       w.local = in_.Byte() % w.lws;
       w.host = Garbage(in_);
       w.incarnation = 50 + static_cast<int>(workers_.size());
-      ddp::WorkerIdentity who{w.host, w.node, w.local, w.lws, w.pid(), config_.nonce, ""};
+      ddp::WorkerIdentity who{w.host,  w.node,        w.local, w.lws,
+                              w.pid(), config_.nonce, "",      std::nullopt};
       if (!ddp::ValidateIdentity(who, config_.world_size).ok()) return;
       workers_.push_back(w);
       job.Register(who, Callback(workers_.size() - 1));

@@ -249,6 +249,7 @@ void ToProto(const WorkerIdentity& in, pb::RegisterRequest* out) {
   out->set_pid(in.pid);
   out->set_nonce(in.nonce);
   out->set_node_name(in.node_name);
+  if (in.first_shard) ToProto(*in.first_shard, out->mutable_first_shard());
 }
 
 WorkerIdentity FromProto(const pb::RegisterRequest& in) {
@@ -260,6 +261,7 @@ WorkerIdentity FromProto(const pb::RegisterRequest& in) {
   w.pid = in.pid();
   w.nonce = in.nonce();
   w.node_name = in.node_name();
+  if (in.has_first_shard()) w.first_shard = FromProto(in.first_shard());
   return w;
 }
 
@@ -272,6 +274,14 @@ void ToProto(const RankAssignment& in, pb::RegisterReply* out) {
   out->set_num_nodes(in.num_nodes);
   out->set_generation(in.generation);
   RecoveryToProto(in, out);
+  if (in.first_shard) {
+    pb::ShardResult* shard = out->mutable_first_shard();
+    if (in.first_shard->ok()) {
+      ToProto(**in.first_shard, shard->mutable_reply());
+    } else {
+      ToWire(in.first_shard->status(), shard);
+    }
+  }
 }
 
 RankAssignment FromProto(const pb::RegisterReply& in) {
@@ -284,6 +294,11 @@ RankAssignment FromProto(const pb::RegisterReply& in) {
   a.num_nodes = in.num_nodes();
   a.generation = in.generation();
   RecoveryFromProto(in, &a);
+  if (in.has_first_shard()) {
+    const absl::Status st = FromWire(in.first_shard());
+    a.first_shard = st.ok() ? absl::StatusOr<ShardAssignment>(FromProto(in.first_shard().reply()))
+                            : absl::StatusOr<ShardAssignment>(st);
+  }
   return a;
 }
 

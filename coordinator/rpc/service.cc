@@ -3,10 +3,12 @@
 #include <grpcpp/impl/codegen/server_callback_handlers.h>
 #include <grpcpp/impl/rpc_service_method.h>
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "coordinator/rpc/status_watcher.h"
 #include "coordinator/rpc/validation.h"
 #include "proto/convert.h"
@@ -323,9 +325,24 @@ void CoordinatorService::AddWorkerMethods() {
 }
 
 void CoordinatorService::OneRegister(const pb::RegisterRequest& req, Job::RegisterCallback done) {
-  const WorkerIdentity who = FromProto(req);
+  WorkerIdentity who = FromProto(req);
   absl::Status st = ValidateIdentity(who, job_->config().world_size);
   if (!st.ok()) return done(st);
+  if (std::optional<ShardRequest> first = std::move(who.first_shard)) {
+    who.first_shard.reset();
+    // Answered once the registration is: the worker then has its rank (completions run outside
+    // the job's lock, so the job may be called back). Only in the job's first generation, where
+    // every rank starts at the same place: a replacement joins a job whose ranks are somewhere in
+    // an epoch, and its request, judged first, would set the epoch's terms for the others. It
+    // asks once it knows where the job is.
+    done = [this, first = *first, pid = who.pid,
+            done = std::move(done)](absl::StatusOr<RankAssignment> result) {
+      if (result.ok() && result->membership_generation == 0) {
+        result->first_shard = ShardFor(result->rank, pid, first);
+      }
+      done(std::move(result));
+    };
+  }
   job_->Register(who, std::move(done));
 }
 
@@ -340,13 +357,16 @@ void CoordinatorService::OneRejoin(const pb::RejoinRequest& req, Job::RegisterCa
 
 absl::Status CoordinatorService::OneGetShard(const pb::GetShardRequest& req,
                                              pb::GetShardReply* resp) {
-  const ShardRequest request = FromProto(req);
-  absl::Status st = ValidateShardRequest(request);
-  if (!st.ok()) return st;
   absl::StatusOr<ShardAssignment> a =
-      job_->GetShard(req.worker().rank(), req.worker().pid(), request);
+      ShardFor(req.worker().rank(), req.worker().pid(), FromProto(req));
   if (a.ok()) ToProto(*a, resp);
   return a.status();
+}
+
+absl::StatusOr<ShardAssignment> CoordinatorService::ShardFor(int rank, int pid,
+                                                             const ShardRequest& request) {
+  RETURN_IF_ERROR(ValidateShardRequest(request));
+  return job_->GetShard(rank, pid, request);
 }
 
 // NODE CALLS (proto/coordinator.proto): each request is judged as the call of its own.

@@ -117,6 +117,8 @@ class CoordinatorService final : public grpc::Service {
   void OneRejoin(const slurm_ddp::v1::RejoinRequest& req, Job::RegisterCallback done);
   absl::Status OneGetShard(const slurm_ddp::v1::GetShardRequest& req,
                            slurm_ddp::v1::GetShardReply* resp);
+  // A GetShard of `rank` (process `pid`), validated and answered as the call of its own.
+  absl::StatusOr<ShardAssignment> ShardFor(int rank, int pid, const ShardRequest& request);
   void AddNodeMethods();
   void Register(const std::string& name, grpc::internal::MethodHandler* handler);
   void AddWatcher(StatusWatcher* watcher);

@@ -134,7 +134,7 @@ TEST(ConvertTest, JobStatusRoundTripsThroughTheWire) {
 }
 
 TEST(ConvertTest, WorkerMessagesRoundTrip) {
-  WorkerIdentity who{"h", 1, 2, 4, 77, "nonce", "gpu07"};
+  WorkerIdentity who{"h", 1, 2, 4, 77, "nonce", "gpu07", std::nullopt};
   pb::RegisterRequest reg;
   ToProto(who, &reg);
   const WorkerIdentity who2 = FromProto(reg);
@@ -151,6 +151,42 @@ TEST(ConvertTest, WorkerMessagesRoundTrip) {
   EXPECT_FALSE(shard2.shuffle);
   EXPECT_TRUE(shard2.drop_last);
   EXPECT_EQ(shard2.resume_world_size, 2);
+
+  // A registration's first shard: absent unless asked; answered with an assignment or an error.
+  EXPECT_FALSE(reg.has_first_shard());
+  EXPECT_FALSE(who2.first_shard.has_value());
+  who.first_shard = shard;
+  pb::RegisterRequest reg_shard;
+  ToProto(who, &reg_shard);
+  ASSERT_TRUE(reg_shard.has_first_shard());
+  const WorkerIdentity who3 = FromProto(reg_shard);
+  ASSERT_TRUE(who3.first_shard.has_value());
+  EXPECT_EQ(who3.first_shard->epoch, 3);
+  EXPECT_EQ(who3.first_shard->resume_consumed, 40);
+  RankAssignment ra;
+  ra.rank = 5;
+  pb::RegisterReply plain;
+  ToProto(ra, &plain);
+  EXPECT_FALSE(plain.has_first_shard());
+  EXPECT_FALSE(FromProto(plain).first_shard.has_value());
+  ShardAssignment granted{3, 100, 7, false, true, 8, 5, 40, 2};
+  ra.first_shard = granted;
+  pb::RegisterReply with_shard;
+  ToProto(ra, &with_shard);
+  const RankAssignment ra2 = FromProto(with_shard);
+  ASSERT_TRUE(ra2.first_shard.has_value());
+  ASSERT_TRUE(ra2.first_shard->ok());
+  EXPECT_EQ((*ra2.first_shard)->rank, 5);
+  EXPECT_EQ((*ra2.first_shard)->world_size, 8);
+  EXPECT_EQ((*ra2.first_shard)->consumed, 40);
+  ra.first_shard = absl::InvalidArgumentError("dataset_size must be positive");
+  pb::RegisterReply refused;
+  ToProto(ra, &refused);
+  const RankAssignment ra3 = FromProto(refused);
+  EXPECT_EQ(ra3.rank, 5);
+  ASSERT_TRUE(ra3.first_shard.has_value());
+  EXPECT_EQ(ra3.first_shard->status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ra3.first_shard->status().message(), "dataset_size must be positive");
 
   ProgressReport p;
   p.phase = WorkerPhase::kCheckpointing;

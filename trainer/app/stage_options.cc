@@ -29,12 +29,32 @@ ModelStage::Options ModelOptions(const TrainerConfig& c) {
 
 // The coordinator is lost after --coordinator-grace without an answer; the stop that follows
 // ends within --stop-timeout.
-CoordinatorSession::Options SessionOptions(const TrainerConfig& c) {
+ShardRequest EpochShardRequest(const TrainerConfig& c, int64_t dataset_size,
+                               const TrainingPosition& position) {
+  ShardRequest req;
+  req.epoch = position.epoch;
+  req.dataset_size = dataset_size;
+  req.seed = c.seed;
+  req.shuffle = true;
+  req.drop_last = false;
+  if (position.consumed > 0) {
+    req.resume_consumed = position.consumed;
+    req.resume_world_size = static_cast<int>(position.consumed_world_size);
+  }
+  return req;
+}
+
+CoordinatorSession::Options SessionOptions(const TrainerConfig& c, int64_t dataset_size) {
   CoordinatorSession::Options o;
   o.registration_timeout = absl::Seconds(c.registration_timeout_s);
   o.rpc_timeout = WorkerRpcTimeout(c);
   o.coordinator_grace = absl::Seconds(c.coordinator_grace_s);
   o.stop_timeout = absl::Seconds(c.stop_timeout_s);
+  // Without a checkpoint to resume from every rank starts at epoch 0, sample 0 (LoadStartPoint):
+  // its first GetShard is known before it has a rank. Any other start asks once it knows.
+  if (c.resume == "none" || (c.resume == "auto" && c.checkpoint_dir.empty())) {
+    o.first_shard = EpochShardRequest(c, dataset_size, TrainingPosition{});
+  }
   return o;
 }
 

@@ -8,6 +8,8 @@
 
 #include <c10/core/Device.h>
 
+#include <cstdint>
+
 #include "trainer/launcher/config.h"
 #include "trainer/launcher/launch_plan.h"
 #include "trainer/worker/communication_stage.h"
@@ -16,6 +18,7 @@
 #include "trainer/worker/in_job_recovery.h"
 #include "trainer/worker/model_stage.h"
 #include "trainer/worker/test_hold.h"
+#include "trainer/worker/training_position.h"
 
 namespace ddp {
 
@@ -23,8 +26,14 @@ namespace ddp {
 DataStage::Options DataOptions(const TrainerConfig& config);
 // --model, --arch, --fused-bn-relu, --channels-last, --momentum, --weight-decay, --nesterov.
 ModelStage::Options ModelOptions(const TrainerConfig& config);
-// --registration-timeout, the workers' RPC deadline, --coordinator-grace, --stop-timeout.
-CoordinatorSession::Options SessionOptions(const TrainerConfig& config);
+// The GetShard of the epoch at `position` (--seed; shuffled and padded, as the recipe's
+// DistributedSampler), over a training set of `dataset_size` samples.
+ShardRequest EpochShardRequest(const TrainerConfig& config, int64_t dataset_size,
+                               const TrainingPosition& position);
+// --registration-timeout, the workers' RPC deadline, --coordinator-grace, --stop-timeout; and,
+// when the run surely starts fresh (--resume none, or auto without --checkpoint-dir), its first
+// GetShard (epoch 0 of `dataset_size` samples), sent with the registration.
+CoordinatorSession::Options SessionOptions(const TrainerConfig& config, int64_t dataset_size);
 // --backend, --pg-timeout, --bucket-mb; the CUDA device; loopback for Gloo in a local job.
 // --backend must have parsed (config.h validates it).
 CommunicationStage::Options CommunicationOptions(const TrainerConfig& config,

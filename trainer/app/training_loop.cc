@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "trainer/app/epoch_meters.h"
 #include "trainer/app/evaluation.h"
+#include "trainer/app/stage_options.h"
 #include "trainer/checkpoint/checkpoint_store.h"
 #include "trainer/data/batch_source.h"
 #include "trainer/ddp/dist_errors.h"
@@ -122,15 +123,11 @@ class Loop {
   // The coordinator's assignment for the epoch in progress, resumed at the position's samples;
   // nullopt when the coordinator is lost before it answers (this rank's grace ran out).
   absl::StatusOr<std::optional<ShardAssignment>> RequestShard() {
-    ShardRequest req;
-    req.epoch = pos_.epoch;
-    req.dataset_size = ctx_.data.train().size();
-    req.seed = c_.seed;
-    req.shuffle = true;
-    req.drop_last = false;
-    if (pos_.consumed > 0) {
-      req.resume_consumed = pos_.consumed;
-      req.resume_world_size = static_cast<int>(pos_.consumed_world_size);
+    const ShardRequest req = EpochShardRequest(c_, ctx_.data.train().size(), pos_);
+    // The registration answered this very request already (a run that starts fresh).
+    if (std::optional<ShardAssignment> first = ctx_.session.TakeFirstShard(req)) {
+      RETURN_IF_ERROR(ValidateShardAssignment(*first));
+      return first;
     }
     const ProgressReporter& reporter = ctx_.session.reporter();
     for (;;) {

@@ -364,7 +364,10 @@ int RunWorker(const TrainerConfig& c, const WorkerPlacement& placement, const Te
   });
   if (!model.ok()) return Fail(prefix, kExitUsage, std::string(model.status().message()));
   startup.Mark("model");
-  auto session = CoordinatorSession::Open(SessionOptions(c), p);
+  CoordinatorSession::Options session_options = SessionOptions(c, data->train().size());
+  // A warm worker always replaces a lost one: its first shard is the epoch in progress.
+  if (p.warm_fd >= 0) session_options.first_shard.reset();
+  auto session = CoordinatorSession::Open(session_options, p);
   if (!session.ok()) return Fail(prefix, kExitFailed, std::string(session.status().message()));
   if ((*session)->rank().membership_generation > 0) {
     startup.Mark("coordinator and registration (until the generation formed)");

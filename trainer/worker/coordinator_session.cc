@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
   who.local_rank = p.local_rank;
   who.local_world_size = p.local_world_size;
   who.pid = getpid();
+  who.first_shard = o.first_shard;
   auto rank = (*api)->Register(who, o.registration_timeout);
   if (!rank.ok()) {
     return absl::Status(rank.status().code(),
@@ -62,14 +63,32 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
   }
   ProgressReporterOptions reporter = ReporterOptions(o);
   reporter.period = rank->heartbeat_interval;  // sized by the world (Job::HeartbeatInterval)
-  return std::make_unique<CoordinatorSession>(*std::move(api), *rank, std::move(reporter));
+  return std::make_unique<CoordinatorSession>(*std::move(api), *rank, std::move(reporter),
+                                              o.first_shard);
+}
+
+std::optional<ShardAssignment> CoordinatorSession::TakeFirstShard(const ShardRequest& request) {
+  if (!first_shard_request_ || !rank_.first_shard || !rank_.first_shard->ok()) return std::nullopt;
+  const ShardRequest& asked = *first_shard_request_;
+  const bool same = asked.epoch == request.epoch && asked.dataset_size == request.dataset_size &&
+                    asked.seed == request.seed && asked.shuffle == request.shuffle &&
+                    asked.drop_last == request.drop_last &&
+                    asked.resume_consumed == request.resume_consumed &&
+                    asked.resume_world_size == request.resume_world_size;
+  std::optional<ShardAssignment> out;
+  if (same) out = **rank_.first_shard;
+  first_shard_request_.reset();  // the first GetShard is this one, whether it matched or not
+  rank_.first_shard.reset();
+  return out;
 }
 
 CoordinatorSession::CoordinatorSession(std::unique_ptr<CoordinatorApi> api, RankAssignment rank,
-                                       ProgressReporterOptions reporter)
+                                       ProgressReporterOptions reporter,
+                                       std::optional<ShardRequest> first_shard)
     : api_(std::move(api)),
-      rank_(rank),
-      log_prefix_(absl::StrCat("[rank ", rank.rank, "] ")),
+      rank_(std::move(rank)),
+      first_shard_request_(std::move(first_shard)),
+      log_prefix_(absl::StrCat("[rank ", rank_.rank, "] ")),
       reporter_(api_.get(), WithPrefix(std::move(reporter), log_prefix_)) {
   reporter_.SetOwnGeneration(rank_.membership_generation);
 }
@@ -84,6 +103,7 @@ absl::StatusOr<RankAssignment> CoordinatorSession::Rejoin(int64_t committed_step
   absl::StatusOr<RankAssignment> next = api_->Rejoin(request, timeout);
   if (!next.ok()) return next.status();
   rank_ = *next;
+  first_shard_request_.reset();
   log_prefix_ = absl::StrCat("[rank ", rank_.rank, "] ");
   reporter_.SetOwnGeneration(rank_.membership_generation);
   return next;

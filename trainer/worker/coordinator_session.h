@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -33,6 +34,9 @@ class CoordinatorSession {
     absl::Duration rpc_timeout = absl::Seconds(10);        // each call's deadline, retries included
     absl::Duration coordinator_grace = absl::Seconds(60);  // --coordinator-grace
     absl::Duration stop_timeout = absl::Seconds(60);       // --stop-timeout
+    // The GetShard this worker will make first, when it knows it before it has a rank: sent
+    // with the registration, whose reply answers it (TakeFirstShard).
+    std::optional<ShardRequest> first_shard;
   };
 
   // Connects through placement.dist_file and registers (both within
@@ -40,9 +44,10 @@ class CoordinatorSession {
   static absl::StatusOr<std::unique_ptr<CoordinatorSession>> Open(const Options& options,
                                                                   const WorkerPlacement& placement);
   // A session over an already registered client; `reporter` configures its heartbeats (the
-  // log prefix is the session's).
+  // log prefix is the session's); `first_shard`: what the registration asked (Options).
   CoordinatorSession(std::unique_ptr<CoordinatorApi> api, RankAssignment rank,
-                     ProgressReporterOptions reporter);
+                     ProgressReporterOptions reporter,
+                     std::optional<ShardRequest> first_shard = std::nullopt);
   CoordinatorSession(const CoordinatorSession&) = delete;
   CoordinatorSession& operator=(const CoordinatorSession&) = delete;
 
@@ -50,6 +55,9 @@ class CoordinatorSession {
   // This worker's place in its current membership generation (changes with Rejoin).
   const RankAssignment& rank() const { return rank_; }
   ProgressReporter& reporter() { return reporter_; }
+  // The shard the registration answered, if it answered `request` (Options::first_shard, the
+  // same fields) with an assignment and this worker has not rejoined since; once.
+  std::optional<ShardAssignment> TakeFirstShard(const ShardRequest& request);
   const std::string& log_prefix() const { return log_prefix_; }  // "[rank 3] "
 
   // The coordinator's c10d store (CoordinatorStore), blocking calls bounded by `timeout`;
@@ -70,6 +78,7 @@ class CoordinatorSession {
  private:
   std::unique_ptr<CoordinatorApi> api_;
   RankAssignment rank_;
+  std::optional<ShardRequest> first_shard_request_;  // what the registration asked, if anything
   std::string log_prefix_;
   ProgressReporter reporter_;  // last: stops before the client goes
 };

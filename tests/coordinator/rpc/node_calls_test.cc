@@ -3,6 +3,7 @@
 // call of its own (a refused request fails alone, in its place in the reply), the joins answer
 // once the world (or the next membership generation) is complete, and a recovery re-forms through
 // them: the survivors rejoin in one call per node, the replacement registers through its node's.
+// A registration may carry its first GetShard, answered with it.
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
@@ -163,6 +164,9 @@ TEST_F(NodeCallsTest, EachRequestIsJudgedAloneAndARecoveryReformsThroughThem) {
   }
   replacement.set_node_rank(1);
   *replacement.add_workers() = Worker(1, 1, 211);
+  // A replacement started with the job's flags asks for the start of epoch 0, where the job began;
+  // the survivors are further on.
+  *replacement.mutable_workers(0)->mutable_first_shard() = Shard(-1, -1);
   for (int n = 0; n < kNodes; ++n) {
     threads.emplace_back([&, n] {
       auto ctx = Context();
@@ -192,6 +196,27 @@ TEST_F(NodeCallsTest, EachRequestIsJudgedAloneAndARecoveryReformsThroughThem) {
   EXPECT_EQ(replaced.results(0).reply().rank(), rank_of[1][1]);
   EXPECT_EQ(replaced.results(0).reply().membership_generation(), 1);
   EXPECT_EQ(c_.job.Status().restarts, 1);
+  // Not answered after the first generation: judged first, it would have set epoch 0's terms to
+  // its own, and the survivors' request (resumed at their position) would be refused.
+  EXPECT_FALSE(replaced.results(0).reply().has_first_shard());
+  pb::NodeGetShardRequest resumed;
+  resumed.set_node_rank(0);
+  for (int l = 0; l < kPerNode; ++l) {
+    pb::GetShardRequest* q = resumed.add_shards();
+    *q = Shard(rank_of[0][l], 100 + l);
+    q->set_resume_consumed(28);
+    q->set_resume_world_size(kNodes * kPerNode);
+  }
+  pb::NodeGetShardReply resumed_got;
+  {
+    auto ctx = Context();
+    ASSERT_TRUE(stub_->NodeGetShard(ctx.get(), resumed, &resumed_got).ok());
+  }
+  ASSERT_EQ(resumed_got.results_size(), kPerNode);
+  for (int l = 0; l < kPerNode; ++l) {
+    ASSERT_EQ(resumed_got.results(l).code(), 0) << resumed_got.results(l).error();
+    EXPECT_EQ(resumed_got.results(l).reply().consumed(), 28);
+  }
 
   // A rejoin from the generation before is refused alone, in its place.
   pb::NodeRejoinRequest stale = rejoin[0];
@@ -203,6 +228,78 @@ TEST_F(NodeCallsTest, EachRequestIsJudgedAloneAndARecoveryReformsThroughThem) {
   ASSERT_EQ(refused.results_size(), stale.workers_size());
   for (const pb::JoinResult& r : refused.results()) {
     EXPECT_EQ(r.code(), static_cast<int>(absl::StatusCode::kFailedPrecondition)) << r.error();
+  }
+}
+
+TEST_F(NodeCallsTest, ARegistrationCarriesItsFirstShardJudgedAsItsOwnGetShard) {
+  // Node 0 registers through one NodeRegister, node 1's workers each with a Register of their
+  // own. Three ask for their first shard inside the registration; node 0's second asks with a
+  // malformed request; node 1's second does not ask.
+  pb::NodeRegisterRequest reg;
+  reg.set_node_rank(0);
+  for (int l = 0; l < kPerNode; ++l) {
+    pb::RegisterRequest* w = reg.add_workers();
+    *w = Worker(0, l, 100 + l);
+    *w->mutable_first_shard() = Shard(-1, -1);  // its worker field is ignored
+  }
+  reg.mutable_workers(1)->mutable_first_shard()->set_dataset_size(0);
+  pb::RegisterRequest own[kPerNode];
+  for (int l = 0; l < kPerNode; ++l) own[l] = Worker(1, l, 110 + l);
+  *own[0].mutable_first_shard() = Shard(-1, -1);
+  pb::NodeJoinReply joined;
+  pb::RegisterReply own_reply[kPerNode];
+  grpc::Status node_status;
+  grpc::Status own_status[kPerNode];
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    auto ctx = Context();
+    node_status = stub_->NodeRegister(ctx.get(), reg, &joined);
+  });
+  for (int l = 0; l < kPerNode; ++l) {
+    threads.emplace_back([&, l] {
+      auto ctx = Context();
+      own_status[l] = stub_->Register(ctx.get(), own[l], &own_reply[l]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(node_status.ok()) << node_status.error_message();
+  ASSERT_EQ(joined.results_size(), kPerNode);
+  for (int l = 0; l < kPerNode; ++l) {
+    ASSERT_TRUE(own_status[l].ok()) << own_status[l].error_message();
+    ASSERT_EQ(joined.results(l).code(), 0) << joined.results(l).error();  // registered alike
+  }
+
+  // Granted: the shard of the rank the registration gave, in the complete world.
+  const pb::RegisterReply& a = joined.results(0).reply();
+  ASSERT_TRUE(a.has_first_shard());
+  ASSERT_EQ(a.first_shard().code(), 0) << a.first_shard().error();
+  EXPECT_EQ(a.first_shard().reply().rank(), a.rank());
+  EXPECT_EQ(a.first_shard().reply().world_size(), kNodes * kPerNode);
+  EXPECT_EQ(a.first_shard().reply().dataset_size(), 1000);
+  EXPECT_EQ(a.first_shard().reply().epoch(), 0);
+  ASSERT_TRUE(own_reply[0].has_first_shard());
+  ASSERT_EQ(own_reply[0].first_shard().code(), 0) << own_reply[0].first_shard().error();
+  EXPECT_EQ(own_reply[0].first_shard().reply().rank(), own_reply[0].rank());
+  // Refused alone: the registration stands, the shard carries the error GetShard gives.
+  const pb::RegisterReply& b = joined.results(1).reply();
+  ASSERT_TRUE(b.has_first_shard());
+  EXPECT_EQ(b.first_shard().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(b.first_shard().error(), HasSubstr("dataset_size"));
+  // Not asked: none.
+  EXPECT_FALSE(own_reply[1].has_first_shard());
+
+  // The same answer a GetShard of its own gets now, for the ranks that asked and the one that
+  // did not.
+  for (const auto& [reply, pid] : {std::pair<const pb::RegisterReply*, int>{&a, 100},
+                                   {&own_reply[0], 110},
+                                   {&own_reply[1], 111}}) {
+    pb::GetShardReply direct;
+    auto ctx = Context();
+    ASSERT_TRUE(stub_->GetShard(ctx.get(), Shard(reply->rank(), pid), &direct).ok());
+    if (reply->has_first_shard()) {
+      EXPECT_EQ(direct.SerializeAsString(), reply->first_shard().reply().SerializeAsString());
+    }
+    EXPECT_EQ(direct.rank(), reply->rank());
   }
 }
 

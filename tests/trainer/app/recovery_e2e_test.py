@@ -278,6 +278,23 @@ def case_rank0_killed(tmp):
     expect("resuming from" not in out, "a checkpoint file was read", out)
 
 
+def case_fresh_start_rank_killed(tmp):
+    """--resume none, a run that starts fresh: each worker's Register carries its first GetShard
+    (RegisterRequest.first_shard). Rank 1 is SIGKILLed after step 3, before the epoch's first
+    checkpoint; its replacement, started with the same flags, asks for the start of epoch 0 in
+    its registration too. The coordinator answers that only in the first generation, so the
+    survivors' request at their position sets the epoch's terms and the run ends bitwise equal
+    (answered, it made the survivors' request disagree and failed the job)."""
+    extra = ["--resume", "none"]
+    ref = reference(extra)
+    job = Job(tmp, "fresh", extra=extra, holds=[("step", 1, 3)])
+    os.kill(job.held(0), signal.SIGKILL)
+    code, out = job.finish()
+    recovered_ok(job, code, out, 1, ref)
+    log = job.coordinator_log()
+    expect("disagrees" not in log, "a rank's shard request was refused", log)
+
+
 def signal_mid_run(tmp, name, samples, rank, sig):
     """A one-epoch run of `samples` samples whose `rank` gets `sig` once the job has passed step
     20, at whatever moment that rank is in. Returns the job, its reference and the victim."""

@@ -1,5 +1,6 @@
 // CoordinatorSession against an in-memory coordinator: its rank and log prefix, heartbeats from
-// its reporter, outcomes reported as given, the c10d store it hands to process groups (keys
+// its reporter, outcomes reported as given, the first shard its registration answered (used for
+// the same request only, once), the c10d store it hands to process groups (keys
 // under each build's prefix, typed timeouts), and a clear error when no coordinator is found.
 #include "trainer/worker/coordinator_session.h"
 
@@ -31,6 +32,14 @@ class RecordingCoordinator : public testing::FakeCoordinator {
     absl::MutexLock lock(&mu);
     outcomes.push_back(outcome);
     return absl::OkStatus();
+  }
+  // The next generation: the survivor renumbered in a smaller world.
+  absl::StatusOr<RankAssignment> Rejoin(const RejoinRequest& request, absl::Duration) override {
+    RankAssignment next;
+    next.rank = 1;
+    next.world_size = 3;
+    next.membership_generation = request.membership_generation + 1;
+    return next;
   }
   std::atomic<int> heartbeats{0};
   std::atomic<int64_t> last_step{-1};
@@ -84,6 +93,76 @@ TEST(CoordinatorSession, StoreKeepsEachBuildUnderItsPrefixAndTimesOutTyped) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_THROW(gen4->get("rank_0"), StoreTimeoutError);  // gen4 never sees gen3's keys
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+ShardRequest FreshEpoch0() {
+  ShardRequest q;
+  q.epoch = 0;
+  q.dataset_size = 1000;
+  q.seed = 7;
+  return q;
+}
+
+// A session whose registration asked `asked` and was answered `answer`.
+std::unique_ptr<CoordinatorSession> Registered(
+    std::optional<ShardRequest> asked, std::optional<absl::StatusOr<ShardAssignment>> answer) {
+  RankAssignment rank;
+  rank.rank = 2;
+  rank.world_size = 4;
+  rank.first_shard = std::move(answer);
+  return std::make_unique<CoordinatorSession>(std::make_unique<RecordingCoordinator>(), rank,
+                                              ProgressReporterOptions{}, std::move(asked));
+}
+
+ShardAssignment Granted() {
+  ShardAssignment a;
+  a.dataset_size = 1000;
+  a.seed = 7;
+  a.world_size = 4;
+  a.rank = 2;
+  a.consumed_world_size = 4;
+  return a;
+}
+
+TEST(CoordinatorSession, TheRegistrationsShardAnswersTheSameRequestOnce) {
+  auto s = Registered(FreshEpoch0(), Granted());
+  const std::optional<ShardAssignment> first = s->TakeFirstShard(FreshEpoch0());
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->rank, 2);
+  EXPECT_EQ(first->world_size, 4);
+  EXPECT_EQ(first->seed, 7);
+  EXPECT_FALSE(s->TakeFirstShard(FreshEpoch0()).has_value());  // the next epoch's call asks
+}
+
+TEST(CoordinatorSession, AnotherFirstRequestAsksTheCoordinator) {
+  // A worker that resumed after all (its position came from a checkpoint or its peers) asks for
+  // another epoch or position: the answer to the guess is dropped, never used later.
+  for (const auto& change : std::vector<void (*)(ShardRequest*)>{
+           [](ShardRequest* q) { q->epoch = 3; },
+           [](ShardRequest* q) { q->resume_consumed = 96; },
+           [](ShardRequest* q) { q->resume_world_size = 2; },
+           [](ShardRequest* q) { q->seed = 8; },
+           [](ShardRequest* q) { q->dataset_size = 999; },
+           [](ShardRequest* q) { q->shuffle = false; },
+           [](ShardRequest* q) { q->drop_last = true; },
+       }) {
+    auto s = Registered(FreshEpoch0(), Granted());
+    ShardRequest other = FreshEpoch0();
+    change(&other);
+    EXPECT_FALSE(s->TakeFirstShard(other).has_value());
+    EXPECT_FALSE(s->TakeFirstShard(FreshEpoch0()).has_value());
+  }
+}
+
+TEST(CoordinatorSession, NoShardWhenNotAskedRefusedOrAfterARejoin) {
+  EXPECT_FALSE(Registered(std::nullopt, Granted())->TakeFirstShard(FreshEpoch0()).has_value());
+  EXPECT_FALSE(Registered(FreshEpoch0(), std::nullopt)->TakeFirstShard(FreshEpoch0()).has_value());
+  EXPECT_FALSE(Registered(FreshEpoch0(), absl::InvalidArgumentError("dataset_size"))
+                   ->TakeFirstShard(FreshEpoch0())
+                   .has_value());
+  auto s = Registered(FreshEpoch0(), Granted());
+  ASSERT_TRUE(s->Rejoin(0, "a peer was lost", absl::Seconds(5)).ok());
+  EXPECT_FALSE(s->TakeFirstShard(FreshEpoch0()).has_value());  // its rank may have changed
 }
 
 TEST(CoordinatorSession, OpenWithoutACoordinatorFailsNamingItsLog) {
