@@ -37,6 +37,10 @@
 #     --no-node-calls skip the per-node runs (NODE CALLS: each 8-rank node task carries its ranks'
 #                  Register, GetShard, Rejoin and heartbeats in one call per node over its one
 #                  connection, the ranks open none; the default runs them beside the per-rank runs)
+#     --node-shard-call  the per-node runs' start-up fetches the shards in a NodeGetShard after
+#                  the NodeRegister, as ddp-trainer does for a run that resumes from a checkpoint
+#                  (default: each Register carries its first GetShard, as ddp-trainer's workers
+#                  of a run that starts fresh do, RegisterRequest.first_shard; one call per node)
 #
 # As each system is deployed: ddp-trainer's node tasks carry their workers' calls (the per-node
 # runs); torchrun runs one agent per node, whose rendezvous over TCPStore gives every worker its
@@ -65,7 +69,7 @@ for b in ddp-scalebench ddp-rankgen ddp-coordinator; do
 done
 
 quick=0; python=1; resolver=0; python_max=4096; plaintext=0; tcpstore=1; node=1; sizes=()
-reform=()
+reform=(); node_shard=()
 while [[ $# -gt 0 ]]; do
   a="$1"; shift
   case "$a" in
@@ -77,7 +81,8 @@ while [[ $# -gt 0 ]]; do
     --no-tcpstore) tcpstore=0; python=0 ;;
     --no-node-calls) node=0 ;;
     --reform-all-shards) reform=(--reform-all-shards) ;;
-    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
+    --node-shard-call) node_shard=(--separate-shard-call) ;;
+    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
     *) sizes+=("$a") ;;
   esac
 done
@@ -156,7 +161,7 @@ for n in "${sizes[@]}"; do
   # The rank lost in the re-formation: on a node in the middle, not its first local rank.
   lost=$(( n / 2 + 3 < n ? n / 2 + 3 : n - 1 ))
   run "grpc-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost" "${reform[@]}"
-  [[ $node == 1 ]] && run "node-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost" "${reform[@]}" --node-calls
+  [[ $node == 1 ]] && run "node-$n" "${sb[@]}" --target grpc --ranks "$n" --lost-rank "$lost" "${reform[@]}" --node-calls "${node_shard[@]}"
   [[ $plaintext == 1 ]] && run "plain-$n" "${sb[@]}" --target grpc --ranks "$n" --plaintext --lost-rank "$lost" "${reform[@]}"
   if [[ $have_cpp == 1 ]]; then
     if [[ $nodns_ok == 1 ]]; then run "cpp-$n" nodns "${sb[@]}" --target tcpstore --ranks "$n"
@@ -249,7 +254,7 @@ if [[ $node == 1 ]]; then
 fi
 if [[ $node == 1 && $have_cpp == 1 ]]; then
   echo
-  echo "As deployed (torchrun: one agent per 8-rank node connects to TCPStore and rendezvouses, each worker then gets its rank from its agent and opens its own store client for its process group (the per-rank TCPStore connect); ddp-trainer: one node task per node connects (TLS) and carries its workers' Register and GetShard, and their process groups' store calls go over the same connection (the workers open none); above 1x = ours faster)"
+  echo "As deployed (torchrun: one agent per 8-rank node connects to TCPStore and rendezvouses, each worker then gets its rank from its agent and opens its own store client for its process group (the per-rank TCPStore connect); ddp-trainer: one node task per node connects (TLS) and carries its workers' Register and GetShard ($([[ ${#node_shard[@]} -gt 0 ]] && echo "a NodeRegister, then a NodeGetShard, as for a run that resumes" || echo "one NodeRegister whose Registers carry their first GetShard, as for a run that starts fresh")), and their process groups' store calls go over the same connection (the workers open none); above 1x = ours faster)"
   sum() { awk -v a="$1" -v b="$2" -v c="${3:-0}" 'BEGIN { if (a == "" || b == "") print ""; else printf "%.3f", a + b + c }'; }
   for n in "${sizes[@]}"; do
     a="${res[agents-$n]:-}"; d="${res[node-$n]:-}"; t="${res[cpp-$n]:-}"

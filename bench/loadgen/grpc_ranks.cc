@@ -139,7 +139,9 @@ PhaseReport GrpcRanks::Rendezvous() {
       c.register_req.set_node_rank(n->first_global / per_node);
       for (Rank* r : n->ranks) {
         r->left_generation = -1;  // it joins generation 0
-        *c.register_req.add_workers() = r->register_req;
+        pb::RegisterRequest* w = c.register_req.add_workers();
+        *w = r->register_req;
+        if (!options_.separate_shard_call) *w->mutable_first_shard() = r->shard_req;
         c.ranks.push_back(r);
       }
     }

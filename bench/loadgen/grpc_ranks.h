@@ -58,6 +58,12 @@ struct GrpcRanksOptions {
   // heartbeats) in one NodeRegister / NodeGetShard / NodeRejoin call per node on its own
   // connection; the ranks open no connection. false: one connection and one call per rank.
   bool node_calls = false;
+  // node_calls: at start-up each rank's Register carries its first GetShard
+  // (RegisterRequest.first_shard), as ddp-trainer's workers of a run that starts fresh send it,
+  // and the node makes no NodeGetShard. true: the shards in a NodeGetShard of their own after
+  // the NodeRegister (a run that resumes from a checkpoint). The re-formation's replacement
+  // always asks in its own call (its epoch is the one in progress).
+  bool separate_shard_call = false;
   absl::Duration heartbeat_period = absl::Seconds(1);
   absl::Duration rpc_timeout = absl::Seconds(10);  // ddp-trainer's workers use 10 s
   absl::Duration phase_timeout = absl::Seconds(120);

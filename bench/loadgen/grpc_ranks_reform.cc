@@ -265,9 +265,20 @@ void GrpcRanks::NodeJoined(Node* node, NodeCallSet* c, const grpc::Status& s,
     }
     r->register_reply = result.reply();
     r->interval_ms = result.reply().heartbeat_interval_ms();
+    if (!ranked) phase->Ranked();  // marked before any Done of this call: ranked <= done
     ranked = true;
     if (c == &node->survivors && KeepsShard(r->rank.load(), result.reply())) {
       phase->Done(r->issued_ns, grpc::Status::OK, what);  // its shard is the one it holds
+      continue;
+    }
+    if (result.reply().has_first_shard()) {  // the registration answered its GetShard
+      const pb::ShardResult& shard = result.reply().first_shard();
+      r->rank = result.reply().rank();  // heartbeats
+      phase->Done(r->issued_ns,
+                  shard.code() == 0
+                      ? grpc::Status::OK
+                      : grpc::Status(static_cast<grpc::StatusCode>(shard.code()), shard.error()),
+                  what);
       continue;
     }
     pb::GetShardRequest* q = c->shard_req.add_shards();
@@ -276,7 +287,6 @@ void GrpcRanks::NodeJoined(Node* node, NodeCallSet* c, const grpc::Status& s,
     q->mutable_worker()->set_pid(r->pid.load());
     c->joined.push_back(r);
   }
-  if (ranked) phase->Ranked();
   if (c->joined.empty()) return;
   for (Rank* r : c->joined) r->rank = r->register_reply.rank();  // heartbeats (again)
   c->shard_req.set_node_rank(c->register_req.node_rank());

@@ -65,6 +65,9 @@ int Main(int argc, char** argv) {
                  "reform: the global rank whose loss is reported (its replacement registers; "
                  "every other rank rejoins)")
       ->check(CLI::Range(0, 131071));
+  app.add_flag("--separate-shard-call", o.separate_shard_call,
+               "node calls: the start-up's shards in a NodeGetShard after the NodeRegister, not "
+               "inside it (RegisterRequest.first_shard)");
   app.add_flag("--reform-all-shards", o.reform_all_shards,
                "reform: every rank fetches its shard again (default: the replacement, and a "
                "survivor whose rank or world size changed)");

@@ -55,6 +55,9 @@ absl::Status ScaleRun::CheckHost() {
   result_.Add("target", options_.target)
       .Add("ranks", n)
       .Add("calls", options_.node_calls ? "node" : "rank")
+      .Add("startup_shard", !options_.node_calls           ? "GetShard"
+                            : options_.separate_shard_call ? "NodeGetShard"
+                                                           : "in NodeRegister")
       .Add("procs", static_cast<int64_t>(procs_))
       .Add("cpus", static_cast<int64_t>(sysconf(_SC_NPROCESSORS_ONLN)))
       .Add("load1_before", LoadAverage())
@@ -157,6 +160,7 @@ absl::Status ScaleRun::StartCoordinator() {
     if (options_.reform_all_shards) agent.push_back("--reform-all-shards");
   }
   if (options_.node_calls) agent.push_back("--node-calls");
+  if (options_.separate_shard_call) agent.push_back("--separate-shard-call");
   return StartAgents(agent);
 }
 

@@ -46,6 +46,9 @@ struct ScaleOptions {
   // heartbeats in one call per node over its one connection (NODE CALLS in
   // proto/coordinator.proto); the ranks open no connection. false: one connection per rank.
   bool node_calls = false;
+  // grpc, node_calls: the start-up's shards in a NodeGetShard of their own after the
+  // NodeRegister (GrpcRanksOptions::separate_shard_call), not inside the registrations.
+  bool separate_shard_call = false;
   // grpc: the coordinator without TLS (ddp-coordinator --bench-plaintext), to compare TLS's cost
   // like with like. Never what a job runs.
   bool plaintext = false;

@@ -83,6 +83,10 @@ int Main(int argc, char** argv) {
                "workers do)");
   app.add_flag("--node-calls", o.node_calls,
                "grpc: one connection and one call per 8-rank node (NODE CALLS), not per rank");
+  app.add_flag("--separate-shard-call", o.separate_shard_call,
+               "grpc, --node-calls: the start-up's shards in a NodeGetShard after the "
+               "NodeRegister (a run that resumes), not inside the registrations (one that starts "
+               "fresh)");
   app.add_flag("--plaintext", o.plaintext,
                "grpc: run the coordinator without TLS (a benchmark comparison only)");
   app.add_flag("--keep", keep, "Keep the work folder (logs) after a successful run");
