@@ -36,6 +36,12 @@ struct ShardRequest {
   int64_t resume_consumed = 0;
   int resume_world_size = 0;
 };
+inline bool operator==(const ShardRequest& a, const ShardRequest& b) {
+  return a.epoch == b.epoch && a.dataset_size == b.dataset_size && a.seed == b.seed &&
+         a.shuffle == b.shuffle && a.drop_last == b.drop_last &&
+         a.resume_consumed == b.resume_consumed && a.resume_world_size == b.resume_world_size;
+}
+inline bool operator!=(const ShardRequest& a, const ShardRequest& b) { return !(a == b); }
 
 // The parameters from which a worker computes its sample order for one epoch (common/
 // sampler_plan.h). Identical to PyTorch's DistributedSampler(shuffle, seed, drop_last) when

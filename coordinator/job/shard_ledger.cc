@@ -6,10 +6,10 @@
 namespace ddp {
 namespace {
 
-bool SameParameters(const ShardRequest& a, const ShardRequest& b) {
-  return a.dataset_size == b.dataset_size && a.seed == b.seed && a.shuffle == b.shuffle &&
-         a.drop_last == b.drop_last && a.resume_consumed == b.resume_consumed &&
-         a.resume_world_size == b.resume_world_size;
+// Everything but the epoch.
+bool SameParameters(const ShardRequest& a, ShardRequest b) {
+  b.epoch = a.epoch;
+  return a == b;
 }
 
 }  // namespace

@@ -69,14 +69,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorSession>> CoordinatorSession::Open(
 
 std::optional<ShardAssignment> CoordinatorSession::TakeFirstShard(const ShardRequest& request) {
   if (!first_shard_request_ || !rank_.first_shard || !rank_.first_shard->ok()) return std::nullopt;
-  const ShardRequest& asked = *first_shard_request_;
-  const bool same = asked.epoch == request.epoch && asked.dataset_size == request.dataset_size &&
-                    asked.seed == request.seed && asked.shuffle == request.shuffle &&
-                    asked.drop_last == request.drop_last &&
-                    asked.resume_consumed == request.resume_consumed &&
-                    asked.resume_world_size == request.resume_world_size;
   std::optional<ShardAssignment> out;
-  if (same) out = **rank_.first_shard;
+  if (*first_shard_request_ == request) out = **rank_.first_shard;
   first_shard_request_.reset();  // the first GetShard is this one, whether it matched or not
   rank_.first_shard.reset();
   return out;
