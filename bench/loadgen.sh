@@ -41,14 +41,21 @@
 #                  the NodeRegister, as ddp-trainer does for a run that resumes from a checkpoint
 #                  (default: each Register carries its first GetShard, as ddp-trainer's workers
 #                  of a run that starts fresh do, RegisterRequest.first_shard; one call per node)
+#     --c10d-max N torchrun's own dynamic rendezvous (bench/loadgen/torchrun_c10d_rendezvous.py:
+#                  PyTorch's DynamicRendezvousHandler, c10d backend, one handler per 8-rank node)
+#                  at the sizes up to N ranks (default 1024; 0: never; not with --quick). Its
+#                  Python agents' CPU grows with the square of the agents here: at 256 agents
+#                  (2,048 ranks) on 2 cores it did not finish (docs/bench-status.md)
 #
 # As each system is deployed: ddp-trainer's node tasks carry their workers' calls (the per-node
 # runs); torchrun runs one agent per node, whose rendezvous over TCPStore gives every worker its
 # rank (the "agents" runs: N/8 C++ TCPStore clients doing the per-rank runs' add / set / add /
-# wait / get, a lower bound on torchrun's own rendezvous, which compare-and-sets one state blob
-# that grows with the agents), and then every worker opens its own store client for its process
-# group (the per-rank TCPStore runs' connect), while ddp-trainer's workers open none (their
-# store calls go over their node task's connection). The "as deployed" lines put them side by
+# wait / get, a lower bound on torchrun's own rendezvous, close to its static one (--node-rank
+# given) with the rank assignment after it; its default dynamic one compare-and-sets one state
+# blob that grows with the agents and polls it once a second, the "c10d" runs), and then every
+# worker opens its own store client for its process group (the per-rank TCPStore runs'
+# connect), while ddp-trainer's workers open none (their store calls go over their node task's
+# connection). The "as deployed" lines put them side by
 # side: the rendezvous from the last node connected, and the whole start-up. Each run spreads its
 # connections over agent processes alike: one per 2,048 connections, at least 2 (a per-node run
 # at 16,384 ranks has 2,048 connections in 2 processes, as the agents' run at 16,384 does).
@@ -69,6 +76,7 @@ for b in ddp-scalebench ddp-rankgen ddp-coordinator; do
 done
 
 quick=0; python=1; resolver=0; python_max=4096; plaintext=0; tcpstore=1; node=1; sizes=()
+c10d_max=1024
 reform=(); node_shard=()
 while [[ $# -gt 0 ]]; do
   a="$1"; shift
@@ -76,13 +84,14 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; python=0 ;;
     --no-python) python=0 ;;
     --python-max) python_max="$1"; shift ;;
+    --c10d-max) c10d_max="$1"; shift ;;
     --resolver) resolver=1 ;;
     --plaintext) plaintext=1 ;;
     --no-tcpstore) tcpstore=0; python=0 ;;
     --no-node-calls) node=0 ;;
     --reform-all-shards) reform=(--reform-all-shards) ;;
     --node-shard-call) node_shard=(--separate-shard-call) ;;
-    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,62p' "$0"; exit 0 ;;
     *) sizes+=("$a") ;;
   esac
 done
@@ -98,6 +107,13 @@ if [[ $python == 1 ]]; then
   "$py" -c "import torch.distributed" 2>/dev/null || { echo "loadgen.sh: no torch in '$py'; skipping the Python baseline" >&2; py=""; }
 fi
 have_cpp=0; [[ $tcpstore == 1 && -x "$bin/ddp-tcpstore-bench" ]] && have_cpp=1
+[[ $quick == 1 || $tcpstore == 0 || $node == 0 ]] && c10d_max=0
+c10d_py=""
+if ((c10d_max > 0)); then
+  c10d_py="${DDP_TORCH_PYTHON:-$("$root/scripts/setup-deps.sh" --print-venv 2>/dev/null)/bin/python}"
+  "$c10d_py" -c "import torch.distributed.elastic.rendezvous.dynamic_rendezvous" 2>/dev/null ||
+    { echo "loadgen.sh: no torch in '$c10d_py'; skipping torchrun's dynamic rendezvous" >&2; c10d_py=""; }
+fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/ddp-loadgen.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -171,6 +187,11 @@ for n in "${sizes[@]}"; do
       if [[ $nodns_ok == 1 ]]; then run "agents-$n" nodns "${sb[@]}" --target tcpstore --ranks "$((n / 8))"
       else run "agents-$n" "${sb[@]}" --target tcpstore --ranks "$((n / 8))"; fi
     fi
+  fi
+  # torchrun's default dynamic rendezvous, its own code, one handler per 8-rank node.
+  if [[ -n "$c10d_py" && $n -le $c10d_max && $((n / 8)) -ge 1 ]]; then
+    c10d_cmd=("$c10d_py" "$root/bench/loadgen/torchrun_c10d_rendezvous.py" "$((n / 8))")
+    if [[ $nodns_ok == 1 ]]; then run "c10d-$n" nodns "${c10d_cmd[@]}"; else run "c10d-$n" "${c10d_cmd[@]}"; fi
   fi
   if [[ -n "$py" && $n -le $python_max ]]; then
     pyargs=(--target tcpstore-py --python "$py" --tcpstore-py "$root/bench/loadgen/tcpstore_rendezvous.py" --ranks "$n")
@@ -267,6 +288,10 @@ if [[ $node == 1 && $have_cpp == 1 ]]; then
     tr="$(sum "$(field connect_s "$a")" "$(field rendezvous_s "$a")" "$(field connect_s "$t")")"
     ou="$(sum "$(field connect_s "$d")" "$(field rendezvous_s "$d")")"
     echo "  $n ranks: from the first connect to every worker ready for its process group's store: torchrun $tr s (agents connect $(field connect_s "$a") + rendezvous $(field rendezvous_s "$a") + workers' store clients $(field connect_s "$t")), ours $ou s (node tasks connect $(field connect_s "$d") + rendezvous $(field rendezvous_s "$d")): $(ratio "$tr" "$ou")"
+    c="${res[c10d-$n]:-}"
+    [[ -z "$c" ]] && continue
+    tc="$(sum "$(field connect_s "$a")" "$(field rendezvous_s "$c")" "$(field connect_s "$t")")"
+    echo "  $n ranks, torchrun's default (dynamic, c10d) rendezvous instead: torchrun $tc s (agents connect $(field connect_s "$a") + its DynamicRendezvousHandler $(field rendezvous_s "$c") s, $(field cas "$c") compare-and-sets of which $(field cas_lost "$c") lost, $(field waits_1s "$c") one-second waits, agents' CPU $(field agents_cpu_s "$c") s + workers' store clients $(field connect_s "$t")), ours $ou s: $(ratio "$tc" "$ou")"
   done
 fi
 if [[ $plaintext == 1 ]]; then
@@ -298,7 +323,7 @@ fi
 
 echo
 echo "== raw results (ddp-scalebench, one line per run)"
-for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n agents-$n py-$n"; done) "cppdns-${sizes[0]}"; do
+for key in $(for n in "${sizes[@]}"; do echo "grpc-$n node-$n plain-$n cpp-$n agents-$n c10d-$n py-$n"; done) "cppdns-${sizes[0]}"; do
   [[ -n "${res[$key]:-}" ]] && echo "$key: ${res[$key]}"
 done
 if [[ ${#failures[@]} -gt 0 ]]; then
