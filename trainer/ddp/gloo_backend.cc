@@ -24,7 +24,21 @@ c10::intrusive_ptr<c10d::Backend> NewGlooBackend(const c10::intrusive_ptr<c10d::
   }
   options->timeout = timeout;
   options->threads = threads;
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
+  // The constructor builds the group: every rank publishes its address in the store and connects
+  // to every other (Gloo's full mesh). A failure there is a peer that went away while the group
+  // formed (a replacement's peer SIGKILLed as the generation formed: "Connection refused" to the
+  // address it had published), which in-job recovery handles. Gloo raises it as a plain
+  // c10::Error; it leaves here as the network error it is (DistNetworkError, UNAVAILABLE to
+  // StatusFromException). The store's own errors and timeouts keep their types.
+  try {
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
+  } catch (const c10::DistError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    C10_THROW_ERROR(DistNetworkError, e.what_without_backtrace());
+  } catch (const std::runtime_error& e) {
+    C10_THROW_ERROR(DistNetworkError, e.what());
+  }
 }
 
 }  // namespace ddp::internal

@@ -4,7 +4,8 @@
 // works among the survivors; a failed Gloo group whose collective waits on a silent peer is
 // dropped in the background; a wait on a Gloo collective ends once the give-up flag is set, for a
 // silent peer and for a receive its SIGKILLed peer cut off mid-message; building a group whose
-// peer never comes is a reported collective wait; a build given up from another thread
+// peer never comes is a reported collective wait, one whose peer died after publishing its
+// address fails UNAVAILABLE (recoverable); a build given up from another thread
 // (GroupBuildCancel) returns at once, and a new group forms after it.
 #include "trainer/ddp/process_group_handle.h"
 
@@ -416,6 +417,44 @@ TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWa
   EXPECT_FALSE(pg.ok());
   EXPECT_GT(seconds, 0.5 * static_cast<double>(kTimeout.count()));
   ExpectWaitMarked(before, after);
+}
+
+// Rank 2 publishes its address for "gen1" and is SIGKILLed before the others connect to it (a
+// replacement's peer killed as the generation formed, the chaos run's fault 13 of 2026-12-07):
+// their Create fails with "Connection refused" to that address, and that is UNAVAILABLE, which
+// in-job recovery rejoins from (InJobRecovery::Recoverable), not INTERNAL, which failed the job.
+TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerDiedAfterPublishingIsUnavailable) {
+  if (!testing::IsChild()) {
+    auto results = testing::RunRanks(3, absl::Seconds(120));
+    ASSERT_EQ(results.size(), 3u);
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_FALSE(results[r].timed_out) << results[r].output;
+      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
+    }
+    EXPECT_EQ(results[2].exit_code, -1) << "rank 2 should die by SIGKILL:\n" << results[2].output;
+    const size_t line = results[0].output.find("rank 0: building");
+    if (line != std::string::npos) {
+      std::printf(
+          "%s\n",
+          results[0].output.substr(line, results[0].output.find('\n', line) - line).c_str());
+    }
+    return;
+  }
+  const int rank = testing::ChildRank();
+  constexpr auto kTimeout = std::chrono::seconds(1);
+  ASSERT_NO_FATAL_FAILURE(FirstGroupWorks(rank, kTimeout));
+  if (rank == 2) {
+    // The build publishes this rank's address at once, then waits for the others' addresses.
+    std::thread([kTimeout] { Create("gen1", 2, 3, kTimeout).IgnoreError(); }).detach();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    raise(SIGKILL);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // rank 2 is gone by now
+  absl::StatusOr<ProcessGroupHandle> pg = Create("gen1", rank, 3, kTimeout);
+  std::printf("rank %d: building the group with rank 2 dead: %s\n", rank,
+              pg.ok() ? "succeeded" : pg.status().ToString().c_str());
+  ASSERT_FALSE(pg.ok());
+  EXPECT_EQ(pg.status().code(), absl::StatusCode::kUnavailable) << pg.status();
 }
 
 // The same build, given up: rank 2 is alive and never builds "gen1"; the others build it with a
