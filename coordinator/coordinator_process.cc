@@ -349,12 +349,6 @@ void CoordinatorProcess::OnSignal(int sig) {
 
 int CoordinatorProcess::RunUntilDone() {
   job_->WaitFinished(absl::InfiniteDuration());
-  // The outcome is on disk before the journal goes, and stays there while this process lingers:
-  // a coordinator SIGKILLed during its linger leaves the result, so that its tasks do not restart
-  // it (there is nothing to resume) and its workers' calls end at once instead of waiting for a
-  // coordinator that never comes back (the chaos run's fault 13 of 2026-12-07: 127 s). Written
-  // again on the way out, after the late reports.
-  WriteResult(job_->Status(), job_->ExitCode());
   // Nothing is left to resume: a coordinator started on this journal now would restore a job
   // that already ended. (Refused instead: no journal.)
   if (journal_) ::unlink(journal_->path().c_str());

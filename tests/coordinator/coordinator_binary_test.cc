@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/dist_file.h"
-#include "common/job_result.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/run_shell.h"
@@ -141,29 +140,6 @@ TEST_F(CoordinatorBinaryTest, SurvivesUsr1AndASignalEndsTheLinger) {
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_LT(absl::Now() - sent, absl::Seconds(5));
   pid_ = -1;
-}
-
-// A job that ended has its result on disk before the coordinator lingers: SIGKILLed while it
-// lingers, it leaves the result (FAILED, exit 1) and no journal, so that nobody restarts it and
-// its workers learn the outcome from the file.
-TEST_F(CoordinatorBinaryTest, TheResultIsWrittenBeforeTheLingerNotAfter) {
-  StartCoordinator("60");
-  ASSERT_EQ(::kill(pid_, SIGTERM), 0);  // aborts the registering job; then it lingers 60 s
-  const std::string result_path = JobResultPath(dist_file_);
-  const absl::Time sent = absl::Now();
-  while (::access(result_path.c_str(), F_OK) != 0 && absl::Now() - sent < absl::Seconds(10)) {
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "the coordinator should still linger";
-  ASSERT_EQ(::kill(pid_, SIGKILL), 0);
-  ASSERT_EQ(::waitpid(pid_, nullptr, 0), pid_);
-  pid_ = -1;
-  absl::StatusOr<JobResult> result = ReadJobResult(result_path);
-  ASSERT_TRUE(result.ok()) << "no result file after a SIGKILL in the linger: " << result.status();
-  EXPECT_EQ(result->job_id, "bin-test");
-  EXPECT_EQ(result->state, "FAILED");
-  EXPECT_EQ(result->exit_code, 1);
-  EXPECT_NE(::access((dist_file_ + ".journal").c_str(), F_OK), 0) << "the journal should be gone";
 }
 
 TEST_F(CoordinatorBinaryTest, HelpAndBadFlags) {
