@@ -22,6 +22,24 @@ DRIVER = os.path.join(HERE, "..", "..", "..", "bench", "chaos", "chaos.py")
 SEED = int(os.environ.get("DDP_CHAOS_SEED", "20261205"))
 
 
+def show_failure_logs(tmp, out, lines=40):
+    """The last lines of the faulted run's coordinator logs (the last launch's and every
+    standby epoch's) and of the task logs of each launch that failed (exit 1 or 4): the work
+    folder is removed at the end, and a CI log is all that is left of a failure."""
+    folder = os.path.join(tmp, "chaos")
+    failed = set(re.findall(r"launch (\d+) ended: exit [14]\b", out))
+    try:
+        names = sorted(n for n in os.listdir(folder) if ".coordinator.log" in n or
+                       any(n.startswith(f"task-g{g}-") for g in failed))
+    except OSError:
+        return
+    for name in names:
+        with open(os.path.join(folder, name), errors="replace") as f:
+            tail = f.read().splitlines()[-lines:]
+        print(f"--- the last {len(tail)} lines of {name}:")
+        print("\n".join(line[:400] for line in tail))
+
+
 def case_short(tmp):
     # 8 epochs of 200 steps (about a minute fault-free on 2 idle cores); a fault every 5-7 s.
     cmd = [sys.executable, DRIVER, "--bin", os.environ["DDP_BIN_DIR"], "--work", tmp,
@@ -39,9 +57,11 @@ def case_short(tmp):
             summary = line
     m = re.match(r"faults (\d+), unrecoverable (\d+), ETTR ([0-9.]+)%, (.*)", summary)
     if p.returncode != 0 or not m:
+        show_failure_logs(tmp, out)
         sys.exit(f"FAIL: the chaos driver exited {p.returncode}: {summary}")
     if int(m.group(1)) < 10 or int(m.group(2)) != 0 or \
             m.group(4) != "final.pt bit for bit equal to the reference":
+        show_failure_logs(tmp, out)
         sys.exit(f"FAIL: {summary}")
     print(f"chaos: {summary} ({time.time() - started:.0f} s in all)")
 
