@@ -89,6 +89,11 @@ std::vector<RankResult> RunRanks(
         dup2(fd, STDERR_FILENO);
       }
       setpgid(0, 0);
+      // A rank stands in for a ddp-trainer worker, which ignores SIGPIPE (trainer/app/main.cc):
+      // Gloo writes to its peers' sockets without MSG_NOSIGNAL, and a write to a peer the test
+      // SIGKILLed must fail with EPIPE, not kill the writer (it did, about 1 run in 10, in
+      // process_group_handle_test's SurvivorsOfASigkilledPeerRebuildUnderANewPrefix).
+      signal(SIGPIPE, SIG_IGN);  // kept across execve
       execve(exe.c_str(), argv.data(), envp.data());
       _exit(127);
     }
@@ -108,6 +113,7 @@ std::vector<RankResult> RunRanks(
         done[r] = true;
         --remaining;
         results[r].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (WIFSIGNALED(status)) results[r].term_signal = WTERMSIG(status);
       }
     }
     if (remaining > 0 && absl::Now() > deadline) {
@@ -129,6 +135,10 @@ std::vector<RankResult> RunRanks(
     if (fd >= 0) {
       results[r].output = ReadAll(fd);
       close(fd);
+    }
+    if (results[r].term_signal != 0) {
+      absl::StrAppend(&results[r].output, "\n(killed by signal ", results[r].term_signal, ", ",
+                      strsignal(results[r].term_signal), ")\n");
     }
     unlink(children[r].log.c_str());
   }

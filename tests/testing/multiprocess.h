@@ -24,7 +24,8 @@ struct RankResult {
   int rank = 0;
   int exit_code = -1;  // -1 if killed by a signal or timed out
   bool timed_out = false;
-  std::string output;  // stdout + stderr of the rank
+  int term_signal = 0;  // the signal that ended the rank, 0 if none (said in `output` too)
+  std::string output;   // stdout + stderr of the rank
 };
 
 bool IsChild();
