@@ -123,21 +123,27 @@ absl::Status Allreduce(ProcessGroupHandle& pg, at::Tensor& t) {
   });
 }
 
+// The parent of a three-rank test in which rank 2 SIGKILLs itself: ranks 0 and 1 exit 0 in
+// time, and each one's line that starts with "rank <r>: <shown>" is printed.
+void RunThreeRanksRank2Killed(const std::string& shown) {
+  auto results = testing::RunRanks(3, absl::Seconds(120));
+  ASSERT_EQ(results.size(), 3u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(results[r].timed_out) << results[r].output;
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
+    const size_t line = results[r].output.find("rank " + std::to_string(r) + ": " + shown);
+    if (line != std::string::npos) {
+      std::printf(
+          "%s\n",
+          results[r].output.substr(line, results[r].output.find('\n', line) - line).c_str());
+    }
+  }
+  EXPECT_EQ(results[2].exit_code, -1) << "rank 2 should die by SIGKILL:\n" << results[2].output;
+}
+
 TEST(ProcessGroupHandleRebuild, SurvivorsOfASigkilledPeerRebuildUnderANewPrefix) {
   if (!testing::IsChild()) {
-    auto results = testing::RunRanks(3, absl::Seconds(120));
-    ASSERT_EQ(results.size(), 3u);
-    for (int r = 0; r < 2; ++r) {
-      EXPECT_FALSE(results[r].timed_out) << results[r].output;
-      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
-      const size_t line = results[r].output.find("rank " + std::to_string(r) + ": after");
-      if (line != std::string::npos) {
-        std::printf(
-            "%s\n",
-            results[r].output.substr(line, results[r].output.find('\n', line) - line).c_str());
-      }
-    }
-    EXPECT_EQ(results[2].exit_code, -1) << "rank 2 should die by SIGKILL:\n" << results[2].output;
+    RunThreeRanksRank2Killed("after");
     return;
   }
   const int rank = testing::ChildRank();
@@ -425,19 +431,7 @@ TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWa
 // in-job recovery rejoins from (InJobRecovery::Recoverable), not INTERNAL, which failed the job.
 TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerDiedAfterPublishingIsUnavailable) {
   if (!testing::IsChild()) {
-    auto results = testing::RunRanks(3, absl::Seconds(120));
-    ASSERT_EQ(results.size(), 3u);
-    for (int r = 0; r < 2; ++r) {
-      EXPECT_FALSE(results[r].timed_out) << results[r].output;
-      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
-    }
-    EXPECT_EQ(results[2].exit_code, -1) << "rank 2 should die by SIGKILL:\n" << results[2].output;
-    const size_t line = results[0].output.find("rank 0: building");
-    if (line != std::string::npos) {
-      std::printf(
-          "%s\n",
-          results[0].output.substr(line, results[0].output.find('\n', line) - line).c_str());
-    }
+    RunThreeRanksRank2Killed("building");
     return;
   }
   const int rank = testing::ChildRank();
