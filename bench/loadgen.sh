@@ -55,8 +55,8 @@
 # blob that grows with the agents and polls it once a second, the "c10d" runs), and then every
 # worker opens its own store client for its process group (the per-rank TCPStore runs'
 # connect), while ddp-trainer's workers open none (their store calls go over their node task's
-# connection). The "as deployed" lines put them side by
-# side: the rendezvous from the last node connected, and the whole start-up. Each run spreads its
+# connection). The "as deployed" lines put them side by side: the rendezvous from the last node
+# connected, and the whole start-up. Each run spreads its
 # connections over agent processes alike: one per 2,048 connections, at least 2 (a per-node run
 # at 16,384 ranks has 2,048 connections in 2 processes, as the agents' run at 16,384 does).
 #
