@@ -30,19 +30,16 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "common/dist_file.h"
+#include "coordinator/rpc/openssl_ptr.h"
 #include "coordinator/rpc/tls_identity.h"
 
 namespace {
 
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using CtxPtr = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX, SSL_CTX_free>>;
-using SslPtr = std::unique_ptr<SSL, Deleter<SSL, SSL_free>>;
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-using PKeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
+using ddp::openssl::BioPtr;
+using ddp::openssl::PKeyPtr;
+using ddp::openssl::X509Ptr;
+using CtxPtr = ddp::openssl::Ptr<SSL_CTX, SSL_CTX_free>;
+using SslPtr = ddp::openssl::Ptr<SSL, SSL_free>;
 
 // The TLS 1.2 suites both sides offer (ECDHE with AES-GCM); TLS 1.3 uses OpenSSL's own.
 constexpr const char* kGrpcCiphers =

@@ -14,19 +14,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/dist_file.h"
+#include "coordinator/rpc/openssl_ptr.h"
 
 namespace ddp {
 namespace {
 
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using PKeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
-using BnPtr = std::unique_ptr<BIGNUM, Deleter<BIGNUM, BN_free>>;
-using ExtPtr = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION, X509_EXTENSION_free>>;
+using openssl::BioPtr;
+using openssl::BnPtr;
+using openssl::ExtPtr;
+using openssl::PKeyPtr;
+using openssl::X509Ptr;
 
 constexpr long kNotBeforeSeconds = -3600;                 // clocks of other nodes may lag
 constexpr long kLifetimeSeconds = 10L * 365 * 24 * 3600;  // longer than any job
