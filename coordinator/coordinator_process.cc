@@ -349,9 +349,10 @@ void CoordinatorProcess::OnSignal(int sig) {
 
 int CoordinatorProcess::RunUntilDone() {
   job_->WaitFinished(absl::InfiniteDuration());
-  // Nothing is left to resume: a coordinator started on this journal now would restore a job
-  // that already ended. (Refused instead: no journal.)
-  if (journal_) ::unlink(journal_->path().c_str());
+  // The journal stays while the coordinator lingers: restarted now (SIGKILLed while lingering),
+  // a coordinator restores the ended job (a failure is recorded, a success or a stop is in the
+  // ranks' done records), tells the workers still running, lingers and writes the result. It
+  // goes once the result is written.
   absl::Duration linger = options_.linger;
   {
     const JobStatus s = job_->Status();
@@ -376,6 +377,9 @@ int CoordinatorProcess::RunUntilDone() {
   const int code = job_->ExitCode();
   // Before the dist_file goes: an older epoch that comes back finds one or the other.
   WriteResult(final_status, code);
+  // Nothing is left to resume: a coordinator started on this journal now would restore a job
+  // whose result is written. (Refused instead: no journal.)
+  if (journal_) ::unlink(journal_->path().c_str());
   auto still_ours = ReadDistFile(dist_file_, {job_->config().job_id, job_->config().generation});
   // Every incarnation shares the nonce: the file is removed only while it is this one's.
   if (still_ours.ok() && still_ours->nonce == contents_.nonce &&

@@ -65,6 +65,7 @@ bool Job::FinishedLocked() const { return lifecycle_.finished(); }
 void Job::FailLocked(const FailureCause& cause, absl::StatusCode code, absl::Time revisable_until,
                      Completions* out) {
   if (!lifecycle_.Fail(cause, revisable_until)) return;
+  if (config_.journal != nullptr) config_.journal->JobFailed(cause);
   StateChangedLocked(cause.text, out);
   membership_.FailWaiters(absl::Status(code, cause.text), out);
 }
@@ -96,6 +97,9 @@ void Job::Register(const WorkerIdentity& who, RegisterCallback done_as_is) {
     absl::StatusOr<Membership::JoinResult> joined = membership_.Join(who, done, refusal, &out);
     if (!joined.ok()) {
       error = joined.status();
+      if (absl::IsFailedPrecondition(error)) {
+        events_.LogOnly(absl::StrCat("registration refused: ", error.message()), &out);
+      }
       // A replacement whose predecessor's loss went to the coordinator before this restored one:
       // while the predecessor has not been heard from since the restore, retry (it is reported
       // again or misses its heartbeat timeout). Judged by its last heartbeat, not by the clock:

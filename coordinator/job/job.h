@@ -192,8 +192,9 @@ class Job {
   // A restarted coordinator takes over: the state its journal recorded (journal.h). With a rank
   // table the job is RUNNING (STOPPING with a stop recorded) in that membership generation, and
   // every rank has heartbeat_timeout from now to heartbeat again; without one the recorded
-  // registrations are back and the others are awaited (their retried Register joins). Call once,
-  // before serving. INVALID_ARGUMENT when the state does not fit the config.
+  // registrations are back and the others are awaited (their retried Register joins). A job
+  // recorded as failed is failed again with its cause. Call once, before serving.
+  // INVALID_ARGUMENT when the state does not fit the config.
   absl::Status Restore(const JournalState& state);
 
   // Which coordinator serves the job (the status's `coordinator`). Call before serving.
@@ -251,6 +252,9 @@ class Job {
   Job(JobConfig config, const Clock* clock, absl::Time start);
 
   void CompleteRegistrationLocked(Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Restore without the recorded failure (applied after it).
+  absl::Status RestoreLocked(const JournalState& state, Completions* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A graceful stop in RUNNING (to STOPPING) or RECOVERING (kept until the new generation has
   // formed; no state change). False when the lifecycle refuses it.
   bool RequestGracefulStopLocked(const std::string& why, Completions* out)

@@ -34,6 +34,8 @@ absl::StatusOr<LostDecision> Job::ReportLost(const LostWorker& lost) {
   }
   const std::string worker = Membership::DescribeWorker(*w);
   recovery_.NodeReported(lost.node_rank);  // its launcher lives: not a lost node
+  // Its task saw it die: a Rejoin or Register of it still on its way is not to take the slot.
+  membership_.NoteDead(lost.node_rank, lost.local_rank, lost.pid);
   if (!membership_.world_complete()) {
     FailLocked(CauseOfLostWorker(-1, worker, lost), absl::StatusCode::kAborted,
                absl::InfinitePast(), &out);
@@ -111,6 +113,7 @@ LostAction Job::LoseRankLocked(int rank, const FailureCause& cause, Completions*
   if (FinishedLocked()) {
     const int earlier_rank = lifecycle_.failure().rank;
     if (lifecycle_.Reattribute(cause, now)) {
+      if (config_.journal != nullptr) config_.journal->JobFailed(lifecycle_.failure());
       // The earlier report (typically a peer's "connection reset" in a collective) followed from
       // this death: the dead rank is the cause.
       EventLocked(absl::StrCat("root cause: ", cause.text, " (",
@@ -230,6 +233,7 @@ void Job::Rejoin(int rank, int pid, const RejoinRequest& request, RegisterCallba
       absl::StatusOr<bool> complete = membership_.Rejoin(rank, request.committed_step, done);
       if (!complete.ok()) {
         error = complete.status();
+        events_.LogOnly(absl::StrCat(who, "'s rejoin refused: ", error.message()), &out);
       } else {
         // A large world logs the first rejoin of a recovery (what broke it) and then a count at
         // each tenth, as registrations do.

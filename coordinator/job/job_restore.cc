@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "coordinator/job/job.h"
 
 namespace ddp {
@@ -9,6 +10,23 @@ namespace ddp {
 absl::Status Job::Restore(const JournalState& state) {
   Completions out;
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RestoreLocked(state, &out));
+  if (state.failure) {
+    // It failed before the restart (the coordinator was lost while it lingered): failed again
+    // with the recorded cause, so that the workers still running are told and the result is
+    // written, as the lost coordinator would have. Not journaled again (it is already there).
+    if (lifecycle_.Fail(*state.failure, absl::InfinitePast())) {
+      StateChangedLocked(
+          absl::StrCat("restored from the journal: the job had failed: ", state.failure->text),
+          &out);
+      membership_.FailWaiters(absl::AbortedError(state.failure->text), &out);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Job::RestoreLocked(const JournalState& state, Completions* out_ptr) {
+  Completions& out = *out_ptr;
   if (state.header.world_size != config_.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("the journal's world size ",
                                                    state.header.world_size, " is not the job's ",

@@ -368,4 +368,6 @@ void Journal::RankFinished(int rank, int pid, bool stopped) {
   Append(DoneRecord(rank, pid, stopped));
 }
 
+void Journal::JobFailed(const FailureCause& cause) { Append(FailedRecord(cause)); }
+
 }  // namespace ddp

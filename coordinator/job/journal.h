@@ -9,6 +9,7 @@
 //   epoch        the agreed parameters of an epoch (the shard ledger; reset by a new generation)
 //   stop         a graceful stop was asked for
 //   done         a rank reported its end (finished, or checkpointed and stopped)
+//   failed       the job failed: the cause (again when a later report revises it)
 // What it does not hold starts empty after a restart: progress, phases and liveness (the next
 // heartbeats fill them), the event list, metrics history and the c10d key-value store (each
 // process group rendezvouses under its generation's prefix, and the next one starts afresh).
@@ -87,6 +88,7 @@ class Journal : public JournalSink {
   void EpochAgreed(int64_t epoch, const ShardRequest& request) override;
   void StopRequested(const std::string& reason) override;
   void RankFinished(int rank, int pid, bool stopped) override;
+  void JobFailed(const FailureCause& cause) override;
   JournalHealth Health() const override;
   void AwaitWritten(absl::Duration max) override;
 

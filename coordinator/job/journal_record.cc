@@ -1,6 +1,8 @@
 #include "coordinator/job/journal_record.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -19,8 +21,9 @@ enum class RecordType : uint8_t {
   kEpoch = 6,
   kStop = 7,
   kDone = 8,
+  kFailed = 9,
 };
-constexpr RecordType kLastRecordType = RecordType::kDone;
+constexpr RecordType kLastRecordType = RecordType::kFailed;
 
 constexpr size_t kFrameBytes = 8;                       // length + CRC
 constexpr uint32_t kMaxRecordBytes = 64 * 1024 * 1024;  // a rank table of 65536 long host names
@@ -171,6 +174,18 @@ bool Apply(absl::string_view payload, bool first, JournalState* state) {
       if (ok) state->finished[rank] = f;
       break;
     }
+    case RecordType::kFailed: {
+      FailureCause c;
+      int64_t kind = 0;
+      ok = r.Int(&c.rank) && r.I64(&kind) && r.String(&c.text);
+      ok = ok &&
+           std::any_of(std::begin(kAllFailureKinds), std::end(kAllFailureKinds),
+                       [&](FailureKind k) { return static_cast<int64_t>(k) == kind; }) &&
+           kind != static_cast<int64_t>(FailureKind::kNone);
+      c.kind = static_cast<FailureKind>(kind);
+      if (ok) state->failure = std::move(c);
+      break;
+    }
     default:
       return false;
   }
@@ -319,6 +334,14 @@ std::string DoneRecord(int rank, int pid, bool stopped) {
   PutI64(&p, rank);
   PutI64(&p, pid);
   PutI64(&p, stopped ? 1 : 0);
+  return p;
+}
+
+std::string FailedRecord(const FailureCause& cause) {
+  std::string p = Start(RecordType::kFailed);
+  PutI64(&p, cause.rank);
+  PutI64(&p, static_cast<int64_t>(cause.kind));
+  PutString(&p, cause.text);
   return p;
 }
 

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/coordinator_api.h"
+#include "common/failure_cause.h"
 #include "coordinator/job/membership.h"
 
 namespace ddp {
@@ -61,6 +62,7 @@ struct JournalState {
   std::map<int64_t, ShardRequest> epochs;  // agreed in the last generation
   std::optional<std::string> stop_reason;  // a graceful stop was asked for
   std::map<int, FinishedRank> finished;    // by rank: ranks that reported their end
+  std::optional<FailureCause> failure;     // the job failed (the last cause recorded)
   int64_t records = 0;
   int64_t torn_bytes = 0;  // dropped from the tail (a crash mid-append)
 };
@@ -74,6 +76,7 @@ std::string CheckpointRecord(const CommittedCheckpoint& checkpoint);
 std::string EpochRecord(int64_t epoch, const ShardRequest& request);
 std::string StopRecord(const std::string& reason);
 std::string DoneRecord(int rank, int pid, bool stopped);
+std::string FailedRecord(const FailureCause& cause);
 
 // The frame around a payload: [u32 length][u32 masked CRC-32C of the payload][payload].
 std::string FrameRecord(const std::string& payload);

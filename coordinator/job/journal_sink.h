@@ -32,6 +32,10 @@ class JournalSink {
   virtual void StopRequested(const std::string& reason) = 0;
   // `rank` (worker `pid`) reported its end: finished, or checkpointed and stopped.
   virtual void RankFinished(int rank, int pid, bool stopped) = 0;
+  // The job failed (or its failure's cause was revised): a coordinator restarted during the
+  // linger that follows restores the failure, tells the workers still running, and writes the
+  // result, instead of finding nothing to resume.
+  virtual void JobFailed(const FailureCause& cause) = 0;
   // Whether records still reach the disk (common/job_status.h); a recorder answers kNone.
   virtual JournalHealth Health() const { return {}; }
   // Waits (never under the job's lock) until every record appended so far is in the file, at

@@ -1,10 +1,12 @@
 #include "coordinator/job/membership.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ddp {
 
@@ -30,6 +32,7 @@ absl::StatusOr<Membership::JoinResult> Membership::Join(const WorkerIdentity& wh
                                                  it->second.who.host, " pid ", it->second.who.pid));
   }
   if (!refusal.ok()) return refusal;
+  if (replacing) RETURN_IF_ERROR(CheckNotDead(it->second, who.pid, "registration"));
   if (same_process) {
     Slot& slot = it->second;
     if (slot.vacant) {
@@ -83,6 +86,7 @@ absl::StatusOr<bool> Membership::Rejoin(int rank, int64_t committed_step, Regist
     return absl::FailedPreconditionError(
         absl::StrCat("rank ", rank, " (pid ", w.pid, ") was replaced by pid ", slot.who.pid));
   }
+  RETURN_IF_ERROR(CheckNotDead(slot, w.pid, "rejoin"));
   // The member was declared lost (silent) but is alive: it may take its slot back until a
   // replacement does.
   Set(slot, /*vacant=*/false, current_ + 1);
@@ -135,6 +139,23 @@ void Membership::NoteFailedStart(int node_rank, int local_rank, const std::strin
   if (it != slots_.end() && it->second.vacant) it->second.fate = absl::StrCat("its start ", fate);
 }
 
+void Membership::NoteDead(int node_rank, int local_rank, int pid) {
+  auto it = slots_.find(Key(node_rank, local_rank));
+  if (it == slots_.end()) return;
+  std::vector<int>& dead = it->second.dead_pids;
+  if (std::find(dead.begin(), dead.end(), pid) == dead.end()) dead.push_back(pid);
+}
+
+absl::Status Membership::CheckNotDead(const Slot& slot, int pid, const char* call) {
+  if (std::find(slot.dead_pids.begin(), slot.dead_pids.end(), pid) == slot.dead_pids.end()) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("node ", slot.who.node_rank, " local rank ", slot.who.local_rank, " pid ", pid,
+                   " was reported dead by its node's task; its ", call,
+                   " came after (it was on its way when the process died)"));
+}
+
 bool Membership::GenerationComplete() const {
   return static_cast<int>(slots_.size()) == world_size_ && ready_ == world_size_;
 }
@@ -168,6 +189,7 @@ std::vector<int> Membership::Complete(const GenerationNote& note, Completions* o
     slot.vacated = false;
     slot.committed_step = -1;
     slot.fate.clear();
+    slot.dead_pids.clear();
   }
   return revived;
 }

@@ -87,6 +87,11 @@ class Membership {
   void Vacate(int rank, const std::string& fate, const absl::Status& error, Completions* out);
   // A process that never registered died in the vacant slot (node_rank, local_rank).
   void NoteFailedStart(int node_rank, int local_rank, const std::string& fate);
+  // The task of node `node_rank` saw process `pid` of slot (node_rank, local_rank) die. A
+  // Register or Rejoin of that pid that comes later (it was on its way through the node's relay
+  // when the process died, while the report went straight to the coordinator) is refused
+  // instead of taking the slot for a dead process. Kept until the next generation is complete.
+  void NoteDead(int node_rank, int local_rank, int pid);
   // Every slot occupied and joined to the generation being formed.
   bool GenerationComplete() const;
   // Publishes the generation being formed and answers every queued callback with its place.
@@ -149,6 +154,7 @@ class Membership {
     int64_t joined = -1;          // the generation the occupant has joined
     int64_t committed_step = -1;  // from Rejoin; -1 for a new process
     std::string fate;             // how the slot's last worker (or failed start) ended
+    std::vector<int> dead_pids;   // NoteDead since the last complete generation
     std::vector<RegisterCallback> waiting;
   };
   using Key = std::pair<int, int>;  // (node_rank, local_rank)
@@ -158,6 +164,8 @@ class Membership {
   // Every change of a slot's vacancy or joined generation goes through Set, which keeps vacant_
   // and ready_ in step; Recount after forming_ changes.
   bool Ready(const Slot& slot) const { return !slot.vacant && slot.joined == forming_; }
+  // FAILED_PRECONDITION when `pid` died in `slot` (NoteDead), else OK.
+  static absl::Status CheckNotDead(const Slot& slot, int pid, const char* call);
   void Set(Slot& slot, bool vacant, int64_t joined);
   void Recount();
   static std::string DescribeIn(const RankTable& table, int rank);

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -39,47 +40,82 @@ absl::Status TooManyRequests(const char* method, int n) {
 // The replies of a NodeRegister or NodeRejoin: one result per worker, each filled when its own
 // Register or Rejoin would have answered (on whichever thread completes it); the call answers
 // with the last.
+//
+// With `refusals_early` (NodeRegister) a refusal answers the call at once, and every worker
+// still waiting gets UNAVAILABLE and sends its registration again (the same process joins its
+// slot again: Membership::Join). Else a refusal meant for a worker (a registration to retry, or
+// one that ends the worker) would wait for the generation its node-mates wait for, which may
+// need that very worker: a replacement refused a moment too early (its slot not yet vacated)
+// could then never retry, and the node's call waited out the registration deadline. A Rejoin is
+// not sent again (once its generation is complete a second one is refused), so NodeRejoin waits.
 class JoinGather {
  public:
-  JoinGather(int n, pb::NodeJoinReply* reply, Done done)
-      : remaining_(n), reply_(reply), done_(std::move(done)) {
+  JoinGather(const char* method, int n, pb::NodeJoinReply* reply, Done done, bool refusals_early)
+      : method_(method),
+        refusals_early_(refusals_early),
+        remaining_(n),
+        filled_(static_cast<size_t>(n), false),
+        reply_(reply),
+        done_(std::move(done)) {
     reply_->mutable_results()->Reserve(n);
     for (int i = 0; i < n; ++i) reply_->add_results();
   }
-  // Called once per index.
+  // Called once per index (a call after the answer changes nothing).
   void Set(int i, const absl::StatusOr<RankAssignment>& result) {
-    bool last = false;
+    bool answer = false;
     {
       absl::MutexLock lock(&mu_);
+      if (answered_) return;  // reply_ belongs to a call that has ended
       pb::JoinResult* out = reply_->mutable_results(i);
       if (result.ok()) {
         ToProto(*result, out->mutable_reply());
       } else {
         ToWire(result.status(), out);
       }
-      last = --remaining_ == 0;
+      filled_[static_cast<size_t>(i)] = true;
+      answer = --remaining_ == 0;
+      if (!answer && !result.ok() && refusals_early_) {
+        const absl::Status again = absl::UnavailableError(absl::StrCat(
+            method_, " answered early for another worker of this node; send it again"));
+        for (size_t j = 0; j < filled_.size(); ++j) {
+          if (!filled_[j]) ToWire(again, reply_->mutable_results(static_cast<int>(j)));
+        }
+        answer = true;
+      }
+      answered_ = answer;
     }
-    if (last) done_(absl::OkStatus());
+    if (answer) done_(absl::OkStatus());
+  }
+  bool answered() {
+    absl::MutexLock lock(&mu_);
+    return answered_;
   }
 
  private:
+  const char* const method_;
+  const bool refusals_early_;
   absl::Mutex mu_;
   int remaining_ ABSL_GUARDED_BY(mu_);
+  bool answered_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<bool> filled_ ABSL_GUARDED_BY(mu_);
   pb::NodeJoinReply* const reply_ ABSL_PT_GUARDED_BY(mu_);
   const Done done_;
 };
 
 // NodeRegister or NodeRejoin: each of the request's workers through `one` (OneRegister,
-// OneRejoin), the call answered once every one of them is.
+// OneRejoin), the call answered once every one of them is (or at the first refusal, with
+// `refusals_early`: JoinGather). The workers after an early answer are not joined at all.
 template <typename Request, typename One>
-UnaryCall::Body NodeJoin(const char* method, One one) {
+UnaryCall::Body NodeJoin(const char* method, bool refusals_early, One one) {
   return Typed<Request, pb::NodeJoinReply>(
-      method, [method, one](const Request& req, pb::NodeJoinReply* resp, Done done) {
+      method,
+      [method, refusals_early, one](const Request& req, pb::NodeJoinReply* resp, Done done) {
         const int n = req.workers_size();
         if (n > CoordinatorService::kMaxNodeBeats) return done(TooManyRequests(method, n));
         if (n == 0) return done(absl::OkStatus());
-        auto gather = std::make_shared<JoinGather>(n, resp, std::move(done));
-        for (int i = 0; i < n; ++i) {
+        auto gather =
+            std::make_shared<JoinGather>(method, n, resp, std::move(done), refusals_early);
+        for (int i = 0; i < n && !gather->answered(); ++i) {
           one(req.workers(i),
               [gather, i](absl::StatusOr<RankAssignment> result) { gather->Set(i, result); });
         }
@@ -371,18 +407,19 @@ absl::StatusOr<ShardAssignment> CoordinatorService::ShardFor(int rank, int pid,
 
 // NODE CALLS (proto/coordinator.proto): each request is judged as the call of its own.
 void CoordinatorService::AddNodeMethods() {
-  parked_.push_back(AddAsync(
-      "NodeRegister", kWorkerRoles, kMaxRequestBytes,
-      NodeJoin<pb::NodeRegisterRequest>(
-          "NodeRegister", [this](const pb::RegisterRequest& one, Job::RegisterCallback done) {
-            OneRegister(one, std::move(done));
-          })));
   parked_.push_back(
-      AddAsync("NodeRejoin", kWorkerRoles, kMaxRequestBytes,
-               NodeJoin<pb::NodeRejoinRequest>(
-                   "NodeRejoin", [this](const pb::RejoinRequest& one, Job::RegisterCallback done) {
-                     OneRejoin(one, std::move(done));
+      AddAsync("NodeRegister", kWorkerRoles, kMaxRequestBytes,
+               NodeJoin<pb::NodeRegisterRequest>(
+                   "NodeRegister", /*refusals_early=*/true,
+                   [this](const pb::RegisterRequest& one, Job::RegisterCallback done) {
+                     OneRegister(one, std::move(done));
                    })));
+  parked_.push_back(AddAsync("NodeRejoin", kWorkerRoles, kMaxRequestBytes,
+                             NodeJoin<pb::NodeRejoinRequest>(
+                                 "NodeRejoin", /*refusals_early=*/false,
+                                 [this](const pb::RejoinRequest& one, Job::RegisterCallback done) {
+                                   OneRejoin(one, std::move(done));
+                                 })));
   AddUnary("NodeGetShard", kWorkerRoles, kMaxRequestBytes,
            Typed<pb::NodeGetShardRequest, pb::NodeGetShardReply>(
                "NodeGetShard",

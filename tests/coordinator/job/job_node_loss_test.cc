@@ -219,6 +219,7 @@ class BehindJournal : public JournalSink {
   void EpochAgreed(int64_t, const ShardRequest&) override {}
   void StopRequested(const std::string&) override {}
   void RankFinished(int, int, bool) override {}
+  void JobFailed(const FailureCause&) override {}
   JournalHealth Health() const override { return {JournalCondition::kOk, "", 9, 3, 0, 0.0}; }
 };
 

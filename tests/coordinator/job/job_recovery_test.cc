@@ -126,6 +126,40 @@ TEST_F(JobRecoveryTest, ASecondLossDuringTheRecoveryJoinsIt) {
   EXPECT_TRUE(s.lost_ranks[1].replaced);
 }
 
+// A worker's Rejoin or Register goes through its node's relay, which may still hold it (or be
+// sending it) when the process dies; its task reports the death straight to the coordinator. A
+// call that comes after that report must not give the slot to the dead process: the generation
+// would form with it, and its replacement (refused: the slot is taken) would wait out the
+// deadline (chaos, docs/bench-chaos.md defect 14).
+TEST_F(JobRecoveryTest, AWorkerItsTaskSawDieCannotRejoinOrRegisterAfterTheReport) {
+  auto job = Running(5);
+  ASSERT_EQ(job->ReportLost(Killed(0, 1, 11))->action, LostAction::kRespawn);
+  // Rank 0 sent its Rejoin and was killed; the report comes first.
+  ASSERT_EQ(job->ReportLost(Killed(0, 0, 10))->action, LostAction::kRespawn);
+  auto stale = Rejoin(*job, 0, 9);
+  EXPECT_TRUE(absl::IsFailedPrecondition(stale->status())) << stale->status();
+  EXPECT_THAT(stale->status().message(), HasSubstr("pid 10 was reported dead by its node's task"));
+  auto r2 = Rejoin(*job, 2, 9);
+  auto r3 = Rejoin(*job, 3, 9);
+  auto n1 = Register(*job, Who(0, 1, 21));
+  for (const auto& r : {r2, r3, n1}) EXPECT_TRUE(Waiting(r)) << "slot 0 is vacant";
+  EXPECT_EQ(job->Status().state, JobState::kRecovering);
+  // Rank 0's replacement dies before its registration arrives: that registration is refused too.
+  ASSERT_EQ(job->ReportLost(Killed(0, 0, 20))->action, LostAction::kWait);
+  auto dead_start = Register(*job, Who(0, 0, 20));
+  EXPECT_TRUE(absl::IsFailedPrecondition(dead_start->status())) << dead_start->status();
+  EXPECT_EQ(job->Status().state, JobState::kRecovering);
+  auto n0 = Register(*job, Who(0, 0, 30));
+  for (const auto& r : {r2, r3, n1, n0}) {
+    ASSERT_TRUE(r->ok()) << r->status();
+    EXPECT_EQ((*r)->membership_generation, 1);
+  }
+  const JobStatus s = job->Status();
+  EXPECT_EQ(s.state, JobState::kRunning);
+  EXPECT_EQ(s.ranks[0].pid, 30);
+  EXPECT_EQ(s.ranks[1].pid, 21);
+}
+
 TEST_F(JobRecoveryTest, AReplacementThatCannotStartFailsTheJobAtTheDeadline) {
   auto job = Running(3);
   ASSERT_EQ(job->ReportLost(Killed(1, 1, 13))->action, LostAction::kRespawn);

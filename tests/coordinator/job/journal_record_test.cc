@@ -78,6 +78,28 @@ TEST(JournalRecordTest, EveryRecordTypeRoundTrips) {
   EXPECT_EQ(*s->stop_reason, "preempted");
 }
 
+TEST(JournalRecordTest, TheLastFailureRecordedIsTheCause) {
+  const FailureCause first{2, FailureKind::kCollectiveError, "rank 2: allreduce failed"};
+  const FailureCause root{1, FailureKind::kSignal, "rank 1 killed by signal 9"};
+  absl::StatusOr<JournalState> s =
+      ParseJournal(FrameRecord(HeaderRecord(kHeader)) + FrameRecord(FailedRecord(first)) +
+                   FrameRecord(FailedRecord(root)) + FrameRecord(IncarnationRecord(1)));
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(s->failure.has_value());
+  EXPECT_EQ(s->failure->rank, 1);
+  EXPECT_EQ(s->failure->kind, FailureKind::kSignal);
+  EXPECT_EQ(s->failure->text, "rank 1 killed by signal 9");
+  EXPECT_FALSE(ParseJournal(FrameRecord(HeaderRecord(kHeader)))->failure.has_value());
+  // A kind this build does not know, or none, is damage (not a torn tail: a record follows).
+  for (const FailureKind kind : {FailureKind::kNone, static_cast<FailureKind>(999)}) {
+    const FailureCause bad{0, kind, "x"};
+    absl::StatusOr<JournalState> r =
+        ParseJournal(FrameRecord(HeaderRecord(kHeader)) + FrameRecord(FailedRecord(bad)) +
+                     FrameRecord(IncarnationRecord(1)));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+  }
+}
+
 TEST(JournalRecordTest, DamagedBytes) {
   const std::string good = EveryRecord();
   const std::string last = FrameRecord(IncarnationRecord(1));

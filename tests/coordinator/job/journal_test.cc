@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/exit_codes.h"
 #include "coordinator/clock.h"
 #include "coordinator/job/job.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/job/journal_fixture.h"
 
@@ -380,6 +382,42 @@ TEST_F(JournalTest, FinishedRanksStayFinishedAfterARestart) {
   s = job.Status();
   EXPECT_EQ(s.state, JobState::kSucceeded);
   for (const RankStatus& r : s.ranks) EXPECT_EQ(r.state, RankState::kDone) << "rank " << r.rank;
+}
+
+// The journal outlives the job's end until the result is written (coordinator_process.cc): a
+// coordinator restarted in between (SIGKILLed while it lingered) fails the job again with the
+// recorded cause, and the ranks still running learn it at their next heartbeat.
+TEST_F(JournalTest, AFailedJobIsFailedAgainAfterARestart) {
+  {
+    auto journal = Journal::Create(path_, Header(), nullptr);
+    ASSERT_TRUE(journal.ok());
+    JobConfig c = Config(journal->get());
+    c.max_restarts = 0;
+    Job job(c, &clock_);
+    for (int i = 0; i < 4; ++i) {
+      job.Register(Who(i / 2, i % 2, 100 + i), [](absl::StatusOr<RankAssignment>) {});
+    }
+    ASSERT_TRUE(job.ReportLost(LostWorker{1, 0, 102, "killed by signal 9", 9, 0}).ok());
+    ASSERT_EQ(job.Status().state, JobState::kFailed);
+  }
+  JournalState state;
+  auto resumed = Journal::Resume(path_, Header(), nullptr, &state);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  ASSERT_TRUE(state.failure.has_value());
+  EXPECT_EQ(state.failure->rank, 2);
+  Job job(Config(resumed->get()), &clock_);
+  ASSERT_TRUE(job.Restore(state).ok());
+  const JobStatus s = job.Status();
+  EXPECT_EQ(s.state, JobState::kFailed);
+  EXPECT_EQ(s.failure.rank, 2);
+  EXPECT_EQ(s.failure.kind, FailureKind::kSignal);
+  EXPECT_THAT(s.failure.text, ::testing::HasSubstr("rank 2 (host h1, node 1, local rank 0, "
+                                                   "pid 102) killed by signal 9"));
+  EXPECT_EQ(job.ExitCode(), kExitFailed);
+  auto beat = job.Heartbeat(0, 100, ProgressReport{});
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  EXPECT_EQ(beat->command, Command::kAbort);
+  EXPECT_EQ(beat->cause.rank, 2);
 }
 
 TEST_F(JournalTest, AppendsWhileAnFsyncRunsShareTheNextOne) {

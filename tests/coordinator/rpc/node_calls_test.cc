@@ -76,7 +76,6 @@ class NodeCallsTest : public ::testing::Test {
 };
 
 TEST_F(NodeCallsTest, EachRequestIsJudgedAloneAndARecoveryReformsThroughThem) {
-  // Start-up: one NodeRegister per node; node 0's carries a third, malformed request.
   pb::NodeRegisterRequest reg[kNodes];
   pb::NodeJoinReply joined[kNodes];
   grpc::Status status[kNodes];
@@ -84,8 +83,24 @@ TEST_F(NodeCallsTest, EachRequestIsJudgedAloneAndARecoveryReformsThroughThem) {
     reg[n].set_node_rank(n);
     for (int l = 0; l < kPerNode; ++l) *reg[n].add_workers() = Worker(n, l, 100 + n * 10 + l);
   }
-  *reg[0].add_workers() = Worker(0, 7, 999);
-  reg[0].mutable_workers(2)->set_local_world_size(0);  // refused by validation
+  // Node 0's first NodeRegister carries a third, malformed request: it is refused in its place,
+  // and the call is answered at once, not when the world is complete: the other two are told to
+  // send theirs again (a refusal must reach its worker while its node-mates wait).
+  {
+    pb::NodeRegisterRequest with_bad = reg[0];
+    *with_bad.add_workers() = Worker(0, 7, 999);
+    with_bad.mutable_workers(2)->set_local_world_size(0);  // refused by validation
+    pb::NodeJoinReply early;
+    auto ctx = Context();
+    ASSERT_TRUE(stub_->NodeRegister(ctx.get(), with_bad, &early).ok());
+    ASSERT_EQ(early.results_size(), 3);
+    for (int l = 0; l < kPerNode; ++l) {
+      EXPECT_EQ(early.results(l).code(), static_cast<int>(absl::StatusCode::kUnavailable));
+      EXPECT_THAT(early.results(l).error(), HasSubstr("send it again"));
+    }
+    EXPECT_EQ(early.results(2).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  }
+  // Start-up: one NodeRegister per node (node 0's two send theirs again).
   std::vector<std::thread> threads;
   for (int n = 0; n < kNodes; ++n) {
     threads.emplace_back([&, n] {
@@ -112,7 +127,6 @@ TEST_F(NodeCallsTest, EachRequestIsJudgedAloneAndARecoveryReformsThroughThem) {
     }
   }
   EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
-  EXPECT_EQ(joined[0].results(2).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
 
   // Shards: node 0's, plus a request under a pid that is not the registered one.
   pb::NodeGetShardRequest shards;
@@ -300,6 +314,88 @@ TEST_F(NodeCallsTest, ARegistrationCarriesItsFirstShardJudgedAsItsOwnGetShard) {
       EXPECT_EQ(direct.SerializeAsString(), reply->first_shard().reply().SerializeAsString());
     }
     EXPECT_EQ(direct.rank(), reply->rank());
+  }
+}
+
+// A recovery: node 0's local rank 0 was reported lost, and its task's relay carries its
+// replacement's registration with one for local rank 1, whose slot its live worker still holds
+// (a replacement a moment too early). The refusal is answered at once, and the replacement that
+// would wait for the generation is told to send its registration again: held until the
+// generation formed, the refused worker could not have retried, and the generation could need it.
+TEST_F(NodeCallsTest, ARefusalInANodeRegisterIsAnsweredWhileItsNodeMateWouldWait) {
+  std::vector<std::thread> threads;
+  grpc::Status status[kNodes];
+  for (int n = 0; n < kNodes; ++n) {
+    threads.emplace_back([&, n] {
+      pb::NodeRegisterRequest reg;
+      reg.set_node_rank(n);
+      for (int l = 0; l < kPerNode; ++l) *reg.add_workers() = Worker(n, l, 100 + n * 10 + l);
+      pb::NodeJoinReply joined;
+      auto ctx = Context();
+      status[n] = stub_->NodeRegister(ctx.get(), reg, &joined);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const grpc::Status& st : status) ASSERT_TRUE(st.ok()) << st.error_message();
+  pb::ReportLostRequest lost;
+  lost.set_node_rank(0);
+  lost.set_local_rank(0);
+  lost.set_pid(100);
+  lost.set_what("killed by signal 9");
+  lost.set_signal(9);
+  pb::ReportLostReply decision;
+  {
+    auto ctx = Context();
+    ASSERT_TRUE(stub_->ReportLost(ctx.get(), lost, &decision).ok());
+  }
+  ASSERT_EQ(decision.action(), pb::LOST_ACTION_RESPAWN);
+  pb::NodeRegisterRequest both;
+  both.set_node_rank(0);
+  *both.add_workers() = Worker(0, 0, 200);
+  *both.add_workers() = Worker(0, 1, 201);
+  pb::NodeJoinReply reply;
+  auto ctx = Context();
+  const grpc::Status st = stub_->NodeRegister(ctx.get(), both, &reply);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(reply.results_size(), 2);
+  EXPECT_EQ(reply.results(0).code(), static_cast<int>(absl::StatusCode::kUnavailable))
+      << reply.results(0).error();
+  EXPECT_EQ(reply.results(1).code(), static_cast<int>(absl::StatusCode::kAlreadyExists))
+      << reply.results(1).error();
+  // The replacement sends its registration again and the generation forms with the survivors.
+  pb::NodeRegisterRequest again;
+  again.set_node_rank(0);
+  *again.add_workers() = Worker(0, 0, 200);
+  pb::NodeRejoinRequest rejoin;
+  const int survivors[][2] = {{1, 101}, {2, 110}, {3, 111}};  // rank, pid
+  for (const auto& [rank, pid] : survivors) {
+    pb::RejoinRequest* q = rejoin.add_workers();
+    q->mutable_worker()->set_rank(rank);
+    q->mutable_worker()->set_pid(pid);
+    q->set_committed_step(3);
+    q->set_reason("allreduce failed");
+  }
+  pb::NodeJoinReply registered;
+  pb::NodeJoinReply rejoined;
+  grpc::Status again_status;
+  grpc::Status rejoin_status;
+  threads.clear();
+  threads.emplace_back([&] {
+    auto c = Context();
+    again_status = stub_->NodeRegister(c.get(), again, &registered);
+  });
+  threads.emplace_back([&] {
+    auto c = Context();
+    rejoin_status = stub_->NodeRejoin(c.get(), rejoin, &rejoined);
+  });
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(again_status.ok()) << again_status.error_message();
+  ASSERT_TRUE(rejoin_status.ok()) << rejoin_status.error_message();
+  ASSERT_EQ(registered.results(0).code(), 0) << registered.results(0).error();
+  EXPECT_EQ(registered.results(0).reply().membership_generation(), 1);
+  for (const pb::JoinResult& r : rejoined.results()) {
+    ASSERT_EQ(r.code(), 0) << r.error();
+    EXPECT_EQ(r.reply().membership_generation(), 1);
   }
 }
 

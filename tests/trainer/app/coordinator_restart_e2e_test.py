@@ -18,9 +18,11 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import recovery_e2e_test as R  # noqa: E402
+import spare_e2e_test as S  # noqa: E402 (a faked Slurm step: one task per node)
 
 # 4 workers, 512 samples, batch 16: 8 steps per epoch, 3 epochs = 24 steps; checkpoints every 4.
 R.BASE = ["--data", "synthetic:512x1x8x8:10", "--arch", "mlp", "--batch-size", "16",
@@ -209,6 +211,51 @@ def case_finished_ranks_kept(tmp):
              "the restarted coordinator did not see the job succeed", log)
     R.same_model(os.path.join(tmp, "ck", "final.pt"), ref)
     print("ranks 1, 2 done before the SIGKILL and after the restart; job SUCCEEDED")
+
+
+def case_killed_while_lingering_after_a_failure(tmp):
+    """2 nodes (a faked Slurm step), --max-restarts 0. Node 0's ranks 0 and 1 and node 1's rank 2
+    are frozen after a random step; rank 2 is SIGKILLed, so the job FAILS, and the coordinator,
+    lingering to tell the frozen ranks, is SIGKILLed at once (chaos defect 13,
+    docs/bench-chaos.md). Its journal records the failure and stays until the result is written:
+    node 0's task restarts it from the journal, it fails the job again with the recorded cause,
+    the ranks let go are told at their next heartbeat, and task 0 ends with the failure's code
+    (4) well within a minute. Before, the journal was removed when the job ended: the restart
+    found none ("cannot resume"), and the ranks waited for a coordinator that never came back."""
+    at = random.Random().randint(3, TOTAL_STEPS - 6)
+    step = S.SlurmStep(tmp, "6161", 2, ["--max-restarts", "0", "--heartbeat-timeout", "30",
+                                        "--coordinator-restarts", "3"],
+                       holds=[("step", 0, at), ("step", 1, at), ("step", 2, at)])
+    frozen = [step.held(0), step.held(1)]
+    victim = step.held(2)
+    os.kill(victim, signal.SIGKILL)
+    S.wait_status(step, lambda s: s["state"] == "FAILED", 60, "the job failing")
+    coordinator = coordinator_pid(types.SimpleNamespace(p=step.tasks[0]))
+    os.kill(coordinator, signal.SIGKILL)
+    killed_at = time.time()
+    print(f"rank 2 killed after step {at}; the coordinator (pid {coordinator}) killed as it "
+          "lingered after the failure")
+    deadline = killed_at + 30
+    while incarnation(step.dist) < 1 and time.time() < deadline:
+        time.sleep(0.05)
+    for pid in frozen:
+        os.kill(pid, signal.SIGCONT)
+    codes, outs = step.finish(timeout=120)
+    took = time.time() - killed_at
+    all_out = step.outputs()
+    R.expect(codes[0] == 4, f"node 0's task exited {codes[0]}, want 4", all_out)
+    R.expect(outs[0].count("restarting it from its journal (1 of 3)") == 1,
+             "node 0's task did not restart the coordinator", all_out)
+    R.expect("cannot resume" not in all_out, "the restart found no journal", all_out)
+    log = step.coordinator_log()
+    R.expect("restored from the journal: the job had failed: rank 2" in log,
+             "the restarted coordinator did not restore the failure", log)
+    with open(step.dist + ".result") as f:
+        result = f.read()
+    R.expect("state=FAILED" in result.splitlines(), f"result file: {result}", all_out)
+    R.expect(not os.path.exists(step.dist + ".journal"), "the journal outlived the result")
+    print(f"the job ended {took:.1f} s after the coordinator's SIGKILL")
+    R.expect(took < 45, f"the job took {took:.1f} s after the coordinator's SIGKILL")
 
 
 if __name__ == "__main__":
