@@ -63,9 +63,9 @@ void Job::StateChangedLocked(const std::string& why, Completions* out) {
 bool Job::FinishedLocked() const { return lifecycle_.finished(); }
 
 void Job::FailLocked(const FailureCause& cause, absl::StatusCode code, absl::Time revisable_until,
-                     Completions* out) {
+                     Completions* out, bool journaled) {
   if (!lifecycle_.Fail(cause, revisable_until)) return;
-  if (config_.journal != nullptr) config_.journal->JobFailed(cause);
+  if (journaled && config_.journal != nullptr) config_.journal->JobFailed(cause);
   StateChangedLocked(cause.text, out);
   membership_.FailWaiters(absl::Status(code, cause.text), out);
 }
@@ -304,6 +304,13 @@ absl::Status Job::Stop(bool graceful, const std::string& reason) {
   }
   FailLocked(CauseOfOperatorStop(why), absl::StatusCode::kAborted, absl::InfinitePast(), &out);
   return absl::OkStatus();
+}
+
+void Job::ShutDown(const std::string& reason) {
+  Completions out;
+  absl::MutexLock lock(&mu_);
+  FailLocked(CauseOfOperatorStop(reason), absl::StatusCode::kAborted, absl::InfinitePast(), &out,
+             /*journaled=*/false);
 }
 
 bool Job::RequestGracefulStopLocked(const std::string& why, Completions* out) {

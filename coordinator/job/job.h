@@ -216,6 +216,11 @@ class Job {
 
   // graceful: ask every rank to checkpoint and stop; otherwise abort the job now.
   absl::Status Stop(bool graceful, const std::string& reason);
+  // The coordinator's server goes away with the job unfinished (its process is ending without
+  // RunUntilDone: a failed start, a test): the job fails here so that every parked call is
+  // answered, but the journal does not record it, since a coordinator restarted on the journal
+  // is to take the job over, not to find it failed.
+  void ShutDown(const std::string& reason);
 
   // Detects lost ranks, stalled ranks (at most every kStallCheckPeriod), the registration and
   // recovery deadlines, a rejoin that waited in vain for a loss, an overdue stop, and a journal
@@ -279,9 +284,10 @@ class Job {
   // Records a state change the lifecycle just made ("job RUNNING: why") and mirrors its command.
   void StateChangedLocked(const std::string& why, Completions* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // FAILED with `cause` (unless finished); queued registrations get `code` and its text.
+  // FAILED with `cause` (unless finished); queued registrations get `code` and its text. The
+  // failure is journaled unless `journaled` is false.
   void FailLocked(const FailureCause& cause, absl::StatusCode code, absl::Time revisable_until,
-                  Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                  Completions* out, bool journaled = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EventLocked(const std::string& line, Completions* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A change every status reader must see at once (EventLocked includes it).
   void ChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -196,7 +196,7 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   // Finish every parked call first (a callback-API server waits for them): registrations end
   // with the job's failure, store waiters with UNAVAILABLE.
-  if (!job_->Finished()) (void)job_->Stop(/*graceful=*/false, "coordinator shutting down");
+  if (!job_->Finished()) job_->ShutDown("coordinator shutting down");
   store_->CancelAll(absl::UnavailableError("coordinator shutting down"));
   if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   // After the server's: no call is in flight on the status queue any more.
