@@ -64,7 +64,7 @@ class LauncherRun {
     // A spare's node is the one it took over by now.
     standby_.emplace(plan_.base.node_rank, plan_.base.num_nodes, options_.failover_timeout);
     if (options_.probe_coordinator && !plan_.start_coordinator && plan_.base.num_nodes >= 2) {
-      next_standby_poll_ = absl::Now() + options_.standby_period;
+      next_standby_poll_ = absl::Now() + options_.standby_first_answer_period;
     }
     // A worker whose report waits for an answer may still be started again.
     while (supervisor_.CountRunning(workers_) > 0 || !pending_lost_.empty()) {
@@ -307,6 +307,9 @@ class LauncherRun {
     const absl::Time now = absl::Now();
     next_standby_poll_ = now + options_.standby_period;
     const StandbyWatch::Verdict v = standby_->Observe(now, seen);
+    if (standby_->AwaitingFirstAnswer()) {
+      next_standby_poll_ = now + options_.standby_first_answer_period;
+    }
     coordinator_silent_ = v == StandbyWatch::Verdict::kSilent;
     // Logged once the silence lasted half the timeout: a coordinator that ends the job shuts its
     // server down a moment before it removes the dist_file, which is no silence worth a line.

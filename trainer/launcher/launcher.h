@@ -122,6 +122,9 @@ struct LauncherOptions {
   // epoch). A coordinator that exits while a newer epoch serves was fenced: never restarted.
   std::function<std::optional<int64_t>(int64_t mine)> newer_epoch;
   absl::Duration standby_period = absl::Milliseconds(500);
+  // The period while the standby awaits the coordinator's first answer (StandbyWatch::
+  // AwaitingFirstAnswer).
+  absl::Duration standby_first_answer_period = absl::Milliseconds(100);
   // The longest probe_coordinator takes while this task runs (its calls' deadlines). A
   // probe, or the loop's wait, that returns failover_timeout / 2 later than it could have means
   // this task was not running (the job suspended or stopped, the host paused): the standby's

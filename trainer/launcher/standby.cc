@@ -10,6 +10,7 @@ int StandbyWatch::StandbyOf(int coordinator_node, int nodes) {
 }
 
 StandbyWatch::Verdict StandbyWatch::Observe(absl::Time now, const CoordinatorSighting& s) {
+  idle_for_good_ = s.job_ended || (s.file && StandbyOf(s.coordinator_node, nodes_) != node_);
   if (!s.file || s.job_ended || StandbyOf(s.coordinator_node, nodes_) != node_) {
     watching_ = false;
     return Verdict::kIdle;

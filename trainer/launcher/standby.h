@@ -11,6 +11,9 @@
 //   - Only the standby node watches, and only once the coordinator has answered it once (a job
 //     still starting has nothing to take over), or from the first sighting of a takeover's
 //     coordinator (epoch > 0: the job runs, and that coordinator may be lost before it answers).
+//     Until that first answer the launcher probes often (AwaitingFirstAnswer): a coordinator
+//     lost soon after its job started running (a node lost in the first second of training)
+//     must already be watched, and the job needs far longer than one such probe to form.
 //   - The silence clock restarts on every answer, and whenever the dist_file names a newer
 //     (epoch, incarnation): task 0 restarting its coordinator from the journal (under a second)
 //     republishes, so it never triggers a takeover while it is inside the failover timeout.
@@ -69,12 +72,16 @@ class StandbyWatch {
   void TookOver() { watching_ = false; }
   // This task was not running until `now`: the coordinator's silence counts from now.
   void Resumed(absl::Time now) { since_ = now; }
+  // Not yet watching, and not known to be another node's business (no dist_file seen yet, or
+  // this node is the standby of the coordinator it names): the launcher probes more often.
+  bool AwaitingFirstAnswer() const { return !watching_ && !idle_for_good_; }
 
  private:
   const int node_;
   const int nodes_;
   const absl::Duration failover_timeout_;
-  bool watching_ = false;  // the coordinator answered once since this node became its standby
+  bool watching_ = false;       // the coordinator answered once since this node became its standby
+  bool idle_for_good_ = false;  // the last sighting: another node's standby, or the job ended
   int64_t epoch_ = -1;
   int64_t incarnation_ = -1;
   int coordinator_node_ = -1;

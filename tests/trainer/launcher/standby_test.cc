@@ -66,6 +66,28 @@ TEST(StandbyWatchTest, NeverTakesOverBeforeTheFirstAnswer) {
   EXPECT_EQ(w.Observe(At(1002), Seen(false)), Verdict::kSilent);
 }
 
+// Until its first answer the standby is probed often; a node that is not the standby, or a job
+// that ended, is not.
+TEST(StandbyWatchTest, OnlyTheStandbyAwaitsTheFirstAnswer) {
+  StandbyWatch standby(1, 2, kTimeout);
+  EXPECT_TRUE(standby.AwaitingFirstAnswer()) << "nothing seen yet";
+  CoordinatorSighting no_file;
+  EXPECT_EQ(standby.Observe(At(0), no_file), Verdict::kIdle);
+  EXPECT_TRUE(standby.AwaitingFirstAnswer()) << "no dist_file yet";
+  EXPECT_EQ(standby.Observe(At(0.1), Seen(false)), Verdict::kIdle);
+  EXPECT_TRUE(standby.AwaitingFirstAnswer());
+  EXPECT_EQ(standby.Observe(At(0.2), Seen(true)), Verdict::kHealthy);
+  EXPECT_FALSE(standby.AwaitingFirstAnswer());
+  StandbyWatch other(0, 3, kTimeout);
+  EXPECT_EQ(other.Observe(At(0), Seen(false)), Verdict::kIdle);
+  EXPECT_FALSE(other.AwaitingFirstAnswer()) << "node 0 is not node 0's standby";
+  StandbyWatch ended(1, 2, kTimeout);
+  CoordinatorSighting gone = Seen(false);
+  gone.job_ended = true;
+  EXPECT_EQ(ended.Observe(At(0), gone), Verdict::kIdle);
+  EXPECT_FALSE(ended.AwaitingFirstAnswer());
+}
+
 TEST(StandbyWatchTest, SilenceForTheFailoverTimeoutTakesOver) {
   StandbyWatch w(1, 2, kTimeout);
   EXPECT_EQ(w.Observe(At(0), Seen(true)), Verdict::kHealthy);
