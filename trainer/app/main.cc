@@ -131,13 +131,15 @@ ddp::FenceQuery FenceReporter(const ddp::LaunchPlan& plan) {
 // The deadline of each of the standby probe's calls: its connect and its ping.
 constexpr absl::Duration kStandbyProbeCallTimeout = absl::Milliseconds(500);
 
-// A node task's standby probe (trainer/launcher/standby.h): the dist_file as it is now, and
-// whether the coordinator it names answers within about half a second. The connection is kept
-// between probes (it follows restarts and newer epochs by itself) and opened again after an
-// error.
+// A node task's standby probe (trainer/launcher/standby.h): the dist_file as it is now, and, on
+// the node that is the standby of the coordinator it names, whether that coordinator answers
+// within about half a second. The connection is kept between probes (it follows restarts and
+// newer epochs by itself), opened again after an error, and closed while this node is not the
+// standby.
 ddp::CoordinatorProbe StandbyProbe(const ddp::LaunchPlan& plan) {
   const ddp::WorkerPlacement base = plan.base;
-  return [base, api = std::shared_ptr<ddp::CoordinatorApi>()]() mutable {
+  return [base, api = std::shared_ptr<ddp::CoordinatorApi>()](int node_rank,
+                                                              int num_nodes) mutable {
     ddp::CoordinatorSighting seen;
     seen.job_ended = ddp::ReadJobResultOf(base.dist_file, base.job_id, base.generation).has_value();
     const absl::StatusOr<ddp::DistFileContents> file =
@@ -150,6 +152,10 @@ ddp::CoordinatorProbe StandbyProbe(const ddp::LaunchPlan& plan) {
     seen.epoch = file->epoch;
     seen.incarnation = file->incarnation;
     seen.coordinator_node = file->coordinator_node;
+    if (ddp::StandbyWatch::StandbyOf(seen.coordinator_node, num_nodes) != node_rank) {
+      api.reset();  // not this node's coordinator to watch (StandbyWatch::Observe: idle)
+      return seen;
+    }
     if (api == nullptr) {
       auto connected = ConnectLauncher(base, kStandbyProbeCallTimeout);
       if (!connected.ok()) {

@@ -302,7 +302,8 @@ class LauncherRun {
   // The standby's probe (standby.h): takes the job over when the coordinator stayed silent.
   void PollStandby() {
     const absl::Time started = absl::Now();
-    const CoordinatorSighting seen = options_.probe_coordinator();
+    const CoordinatorSighting seen =
+        options_.probe_coordinator(plan_.base.node_rank, plan_.base.num_nodes);
     NoteIfNotRunning(started + options_.standby_probe_bound, "probing the coordinator");
     const absl::Time now = absl::Now();
     next_standby_poll_ = now + options_.standby_period;

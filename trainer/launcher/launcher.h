@@ -63,8 +63,11 @@ using FenceQuery = std::function<absl::StatusOr<std::vector<FenceOrder>>(
     int node_rank, const std::vector<LiveWorker>&)>;
 
 // A standby's probe (trainer/launcher/standby.h): reads the dist_file and pings the coordinator it
-// names, bounded by about half a second.
-using CoordinatorProbe = std::function<CoordinatorSighting()>;
+// names, bounded by about half a second; the ping only when `node_rank` is that coordinator's
+// standby among `num_nodes` (every other task's probe is a file read: a job of 2,048 nodes is not
+// pinged 4,096 times a second). `node_rank` is the task's node (a spare's, once it took a lost
+// node over, is that node's).
+using CoordinatorProbe = std::function<CoordinatorSighting(int node_rank, int num_nodes)>;
 
 // Makes the heartbeat relay socket of one more worker (client/heartbeat_relay.h) and returns
 // the worker's end, which the worker inherits across exec.
