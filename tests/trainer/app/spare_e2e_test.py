@@ -252,7 +252,10 @@ def case_node_lost_shrinks(tmp):
 # A longer run for the straggler replacement: 1,024 steps per epoch (65,536 samples, batch 16,
 # world 4), so that the job trains at full speed, slowly, and again at full speed after the swap.
 # No evaluation and no periodic checkpoint: the rates before and after the swap compare steps only.
-STRAGGLER_RUN = ["--data", "synthetic:65536x1x8x8:10", "--epochs", "4", "--print-freq", "1000",
+# Long enough that, after the scoring, the 6 s rate before the slowdown, the slowdown until the
+# swap and the 2 + 6 s after it, the job still runs: with 4 epochs a fast run once ended 6 s
+# after the swap, before the test saw the spare's generation running.
+STRAGGLER_RUN = ["--data", "synthetic:65536x1x8x8:10", "--epochs", "6", "--print-freq", "1000",
                  "--checkpoint-every", "100000"]
 STRAGGLER_WINDOW = 3.0
 
