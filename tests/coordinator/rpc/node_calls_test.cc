@@ -61,6 +61,21 @@ class NodeCallsTest : public ::testing::Test {
     return w;
   }
 
+  // The task of `node` reports its worker `pid` (local rank `local`) killed; the decision.
+  pb::LostAction ReportKilled(int node, int local, int pid) {
+    pb::ReportLostRequest lost;
+    lost.set_node_rank(node);
+    lost.set_local_rank(local);
+    lost.set_pid(pid);
+    lost.set_what("killed by signal 9");
+    lost.set_signal(9);
+    pb::ReportLostReply decision;
+    auto ctx = Context();
+    const grpc::Status st = stub_->ReportLost(ctx.get(), lost, &decision);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return decision.action();
+  }
+
   static pb::GetShardRequest Shard(int rank, int pid) {
     pb::GetShardRequest q;
     q.mutable_worker()->set_rank(rank);
@@ -148,18 +163,7 @@ TEST_F(NodeCallsTest, EachRequestIsJudgedAloneAndARecoveryReformsThroughThem) {
 
   // Node 1's local rank 1 dies: its task reports it and carries its replacement's Register; the
   // three survivors rejoin in one NodeRejoin per node.
-  pb::ReportLostRequest lost;
-  lost.set_node_rank(1);
-  lost.set_local_rank(1);
-  lost.set_pid(111);
-  lost.set_what("killed by signal 9");
-  lost.set_signal(9);
-  pb::ReportLostReply decision;
-  {
-    auto ctx = Context();
-    ASSERT_TRUE(stub_->ReportLost(ctx.get(), lost, &decision).ok());
-  }
-  EXPECT_EQ(decision.action(), pb::LOST_ACTION_RESPAWN);
+  EXPECT_EQ(ReportKilled(1, 1, 111), pb::LOST_ACTION_RESPAWN);
   pb::NodeRejoinRequest rejoin[kNodes];
   pb::NodeJoinReply rejoined[kNodes];
   pb::NodeRegisterRequest replacement;
@@ -337,18 +341,7 @@ TEST_F(NodeCallsTest, ARefusalInANodeRegisterIsAnsweredWhileItsNodeMateWouldWait
   }
   for (std::thread& t : threads) t.join();
   for (const grpc::Status& st : status) ASSERT_TRUE(st.ok()) << st.error_message();
-  pb::ReportLostRequest lost;
-  lost.set_node_rank(0);
-  lost.set_local_rank(0);
-  lost.set_pid(100);
-  lost.set_what("killed by signal 9");
-  lost.set_signal(9);
-  pb::ReportLostReply decision;
-  {
-    auto ctx = Context();
-    ASSERT_TRUE(stub_->ReportLost(ctx.get(), lost, &decision).ok());
-  }
-  ASSERT_EQ(decision.action(), pb::LOST_ACTION_RESPAWN);
+  ASSERT_EQ(ReportKilled(0, 0, 100), pb::LOST_ACTION_RESPAWN);
   pb::NodeRegisterRequest both;
   both.set_node_rank(0);
   *both.add_workers() = Worker(0, 0, 200);
