@@ -123,27 +123,36 @@ absl::Status Allreduce(ProcessGroupHandle& pg, at::Tensor& t) {
   });
 }
 
-// The parent of a three-rank test in which rank 2 SIGKILLs itself: ranks 0 and 1 exit 0 in
-// time, and each one's line that starts with "rank <r>: <shown>" is printed.
-void RunThreeRanksRank2Killed(const std::string& shown) {
+// Prints the line of `output` that starts with `start`, when there is one.
+void PrintLineStarting(const std::string& output, const std::string& start) {
+  const size_t line = output.find(start);
+  if (line != std::string::npos) {
+    std::printf("%s\n", output.substr(line, output.find('\n', line) - line).c_str());
+  }
+}
+
+// The parent of a three-rank test: every rank exits 0 in time, or, with `rank2_killed`, ranks 0
+// and 1 do and rank 2 dies by SIGKILL (it SIGKILLs itself). The line "rank <r>: <shown>" of rank 0
+// (of each survivor, with `rank2_killed`) is printed.
+void RunThreeRanks(bool rank2_killed, const std::string& shown) {
   auto results = testing::RunRanks(3, absl::Seconds(120));
   ASSERT_EQ(results.size(), 3u);
-  for (int r = 0; r < 2; ++r) {
+  const int survivors = rank2_killed ? 2 : 3;
+  for (int r = 0; r < survivors; ++r) {
     EXPECT_FALSE(results[r].timed_out) << results[r].output;
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
-    const size_t line = results[r].output.find("rank " + std::to_string(r) + ": " + shown);
-    if (line != std::string::npos) {
-      std::printf(
-          "%s\n",
-          results[r].output.substr(line, results[r].output.find('\n', line) - line).c_str());
-    }
   }
-  EXPECT_EQ(results[2].exit_code, -1) << "rank 2 should die by SIGKILL:\n" << results[2].output;
+  for (int r = 0; r < (rank2_killed ? 2 : 1); ++r) {
+    PrintLineStarting(results[r].output, "rank " + std::to_string(r) + ": " + shown);
+  }
+  if (rank2_killed) {
+    EXPECT_EQ(results[2].exit_code, -1) << "rank 2 should die by SIGKILL:\n" << results[2].output;
+  }
 }
 
 TEST(ProcessGroupHandleRebuild, SurvivorsOfASigkilledPeerRebuildUnderANewPrefix) {
   if (!testing::IsChild()) {
-    RunThreeRanksRank2Killed("after");
+    RunThreeRanks(true, "after");
     return;
   }
   const int rank = testing::ChildRank();
@@ -181,22 +190,6 @@ int64_t NowNs() {
 }
 void RecordWait(bool waiting) { (waiting ? g_wait_began_ns : g_wait_ended_ns).store(NowNs()); }
 
-// The parent of a three-rank test: every rank exits 0 in time; rank 0's line that starts with
-// `shown` is printed (the measured wait).
-void RunThreeRanksAndShow(const std::string& shown) {
-  auto results = testing::RunRanks(3, absl::Seconds(120));
-  ASSERT_EQ(results.size(), 3u);
-  for (int r = 0; r < 3; ++r) {
-    EXPECT_FALSE(results[r].timed_out) << results[r].output;
-    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ":\n" << results[r].output;
-  }
-  const size_t line = results[0].output.find(shown);
-  if (line != std::string::npos) {
-    std::printf("%s\n",
-                results[0].output.substr(line, results[0].output.find('\n', line) - line).c_str());
-  }
-}
-
 // The hook saw the wait begin at `before` and end at `after` (within 100 ms).
 void ExpectWaitMarked(int64_t before, int64_t after) {
   EXPECT_GE(g_wait_began_ns.load(), before);
@@ -223,7 +216,7 @@ double WaitForGroupsEnded(std::chrono::seconds limit) {
 // when the group's timeout ends the collective.
 TEST(ProcessGroupHandleRebuild, AFailedGlooGroupWaitingOnASilentPeerEndsInTheBackground) {
   if (!testing::IsChild()) {
-    RunThreeRanksAndShow("rank 0: ending");
+    RunThreeRanks(false, "ending");
     return;
   }
   const int rank = testing::ChildRank();
@@ -281,7 +274,7 @@ ProcessGroupHandle FlaggedGroup(std::atomic<bool>& flag, int rank, int world) {
 // not affected by the flag's polling.
 TEST(ProcessGroupHandleRebuild, AGivenUpFlagEndsAGlooWaitOnASilentPeer) {
   if (!testing::IsChild()) {
-    RunThreeRanksAndShow("rank 0: given up");
+    RunThreeRanks(false, "given up");
     return;
   }
   const int rank = testing::ChildRank();
@@ -402,7 +395,7 @@ int64_t RecordWaits() {
 // building a group whose peer died 50 ms after the generation formed, outside any deadline).
 TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWait) {
   if (!testing::IsChild()) {
-    RunThreeRanksAndShow("rank 0: building");
+    RunThreeRanks(false, "building");
     return;
   }
   const int rank = testing::ChildRank();
@@ -431,7 +424,7 @@ TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerNeverComesIsACollectiveWa
 // in-job recovery rejoins from (InJobRecovery::Recoverable), not INTERNAL, which failed the job.
 TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerDiedAfterPublishingIsUnavailable) {
   if (!testing::IsChild()) {
-    RunThreeRanksRank2Killed("building");
+    RunThreeRanks(true, "building");
     return;
   }
   const int rank = testing::ChildRank();
@@ -459,7 +452,7 @@ TEST(ProcessGroupHandleRebuild, BuildingAGroupWhosePeerDiedAfterPublishingIsUnav
 // "gen2" and reduce over it while the given-up builds still wait in their own threads.
 TEST(ProcessGroupHandleRebuild, ABuildGivenUpReturnsAtOnceAndTheNextGroupForms) {
   if (!testing::IsChild()) {
-    RunThreeRanksAndShow("rank 0: the build given up");
+    RunThreeRanks(false, "the build given up");
     return;
   }
   const int rank = testing::ChildRank();
