@@ -11,16 +11,14 @@ absl::Status Job::Restore(const JournalState& state) {
   Completions out;
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(RestoreLocked(state, &out));
-  if (state.failure) {
+  if (state.failure && !FinishedLocked()) {
     // It failed before the restart (the coordinator was lost while it lingered): failed again
     // with the recorded cause, so that the workers still running are told and the result is
     // written, as the lost coordinator would have. Not journaled again (it is already there).
-    if (lifecycle_.Fail(*state.failure, absl::InfinitePast())) {
-      StateChangedLocked(
-          absl::StrCat("restored from the journal: the job had failed: ", state.failure->text),
-          &out);
-      membership_.FailWaiters(absl::AbortedError(state.failure->text), &out);
-    }
+    EventLocked(
+        absl::StrCat("restored from the journal: the job had failed: ", state.failure->text), &out);
+    FailLocked(*state.failure, absl::StatusCode::kAborted, absl::InfinitePast(), &out,
+               /*journaled=*/false);
   }
   return absl::OkStatus();
 }
