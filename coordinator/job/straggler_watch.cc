@@ -51,7 +51,9 @@ const char* StragglerActionName(StragglerAction action) {
 
 StragglerWatch::StragglerWatch(StragglerOptions options)
     : options_(options),
-      span_(std::clamp(options.window / 3, absl::Milliseconds(500), absl::Seconds(10))) {}
+      span_(std::clamp(options.window / 3, absl::Milliseconds(500), absl::Seconds(10))),
+      stale_after_(span_ + std::max(options.evidence_period, absl::ZeroDuration()) +
+                   kCheckPeriod) {}
 
 StragglerWatch::Track& StragglerWatch::At(int rank) {
   if (static_cast<size_t>(rank) >= ranks_.size()) ranks_.resize(static_cast<size_t>(rank) + 1);
@@ -71,15 +73,17 @@ void StragglerWatch::Observe(int rank, const SectionTotals& totals, bool working
   if (t.samples.empty() || totals.steps > t.samples.back().totals.steps) {
     t.samples.push_back({now, totals});
   }
-  // Keep one sample at or before now - span (the span's base), none older.
-  while (t.samples.size() >= 2 && t.samples[1].at <= now - span_) t.samples.pop_front();
+  // Keep one sample at or before the latest's time - span (the span's base), none older. The span
+  // ends at the latest sample, not at `now`: between two heartbeats the evidence stays whole.
+  const absl::Time base = t.samples.back().at - span_;
+  while (t.samples.size() >= 2 && t.samples[1].at <= base) t.samples.pop_front();
 }
 
 bool StragglerWatch::Measure(Track& t, absl::Time now) const {
   t.measured = false;
   if (!t.working || t.samples.size() < 2) return false;
   const Sample& last = t.samples.back();
-  if (last.at < now - span_) return false;  // no step lately: nothing new to judge
+  if (last.at < now - stale_after_) return false;  // no step lately: nothing new to judge
   const Sample& base = t.samples.front();
   const int64_t steps = last.totals.steps - base.totals.steps;
   if (steps < kMinSteps) return false;

@@ -16,8 +16,11 @@
 // per step exceeds the best rank's by the most. It clears once its relative score has been at or
 // above the threshold for span(). One slow step (a long pause, a slow batch) leaves the span
 // after span() < window, so it is never a straggler; checkpoint, evaluation and recovery time
-// counts in no section. A rank is scored only with at least kMinSteps steps in the span, the
-// latest within it, and only while two or more ranks are scored.
+// counts in no section. A rank is scored only with at least kMinSteps steps in the span (which
+// ends at its latest sample), the latest no older than the span plus one evidence period (new
+// totals arrive once per heartbeat interval, and a stopped or busy worker's heartbeat comes
+// late: a short span must not lose a rank between two heartbeats), and only while two or more
+// ranks are scored.
 //
 //   StragglerWatch w({0.75, absl::Seconds(30)});
 //   w.Observe(rank, sample.progress.sections, /*working=*/true, now);  // each rank, each check
@@ -51,6 +54,8 @@ struct StragglerOptions {
   double threshold = 0.75;                          // --straggler-threshold
   absl::Duration window = absl::Seconds(30);        // --straggler-window
   StragglerAction action = StragglerAction::kWarn;  // --straggler-action
+  // How often a rank's new totals arrive: the job's heartbeat interval (Job::HeartbeatInterval).
+  absl::Duration evidence_period = absl::Seconds(1);
 };
 
 // A straggler as the watch sees it (the status adds host and node).
@@ -71,6 +76,9 @@ class StragglerWatch {
 
   // The span of recent steps scored: window / 3, within [0.5 s, 10 s].
   absl::Duration span() const { return span_; }
+  // A rank whose latest new totals are older than this is not scored (no step lately): the span
+  // plus one evidence period plus one check period.
+  absl::Duration stale_after() const { return stale_after_; }
   const StragglerOptions& options() const { return options_; }
 
   // `rank`'s section totals at `now`; `working`: it still trains (a rank that does not is
@@ -102,7 +110,7 @@ class StragglerWatch {
     SectionTotals totals;
   };
   struct Track {
-    std::deque<Sample> samples;  // one per new step count; the oldest at or before now - span
+    std::deque<Sample> samples;  // one per new step count; the oldest at or before last - span
     bool working = false;
     bool measured = false;
     double per_step[kNumStepSections] = {0, 0, 0, 0};  // seconds per step over the span
@@ -115,13 +123,15 @@ class StragglerWatch {
   };
 
   Track& At(int rank);
-  // The per-step times over the span ending at `now`; false when too few steps.
+  // The per-step times over the span ending at the latest sample; false when too few steps or
+  // the latest is older than stale_after().
   bool Measure(Track& t, absl::Time now) const;
   // The section whose time exceeds the best rank's the most, and how many times the best it is.
   static void Cause(const Track& t, const double best[kNumStepSections], Straggler* s);
 
   const StragglerOptions options_;
   const absl::Duration span_;
+  const absl::Duration stale_after_;
   std::vector<Track> ranks_;
   StepBreakdown breakdown_;
   absl::Time next_check_ = absl::InfinitePast();

@@ -18,10 +18,11 @@ constexpr int kComm = static_cast<int>(StepSection::kCommunication);
 constexpr int kOptimizer = static_cast<int>(StepSection::kOptimizer);
 
 // A synchronous job of `n` ranks: every step takes the slowest rank's busy time; the others wait
-// for it in communication. Observed once a second (heartbeats), judged every half second.
+// for it in communication. Heartbeats carry the totals once a second; the watch observes the
+// latest and judges every half second, as Job does.
 class Sim {
  public:
-  explicit Sim(int n, StragglerOptions options = {}) : watch_(options), totals_(n) {
+  explicit Sim(int n, StragglerOptions options = {}) : watch_(options), totals_(n), reported_(n) {
     for (int r = 0; r < n; ++r) busy_.push_back({0.010, 0.080, 0.010});  // data, compute, opt
   }
   // Rank `r` spends `factor` times its normal time in `section` from now on.
@@ -36,10 +37,16 @@ class Sim {
     for (double t = 0; t < seconds; t += 0.5) {
       now_ += absl::Milliseconds(500);
       if (!paused) Steps(0.5);
-      if (++ticks_ % 2 == 0) Observe();
+      if (++ticks_ >= next_heartbeat_) {
+        reported_ = totals_;
+        next_heartbeat_ = ticks_ + (late_every_ > 0 && ++heartbeats_ % late_every_ == 0 ? 3 : 2);
+      }
+      Observe();  // each check, as Job does, with the latest heartbeat's totals
       for (const StragglerWatch::Change& c : watch_.Judge(now_)) changes_.push_back(c);
     }
   }
+  // Every `every`-th heartbeat comes half a second late (the others a second apart).
+  void LateHeartbeats(int every) { late_every_ = every; }
   void OneSlowStep(int r, double extra) {
     extra_rank_ = r;
     extra_ = extra;
@@ -79,15 +86,19 @@ class Sim {
   }
   void Observe() {
     for (size_t r = 0; r < totals_.size(); ++r) {
-      watch_.Observe(static_cast<int>(r), totals_[r], true, now_);
+      watch_.Observe(static_cast<int>(r), reported_[r], true, now_);
     }
   }
 
   StragglerWatch watch_;
   std::vector<SectionTotals> totals_;
+  std::vector<SectionTotals> reported_;  // as of the latest heartbeat
   std::vector<std::vector<double>> busy_;
   absl::Time now_ = absl::FromUnixSeconds(1000);
   int ticks_ = 0;
+  int next_heartbeat_ = 2;
+  int late_every_ = 0;
+  int heartbeats_ = 0;
   int extra_rank_ = -1;
   double extra_ = 0;
   std::vector<StragglerWatch::Change> changes_;
@@ -139,6 +150,31 @@ TEST(StragglerWatch, AHalfSpeedRankIsNamedAfterTheWindowWithComputeAsCause) {
   EXPECT_TRUE(sim.Named().empty());
   ASSERT_EQ(sim.changes().size(), 2u);
   EXPECT_FALSE(sim.changes()[1].appeared);
+}
+
+TEST(StragglerWatch, AShortWindowKeepsItsEvidenceBetweenLateHeartbeats) {
+  // --straggler-window 3: a span of 1 s, no longer than the heartbeat interval. Every other
+  // heartbeat comes half a second late (a SIGSTOPped worker's heartbeat thread stops too), so a
+  // check often finds no new totals within the span; the evidence must still count.
+  Sim sim(2, {0.75, absl::Seconds(3)});
+  sim.LateHeartbeats(2);
+  sim.Run(5);
+  EXPECT_TRUE(sim.Named().empty());
+  EXPECT_TRUE(sim.watch().Score(0).measured);
+  sim.Slow(1, kCompute, 2.125);
+  sim.Run(2.5);
+  EXPECT_TRUE(sim.Named().empty()) << "not before --straggler-window";
+  sim.Run(4);
+  ASSERT_EQ(sim.Named(), std::vector<int>({1}));
+  EXPECT_EQ(sim.watch().stragglers()[0].section, StepSection::kCompute);
+  sim.Normal(1);
+  sim.Run(6);
+  EXPECT_TRUE(sim.Named().empty());
+  ASSERT_EQ(sim.changes().size(), 2u);
+  // Without a heartbeat for longer than the span, one evidence period and one check, a rank is
+  // not scored.
+  StragglerWatch w({0.75, absl::Seconds(3), StragglerAction::kWarn, absl::Seconds(2)});
+  EXPECT_EQ(w.stale_after(), absl::Seconds(1) + absl::Seconds(2) + StragglerWatch::kCheckPeriod);
 }
 
 TEST(StragglerWatch, TheCauseIsTheSectionThatIsSlow) {

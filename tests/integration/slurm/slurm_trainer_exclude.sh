@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # slurm_trainer_exclude — --straggler-action exclude on the real cluster. The real ddp-trainer
 # runs through slurm/multi-node.sbatch on ONE node (2 workers on its fake gres gpu:2, CPU/Gloo).
-# Rank 1 is slowed to about half speed by a SIGSTOP/SIGCONT duty cycle: the coordinator names it
+# Rank 1 is slowed to about a third of its speed by a SIGSTOP/SIGCONT duty cycle (stopped 100 ms
+# of every 150 ms; with two ranks a stop that lands in its allreduce counts as communication, so
+# half speed scores near the threshold on a loaded machine): the coordinator names it
 # a straggler and writes its Slurm node name to <dist_file>.exclude, which `ddpctl stragglers
 # --exclude-list` prints. `scancel --signal=USR1 --batch` then checkpoints and stops the job; the
 # kit requeues it and sets the requeued job's ExcNodeList from that list, so generation 1 is
@@ -34,8 +36,8 @@ body() {
   node0=$(job_field "$job" NodeList)
   pid=$(tr_status "$df" | python3 -c 'import json,sys; print(next(r["pid"] for r in json.load(sys.stdin)["ranks"] if r["rank"] == 1))') ||
     fail "no pid for rank 1"
-  note "generation 0 on $node0; slowing rank 1 (pid $pid) to about half speed"
-  (while kill -STOP "$pid" 2>/dev/null; do sleep 0.05; kill -CONT "$pid" 2>/dev/null; sleep 0.05; done) &
+  note "generation 0 on $node0; slowing rank 1 (pid $pid) to about a third of its speed"
+  (while kill -STOP "$pid" 2>/dev/null; do sleep 0.1; kill -CONT "$pid" 2>/dev/null; sleep 0.05; done) &
   duty=$!
   wait_until 60 "the exclude list" test -s "$df.exclude" ||
     { kill "$duty"; kill -CONT "$pid"; tr_status "$df"; dump_file "$df.coordinator.log"; fail "no exclude list"; }
