@@ -55,8 +55,11 @@
 # blob that grows with the agents and polls it once a second, the "c10d" runs), and then every
 # worker opens its own store client for its process group (the per-rank TCPStore runs'
 # connect), while ddp-trainer's workers open none (their store calls go over their node task's
-# connection). The "as deployed" lines put them side by side: the rendezvous from the last node
-# connected, and the whole start-up. Each run spreads its
+# connection). The "as deployed" lines put them side by side: the rendezvous alone from the last
+# node connected (torchrun's agents hand out ranks only), from the last node connected to every
+# worker ready for its process group's store (torchrun's workers' own store connects included:
+# issue 43's start-up phase), and the whole start-up from the first connect (our node tasks' TLS
+# handshakes included). Each run spreads its
 # connections over agent processes alike: one per 2,048 connections, at least 2 (a per-node run
 # at 16,384 ranks has 2,048 connections in 2 processes, as the agents' run at 16,384 does).
 #
@@ -285,6 +288,15 @@ if [[ $node == 1 && $have_cpp == 1 ]]; then
     # worker's shard locally); ours also hands out shards. Ours to every rank holding its rank:
     echo "  $n ranks ($((n / 8)) nodes): every rank holding its rank (no shard), from the last node connected: torchrun agents $(field rendezvous_s "$a") s, ours $(field rendezvous_ranked_s "$d") s: $(ratio "$(field rendezvous_s "$a")" "$(field rendezvous_ranked_s "$d")")"
     [[ -z "$t" ]] && continue
+    # From the last node connected (the same event on both sides: the last agent / node task
+    # connected) to every worker ready to build its process group: torchrun's workers get their
+    # ranks from their agents' rendezvous and then open their own store clients; ours hold rank
+    # and shard when the rendezvous ends and open none. Process starts are in neither.
+    # The simulated clients share this host's cores with the server; the server's own CPU in the
+    # phase is what no cluster spreads over its nodes, so it is printed beside the time.
+    tl="$(sum "$(field rendezvous_s "$a")" "$(field connect_s "$t")")"
+    tcpu="$(sum "$(field rendezvous_server_cpu_s "$a")" "$(field connect_server_cpu_s "$t")")"
+    echo "  $n ranks: from the last node connected to every worker ready for its process group's store: torchrun $tl s (agents' rendezvous $(field rendezvous_s "$a") + workers' store clients $(field connect_s "$t")), ours $(field rendezvous_s "$d") s (the rendezvous; the workers open no connection): $(ratio "$tl" "$(field rendezvous_s "$d")"); the server's CPU in it: TCPStore $tcpu s, ddp-coordinator $(field rendezvous_server_cpu_s "$d") s"
     tr="$(sum "$(field connect_s "$a")" "$(field rendezvous_s "$a")" "$(field connect_s "$t")")"
     ou="$(sum "$(field connect_s "$d")" "$(field rendezvous_s "$d")")"
     echo "  $n ranks: from the first connect to every worker ready for its process group's store: torchrun $tr s (agents connect $(field connect_s "$a") + rendezvous $(field rendezvous_s "$a") + workers' store clients $(field connect_s "$t")), ours $ou s (node tasks connect $(field connect_s "$d") + rendezvous $(field rendezvous_s "$d")): $(ratio "$tr" "$ou")"

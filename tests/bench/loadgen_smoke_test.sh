@@ -69,6 +69,8 @@ if [[ -x "$bin/ddp-tcpstore-bench" ]]; then
     fail "no as-deployed rendezvous line"
   grep -q "1024 ranks (128 nodes): every rank holding its rank (no shard), from the last node connected: torchrun agents [0-9.]* s, ours [0-9.]* s: [0-9.]*x" <<<"$out" ||
     fail "no as-deployed rank-only line"
+  grep -q "1024 ranks: from the last node connected to every worker ready for its process group's store: torchrun [0-9.]* s (agents' rendezvous [0-9.]* + workers' store clients [0-9.]*), ours [0-9.]* s .*: [0-9.]*x; the server's CPU in it: TCPStore [0-9.]* s, ddp-coordinator [0-9.]* s" <<<"$out" ||
+    fail "no as-deployed line from the last node connected"
   grep -q "1024 ranks: from the first connect to every worker ready for its process group's store: torchrun [0-9.]* s .*, ours [0-9.]* s .*: [0-9.]*x" <<<"$out" ||
     fail "no as-deployed start-up line"
 fi
