@@ -11,15 +11,6 @@
 #include "coordinator/job/failure_causes.h"
 
 namespace ddp {
-namespace {
-
-// The straggler rule's options with the evidence period the job's heartbeats give.
-StragglerOptions WithEvidencePeriod(StragglerOptions options, absl::Duration heartbeat_interval) {
-  options.evidence_period = heartbeat_interval;
-  return options;
-}
-
-}  // namespace
 
 Job::Job(JobConfig config, const Clock* clock) : Job(std::move(config), clock, clock->Now()) {}
 
@@ -34,8 +25,8 @@ Job::Job(JobConfig config, const Clock* clock, absl::Time start)
       recovery_(config_.max_restarts, config_.recovery_timeout, start),
       spares_(config_.heartbeat_timeout),
       stall_watch_(config_.stall, config_.world_size, start),
-      straggler_watch_(WithEvidencePeriod(
-          config_.straggler, HeartbeatInterval(config_.world_size, config_.heartbeat_timeout))),
+      straggler_watch_(config_.straggler,
+                       HeartbeatInterval(config_.world_size, config_.heartbeat_timeout)),
       time_account_(start) {}
 
 void Job::EventLocked(const std::string& line, Completions* out) {

@@ -49,11 +49,10 @@ const char* StragglerActionName(StragglerAction action) {
   return "warn";
 }
 
-StragglerWatch::StragglerWatch(StragglerOptions options)
+StragglerWatch::StragglerWatch(StragglerOptions options, absl::Duration evidence_period)
     : options_(options),
       span_(std::clamp(options.window / 3, absl::Milliseconds(500), absl::Seconds(10))),
-      stale_after_(span_ + std::max(options.evidence_period, absl::ZeroDuration()) + kCheckPeriod) {
-}
+      stale_after_(span_ + std::max(evidence_period, absl::ZeroDuration()) + kCheckPeriod) {}
 
 StragglerWatch::Track& StragglerWatch::At(int rank) {
   if (static_cast<size_t>(rank) >= ranks_.size()) ranks_.resize(static_cast<size_t>(rank) + 1);

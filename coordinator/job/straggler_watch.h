@@ -54,8 +54,6 @@ struct StragglerOptions {
   double threshold = 0.75;                          // --straggler-threshold
   absl::Duration window = absl::Seconds(30);        // --straggler-window
   StragglerAction action = StragglerAction::kWarn;  // --straggler-action
-  // How often a rank's new totals arrive: the job's heartbeat interval (Job::HeartbeatInterval).
-  absl::Duration evidence_period = absl::Seconds(1);
 };
 
 // A straggler as the watch sees it (the status adds host and node).
@@ -72,7 +70,10 @@ class StragglerWatch {
   static constexpr int64_t kMinSteps = 2;
   static constexpr absl::Duration kCheckPeriod = absl::Milliseconds(500);
 
-  explicit StragglerWatch(StragglerOptions options);
+  // `evidence_period`: how often a rank's new totals arrive, the job's heartbeat interval
+  // (Job::HeartbeatInterval).
+  explicit StragglerWatch(StragglerOptions options,
+                          absl::Duration evidence_period = absl::Seconds(1));
 
   // The span of recent steps scored: window / 3, within [0.5 s, 10 s].
   absl::Duration span() const { return span_; }

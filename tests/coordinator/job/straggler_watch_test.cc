@@ -173,7 +173,7 @@ TEST(StragglerWatch, AShortWindowKeepsItsEvidenceBetweenLateHeartbeats) {
   ASSERT_EQ(sim.changes().size(), 2u);
   // Without a heartbeat for longer than the span, one evidence period and one check, a rank is
   // not scored.
-  StragglerWatch w({0.75, absl::Seconds(3), StragglerAction::kWarn, absl::Seconds(2)});
+  StragglerWatch w({0.75, absl::Seconds(3)}, /*evidence_period=*/absl::Seconds(2));
   EXPECT_EQ(w.stale_after(), absl::Seconds(1) + absl::Seconds(2) + StragglerWatch::kCheckPeriod);
 }
 
